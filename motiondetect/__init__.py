@@ -1,0 +1,33 @@
+"""motiondetect: GPU video motion detection (grayscale, absdiff, threshold, erosion, red blend).
+
+Importing this package never touches CUDA; the GPU is used only when a
+:class:`~motiondetect.cuda_handler.CUDAHandler` is entered.
+"""
+
+__version__ = "0.1.0"
+
+from motiondetect.config import build_filters, default_config, load_config
+from motiondetect.cuda_handler import CUDAHandler
+from motiondetect.detector import FrameResult, MotionDetector
+from motiondetect.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError, VideoOpenFailure
+from motiondetect.filters import REGISTRY, Filter
+from motiondetect.video import VideoHandler, VideoWriter
+
+__all__ = [
+    "REGISTRY",
+    "CUDAHandler",
+    "ConfigError",
+    "CudaUnavailable",
+    "Filter",
+    "FrameResult",
+    "MotionDetectError",
+    "MotionDetector",
+    "UsageError",
+    "VideoHandler",
+    "VideoOpenFailure",
+    "VideoWriter",
+    "build_filters",
+    "default_config",
+    "load_config",
+    "__version__",
+]

@@ -1,0 +1,211 @@
+"""The ``motiondetect`` command: argument parsing and the run controller.
+
+Errors the user can fix print one line, ``motiondetect: error: ...``, and exit 2 (usage,
+config) or 1 (run time). Whatever was processed before a failure or Ctrl-C is kept: the video is
+closed so it plays up to the last frame, and the events file is written with ``"complete":
+false``. Set ``MOTIONDETECT_DEBUG=1`` to get tracebacks instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from motiondetect import __version__
+from motiondetect.config import BACKENDS, EVENT_SETTINGS, build_filters, load_config, with_overrides
+from motiondetect.cuda_handler import CUDAHandler
+from motiondetect.detector import MotionDetector
+from motiondetect.errors import CudaUnavailable, MotionDetectError, UsageError
+from motiondetect.events import EventTracker, write_json_atomic
+from motiondetect.filters import REGISTRY, Threshold
+from motiondetect.platform import cuda_device_error, feature_report
+from motiondetect.video import VideoHandler
+
+log = logging.getLogger("motiondetect")
+
+
+def _param_arg(param):
+    """argparse ``type`` that parses a value of ``param`` and checks its range."""
+
+    def parse(text: str):
+        try:
+            value = param.type(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {param.type.__name__} {param.unit}, got {text!r}") from None
+        if not param.minimum <= value <= param.maximum:
+            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed {param.minimum}..{param.maximum})")
+        return value
+
+    return parse
+
+
+def _filters_help() -> str:
+    lines = ["pipeline filters (YAML 'filter:' names and parameters, from the registry):"]
+    for name, cls in REGISTRY.items():
+        lines.append(f"  {name}: {cls.__doc__.strip().splitlines()[0].replace('``', '')}")
+        lines += [f"      {p.describe()}" for p in cls.PARAMS]
+    lines.append("event settings (YAML 'events:'):")
+    lines += [f"  {name}={default}: {text}" for name, (_, default, text) in EVENT_SETTINGS.items()]
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser (its choices and help come from the registry)."""
+    threshold = Threshold.PARAMS[0]
+    parser = argparse.ArgumentParser(
+        prog="motiondetect",
+        description="Detect motion in a video on the GPU (CUDA) or CPU: grayscale, absdiff of frame "
+        "pairs, threshold, erosion, and the motion blended into the red channel.",
+        epilog=_filters_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("input", nargs="?", help="video file, image folder, printf pattern (in%%06d.jpg), camera index or URL")
+    parser.add_argument("-o", "--output", help="annotated video to write [default: <stem>_motion.mp4 in the current folder]")
+    parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
+    parser.add_argument("--events", help="events JSON to write [default: <stem>_motion.json in the current folder]")
+    parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]")
+    parser.add_argument("--threshold", type=_param_arg(threshold), metavar="T", help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) [setting: config, default {threshold.default}]")
+    parser.add_argument("--fps", type=float, help="frame rate of image sequences, frames/s [default: 25]")
+    parser.add_argument("--no-video", action="store_true", help="write only the events file, no annotated video")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress bar")
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="print debug messages")
+    parser.add_argument("--version", action="store_true", help="print the version and the detected features, then exit")
+    return parser
+
+
+def _output_path(given: str | None, default: str, input_path: Path | None, overwrite: bool, what: str) -> Path:
+    path = Path(given) if given else Path.cwd() / default
+    if input_path is not None and path.resolve() == input_path:
+        raise UsageError(f"{what} {str(path)!r} is the input file; choose another name")
+    if path.exists() and not overwrite:
+        raise UsageError(f"{what} {str(path)!r} exists; pass --overwrite to replace it")
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        raise UsageError(f"{what} folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{what} folder {str(folder)!r} is not writable")
+    return path
+
+
+def _open_backend(requested: str, stack: ExitStack):
+    """Return an entered CUDAHandler, or None for the CPU, as ``requested`` says."""
+    if requested == "cpu":
+        return None
+    if requested == "auto":
+        reason = cuda_device_error()
+        if reason:
+            log.info("notice: CUDA unavailable (%s); using the CPU backend", reason.split(";")[0])
+            return None
+    return stack.enter_context(CUDAHandler())
+
+
+def run(args: argparse.Namespace) -> int:
+    """Process one input as the parsed ``args`` say; return the exit code."""
+    config = with_overrides(load_config(args.config), backend=args.backend, threshold=args.threshold)
+    video = VideoHandler(args.input, fps=args.fps)
+    with ExitStack() as stack:
+        stack.enter_context(video)
+        input_path = Path(args.input).resolve() if Path(args.input).is_file() else None
+        video_path = None if args.no_video else _output_path(args.output, f"{video.name}_motion.mp4", input_path, args.overwrite, "output video")
+        events_path = _output_path(args.events, f"{video.name}_motion.json", input_path, args.overwrite, "events file")
+        if video_path is not None and events_path.resolve() == video_path.resolve():
+            raise UsageError("the events file and the output video must differ")
+        cuda = _open_backend(config["backend"], stack)
+        detector = MotionDetector(build_filters(config), cuda=cuda)
+        tracker = EventTracker(config["events"]["min_area"])
+        writer = stack.enter_context(video.writer(video_path)) if video_path else None
+        report: dict[str, Any] = {
+            "motiondetect_version": __version__,
+            "input": args.input,
+            "output_video": str(video_path) if video_path else None,
+            "fps": video.fps,
+            "frame_size": list(video.size),
+            "backend": detector.backend,
+            "device": cuda.device_name if cuda else None,
+            "config": config,
+        }
+        frames, started, complete, failure = 0, time.perf_counter(), False, None
+        progress = _progress(video.frame_count, args.quiet)
+        try:
+            for frame in video:
+                result = detector.process(frame.image)
+                if writer:
+                    writer.write(result.frame)
+                tracker.update(frame.index, frame.time, result.motion_fraction)
+                frames += 1
+                progress.update(1)
+                progress.set_postfix_str(f"events {len(tracker.events)}", refresh=False)
+            complete = True
+        except KeyboardInterrupt:
+            failure = "interrupted"
+        except (MotionDetectError, ValueError) as exc:
+            failure = exc
+        finally:
+            progress.close()
+            if writer:
+                writer.close()  # finish the file so it plays up to the last frame written
+            elapsed = time.perf_counter() - started
+            report.update(frame_count=frames, events=tracker.as_dicts(), complete=complete, elapsed_seconds=round(elapsed, 3))
+            write_json_atomic(events_path, report)
+        if frames == 0 and complete:
+            raise MotionDetectError(f"no frames could be decoded from {args.input!r}")
+        rate = frames / elapsed if elapsed > 0 else 0.0
+        device = f" ({report['device']})" if report["device"] else ""
+        outputs = ", ".join(str(p) for p in (video_path, events_path) if p)
+        log.info("%d frames in %.1f s (%.0f fps), %d events, backend %s%s -> %s", frames, elapsed, rate, len(tracker.events), detector.backend, device, outputs)
+        if failure == "interrupted":
+            log.warning("Stopped after %d frames; outputs hold what was processed", frames)
+            return 130
+        if failure is not None:
+            raise MotionDetectError(f"stopped after {frames} frames: {failure}")
+    return 0
+
+
+def _progress(total: int | None, quiet: bool):
+    """A tqdm bar with fps and ETA on a terminal; a no-op stand-in otherwise."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # tqdm is a dependency, but keep the CLI usable without it
+        tqdm = None
+    if tqdm is None or quiet or not sys.stderr.isatty():
+
+        class _Silent:
+            def update(self, n): ...
+            def set_postfix_str(self, s, refresh=True): ...
+            def close(self): ...
+
+        return _Silent()
+    return tqdm(total=total, unit="frame", dynamic_ncols=True, leave=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
+    logging.basicConfig(level=level, format="motiondetect: %(message)s", stream=sys.stderr, force=True)
+    if args.version:
+        print(f"motiondetect {__version__}")
+        for line in feature_report():
+            print(f"  {line}")
+        return 0
+    if args.input is None:
+        parser.error("the following arguments are required: input")
+    try:
+        return run(args)
+    except MotionDetectError as exc:
+        if os.environ.get("MOTIONDETECT_DEBUG"):
+            raise
+        print(f"motiondetect: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("motiondetect: Stopped.", file=sys.stderr)
+        return 130

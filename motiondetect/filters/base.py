@@ -1,0 +1,146 @@
+"""The filter seam: one class, one kernel, one name.
+
+A :class:`Filter` is one step of the motion pipeline. Each subclass declares
+
+- ``NAME``: the key used in YAML (``filter: threshold``) and on the command line;
+- ``KERNEL``: the stem of its CUDA source, ``kernels/<KERNEL>.cu``;
+- ``PARAMS``: typed parameters with defaults and valid ranges (:class:`Param`);
+- ``INPUT`` / ``OUTPUT``: the :class:`Kind` of image it reads and writes, so a pipeline can be
+  checked before it runs;
+- ``SIDE_INPUT``: the second image it needs, if any: ``"reference"`` (the grey frame it is
+  compared with, i.e. the previous frame) or ``"frame"`` (the original BGR frame).
+
+and implements the same function twice: :meth:`Filter.reference` on the CPU with NumPy/OpenCV,
+and :meth:`Filter.apply` on the GPU through a :class:`~motiondetect.cuda_handler.CUDAHandler`.
+The registry, config schema, CLI help and error messages are all derived from these declarations.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from motiondetect.cuda_handler import CUDAHandler
+
+
+class Kind(enum.Enum):
+    """What an image in the pipeline holds. All are uint8 and C-contiguous."""
+
+    BGR = "BGR frame (H, W, 3) uint8, channels B, G, R"
+    GRAY = "grey image (H, W) uint8, grey levels 0-255"
+    MASK = "motion mask (H, W) uint8, values 0 or 255"
+
+
+@dataclass(frozen=True)
+class Param:
+    """A typed filter parameter with its default and valid range.
+
+    Attributes:
+        name: key in YAML and in the filter's constructor.
+        type: ``int`` or ``float``.
+        default: value used when the config omits it.
+        minimum, maximum: inclusive bounds.
+        unit: what the number counts (``"grey levels"``, ``"pixels"``...).
+        help: one sentence, including where the default comes from.
+        odd: the value must be odd (structuring element sizes).
+    """
+
+    name: str
+    type: type
+    default: Any
+    minimum: float
+    maximum: float
+    unit: str
+    help: str
+    odd: bool = False
+
+    def json_schema(self) -> dict:
+        """Return the JSON Schema fragment that validates this parameter."""
+        if self.odd:
+            choices = list(range(int(self.minimum) | 1, int(self.maximum) + 1, 2))
+            return {"enum": choices}
+        return {
+            "type": "integer" if self.type is int else "number",
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+        }
+
+    def describe(self) -> str:
+        """One line for ``--help`` and the config reference."""
+        allowed = f"odd {self.minimum}..{self.maximum}" if self.odd else f"{self.minimum}..{self.maximum}"
+        return f"{self.name}={self.default} ({self.unit}, {allowed}): {self.help}"
+
+
+class Filter(ABC):
+    """One pipeline step with a GPU kernel and a CPU reference of the same function.
+
+    Construct with keyword parameters named in ``PARAMS``; omitted ones take their defaults.
+    Values are assumed valid here (the config layer validates user input and reports every
+    problem at once); a wrong name still raises ``TypeError``.
+
+    Raises:
+        TypeError: an unknown parameter name.
+    """
+
+    NAME: ClassVar[str]
+    KERNEL: ClassVar[str]
+    PARAMS: ClassVar[tuple[Param, ...]] = ()
+    INPUT: ClassVar[Kind]
+    OUTPUT: ClassVar[Kind]
+    SIDE_INPUT: ClassVar[str | None] = None
+
+    def __init__(self, **params: Any) -> None:
+        known = {p.name: p for p in self.PARAMS}
+        unknown = set(params) - set(known)
+        if unknown:
+            raise TypeError(f"{self.NAME}: unknown parameter(s) {sorted(unknown)}; expected {sorted(known)}")
+        self.params = {name: p.type(params.get(name, p.default)) for name, p in known.items()}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"
+
+    def output_shape(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Shape of the output image for an input of ``input_shape`` (same H, W)."""
+        height, width = input_shape[:2]
+        return (height, width, 3) if self.OUTPUT is Kind.BGR else (height, width)
+
+    @abstractmethod
+    def reference(self, src: np.ndarray, side: np.ndarray | None = None) -> np.ndarray:
+        """Apply the filter on the CPU.
+
+        Args:
+            src: image of kind ``INPUT``.
+            side: image named by ``SIDE_INPUT`` (same H, W), or ``None`` when it has none.
+
+        Returns:
+            A new image of kind ``OUTPUT``.
+        """
+
+    @abstractmethod
+    def apply(self, cuda: CUDAHandler, src, dst, side=None) -> None:
+        """Enqueue the filter's kernel on ``cuda.stream``.
+
+        Args:
+            cuda: the handler owning the context, compiled kernels and scratch buffers.
+            src: device image (``pycuda.gpuarray.GPUArray``) of kind ``INPUT``.
+            dst: preallocated device image of kind ``OUTPUT``, shape ``output_shape(src.shape)``.
+            side: device image named by ``SIDE_INPUT``, or ``None``.
+        """
+
+    @staticmethod
+    def is_available() -> bool:
+        """Whether the GPU path can run here (PyCUDA importable and a device present)."""
+        from motiondetect.platform import cuda_device_error
+
+        return cuda_device_error() is None
+
+
+def element_count(image) -> np.int32:
+    """Number of elements of a host or device image, as the kernels' ``int`` argument."""
+    return np.int32(int(np.prod(image.shape)))

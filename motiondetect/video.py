@@ -1,0 +1,251 @@
+"""VideoHandler: frames in from OpenCV (files, image sequences, cameras, URLs), video out.
+
+Writing prefers H.264 in MP4 through PyAV (FFmpeg's libx264), which browsers play; OpenCV's pip
+wheels have no H.264 encoder, so without PyAV the writer falls back to OpenCV's MPEG-4 Part 2
+(``mp4v``) with a one-line warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterator
+
+import cv2
+import numpy as np
+
+from motiondetect.errors import VideoOpenFailure
+from motiondetect.platform import h264_encoder
+
+log = logging.getLogger("motiondetect")
+
+#: Frame rate assumed for image sequences, which carry none (CDnet ships none); PAL's 25 fps.
+DEFAULT_SEQUENCE_FPS = 25.0
+IMAGE_SUFFIXES = {".bmp", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One decoded frame.
+
+    Attributes:
+        index: 0-based position in the stream.
+        time: timestamp in seconds (index / fps).
+        image: (H, W, 3) uint8 BGR.
+    """
+
+    index: int
+    time: float
+    image: np.ndarray
+
+
+def _natural_key(path: Path):
+    return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", path.name)]
+
+
+def _sequence_files(source: str) -> list[Path] | None:
+    """Image files of a folder or a printf pattern (``in%06d.jpg``), in frame order; else None."""
+    path = Path(source)
+    if path.is_dir():
+        return sorted((p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key)
+    match = re.search(r"%0?(\d*)d", path.name)
+    if not match:
+        return None
+    width = match.group(1)
+    digits = rf"\d{{{int(width)}}}" if width else r"\d+"
+    pattern = re.compile(re.escape(path.name[: match.start()]) + f"({digits})" + re.escape(path.name[match.end():]) + "$")
+    folder = path.parent
+    found = [(int(m.group(1)), p) for p in folder.glob("*") if (m := pattern.match(p.name))] if folder.is_dir() else []
+    return [p for _, p in sorted(found)]
+
+
+class VideoHandler:
+    """Streams BGR frames from a video file, image sequence, camera or URL; writes videos.
+
+    Args:
+        source: a video file; a folder of images or a printf pattern such as
+            ``input/in%06d.jpg`` (numbered from anywhere, read in numeric order); a camera index
+            (``0`` or ``"0"``); or a URL OpenCV can open (``rtsp://``, ``http://``...).
+        fps: frame rate to assume, in frames per second; default: the container's, or
+            :data:`DEFAULT_SEQUENCE_FPS` for image sequences and sources that report none.
+
+    Attributes:
+        fps: frames per second used for timestamps and for the output video.
+        size: (width, height) in pixels.
+        frame_count: frames the container announces, or ``None`` (cameras, URLs). May differ
+            from what decodes (an AVI header can promise 750 frames and hold 748).
+        name: a short stem for default output names.
+
+    Raises:
+        VideoOpenFailure: the source does not exist, holds no images, or OpenCV cannot open it.
+
+    Example:
+        >>> with VideoHandler("samples/highway_traffic_320x240.avi") as video:  # doctest: +SKIP
+        ...     for frame in video:
+        ...         print(frame.index, frame.time, frame.image.shape)
+    """
+
+    def __init__(self, source: str | int, fps: float | None = None) -> None:
+        self.source = str(source)
+        self._capture = None
+        self._files: list[Path] | None = None
+        text = self.source
+        if text.isdigit() or "://" in text:
+            self.is_live = text.isdigit()
+            self._capture = cv2.VideoCapture(int(text) if text.isdigit() else text)
+            self.name = f"camera{text}" if text.isdigit() else (Path(text.split("?")[0]).stem or "stream")
+            if not self._capture.isOpened():
+                raise VideoOpenFailure(f"cannot open {'camera' if text.isdigit() else 'stream'} {text!r}")
+        else:
+            self.is_live = False
+            self._files = _sequence_files(text)
+            if self._files is not None:
+                if not self._files:
+                    raise VideoOpenFailure(f"no images found for image sequence {text!r}")
+                self.name = re.sub(r"%0?\d*d", "", Path(text).stem if not Path(text).is_dir() else Path(text).resolve().name).strip("_-.") or "sequence"
+            else:
+                path = Path(text)
+                if not path.exists():
+                    raise VideoOpenFailure(f"input not found: {text!r}")
+                if path.stat().st_size == 0:
+                    raise VideoOpenFailure(f"input is an empty file: {text!r}")
+                self._capture = cv2.VideoCapture(text)
+                if not self._capture.isOpened():
+                    raise VideoOpenFailure(f"cannot open {text!r}: not a video OpenCV can decode")
+                self.name = path.stem
+        self._probe(fps)
+
+    def _probe(self, fps: float | None) -> None:
+        if self._files is not None:
+            first = cv2.imread(str(self._files[0]), cv2.IMREAD_COLOR)
+            if first is None:
+                raise VideoOpenFailure(f"cannot decode image {str(self._files[0])!r}")
+            self.size = (first.shape[1], first.shape[0])
+            self.frame_count = len(self._files)
+            self.fps = fps or DEFAULT_SEQUENCE_FPS
+            return
+        cap = self._capture
+        self.size = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        self.frame_count = count if count > 0 and not self.is_live else None
+        container_fps = cap.get(cv2.CAP_PROP_FPS)
+        self.fps = fps or (container_fps if 0 < container_fps < 1000 else DEFAULT_SEQUENCE_FPS)
+
+    def __enter__(self) -> VideoHandler:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the capture device or file."""
+        if self._capture is not None:
+            self._capture.release()
+            self._capture = None
+
+    def __iter__(self) -> Iterator[Frame]:
+        """Yield :class:`Frame` s in order until the source ends.
+
+        Raises:
+            VideoOpenFailure: an image of a sequence cannot be decoded.
+        """
+        if self._files is not None:
+            for index, path in enumerate(self._files):
+                image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+                if image is None:
+                    raise VideoOpenFailure(f"cannot decode image {str(path)!r}")
+                yield Frame(index, index / self.fps, image)
+            return
+        index = 0
+        while self._capture is not None:
+            ok, image = self._capture.read()
+            if not ok:
+                return
+            yield Frame(index, index / self.fps, image)
+            index += 1
+
+    def writer(self, path: str | Path) -> VideoWriter:
+        """Open a :class:`VideoWriter` for frames of this source's size and frame rate."""
+        return VideoWriter(path, self.fps, self.size)
+
+
+class VideoWriter:
+    """Writes BGR frames to a video file with the input's size and frame rate.
+
+    H.264 (libx264, CRF 20, ``yuv420p`` so browsers play it; ``yuv444p`` when a side is odd,
+    since 4:2:0 needs even sizes) through PyAV; else OpenCV's ``mp4v``, with a warning.
+
+    Args:
+        path: output file; the container follows the extension (``.mp4`` recommended).
+        fps: frames per second.
+        size: (width, height) in pixels.
+
+    Raises:
+        VideoOpenFailure: the file cannot be created.
+    """
+
+    def __init__(self, path: str | Path, fps: float, size: tuple[int, int]) -> None:
+        self.path = str(path)
+        self.size = size
+        self.frames_written = 0
+        self._container = self._stream = self._cv_writer = None
+        self.encoder = h264_encoder()
+        if self.encoder:
+            self._open_pyav(fps)
+        else:
+            log.warning("PyAV's H.264 encoder is unavailable; writing MPEG-4 Part 2 (mp4v) with OpenCV, which browsers may not play")
+            self.encoder = "mp4v"
+            self._cv_writer = cv2.VideoWriter(self.path, cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+            if not self._cv_writer.isOpened():
+                raise VideoOpenFailure(f"cannot write video {self.path!r}")
+
+    def _open_pyav(self, fps: float) -> None:
+        import av
+
+        width, height = self.size
+        try:
+            self._container = av.open(self.path, "w", options={"movflags": "+faststart"})
+            stream = self._container.add_stream(self.encoder, rate=Fraction(fps).limit_denominator(1001 * 1000))
+        except (av.FFmpegError, ValueError) as exc:
+            raise VideoOpenFailure(f"cannot write video {self.path!r}: {exc}") from None
+        stream.width, stream.height = width, height
+        stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
+        stream.options = {"crf": "20", "preset": "veryfast"}
+        self._stream = stream
+
+    def __enter__(self) -> VideoWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def write(self, frame: np.ndarray) -> None:
+        """Append one (H, W, 3) uint8 BGR frame of the writer's size.
+
+        Raises:
+            ValueError: the frame's size differs from the writer's.
+        """
+        if (frame.shape[1], frame.shape[0]) != self.size:
+            raise ValueError(f"frame is {frame.shape[1]}x{frame.shape[0]}, the video is {self.size[0]}x{self.size[1]}")
+        if self._stream is not None:
+            import av
+
+            for packet in self._stream.encode(av.VideoFrame.from_ndarray(frame, format="bgr24")):
+                self._container.mux(packet)
+        else:
+            self._cv_writer.write(frame)
+        self.frames_written += 1
+
+    def close(self) -> None:
+        """Flush the encoder and finish the file, so it plays up to the last frame written."""
+        if self._stream is not None:
+            for packet in self._stream.encode():
+                self._container.mux(packet)
+            self._container.close()
+            self._stream = self._container = None
+        if self._cv_writer is not None:
+            self._cv_writer.release()
+            self._cv_writer = None
