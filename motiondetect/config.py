@@ -96,8 +96,8 @@ def _key_path(parts) -> str:
 def _describe(error: jsonschema.ValidationError, prefix=()) -> str:
     where = _key_path([*prefix, *error.absolute_path])
     value, rule = error.instance, error.validator
-    if rule == "propertyNames":
-        allowed = ", ".join(error.schema["enum"])
+    if "propertyNames" in error.schema_path:  # reported as an enum error on the key itself
+        allowed = ", ".join(error.validator_value)
         return f"{where}: unknown key {value!r} (allowed: {allowed})"
     if rule == "enum":
         return f"{where}: {value!r} is not one of {', '.join(map(str, error.validator_value))}"

@@ -9,9 +9,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CLIP = ROOT / "samples" / "highway_traffic_320x240.avi"
-#: Frame sizes (H, W) for kernel-versus-reference tests: degenerate, not multiples of any
-#: block size, odd, and the two standard video sizes.
-GPU_SIZES = [(1, 1), (7, 13), (479, 641), (1080, 1920), (2160, 3840)]
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,53 @@
+"""The wheel carries the kernels, and an installed copy finds them without the source tree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hatchling", reason="building the wheel needs hatchling (pip install '.[test]')")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
+        check=True,
+    )
+    return next(out.glob("motiondetect-*.whl"))
+
+
+def test_wheel_contains_every_kernel_and_the_console_script(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for source in (ROOT / "kernels").glob("*.cu"):
+        assert f"motiondetect/kernels/{source.name}" in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "motiondetect = motiondetect.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_path):
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    target = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(target)  # a wheel install is an unpack into site-packages
+    # Dependencies (numpy, cv2...) come from this interpreter's site-packages, listed after the
+    # fresh venv's own, so the unpacked motiondetect wins over any editable install.
+    (Path(target) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    probe = "from motiondetect.kernel_sources import kernel_dir; import motiondetect; print(kernel_dir()); print(motiondetect.__file__)"
+    result = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    kernels, package = (Path(line) for line in result.stdout.split())
+    assert kernels == Path(target) / "motiondetect" / "kernels"
+    assert package.is_relative_to(target)
+    assert {p.name for p in kernels.glob("*.cu")} == {p.name for p in (ROOT / "kernels").glob("*.cu")}
