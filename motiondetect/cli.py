@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from motiondetect import __version__
-from motiondetect.config import BACKENDS, EVENT_SETTINGS, build_filters, load_config, with_overrides
+from motiondetect.config import BACKENDS, ENGINES, EVENT_SETTINGS, build_filters, load_config, with_overrides
 from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
 from motiondetect.errors import CudaUnavailable, MotionDetectError, UsageError
@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
     parser.add_argument("--events", help="events JSON to write [default: <stem>_motion.json in the current folder]")
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]")
+    parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference: their CUDA kernels or cuBLAS (scikit-cuda) [setting: config 'engine', default kernel]")
     parser.add_argument("--threshold", type=_param_arg(threshold), metavar="T", help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) [setting: config, default {threshold.default}]")
     parser.add_argument("--fps", type=float, help="frame rate of image sequences, frames/s [default: 25]")
     parser.add_argument("--no-video", action="store_true", help="write only the events file, no annotated video")
@@ -95,21 +96,37 @@ def _output_path(given: str | None, default: str, input_path: Path | None, overw
     return path
 
 
-def _open_backend(requested: str, stack: ExitStack):
-    """Return an entered CUDAHandler, or None for the CPU, as ``requested`` says."""
+def _open_backend(requested: str, filters, stack: ExitStack):
+    """Return an entered CUDAHandler, or None for the CPU, as ``requested`` and the engines say.
+
+    Raises:
+        UsageError: a cuBLAS engine is selected with ``--backend cpu``.
+        CudaUnavailable: CUDA (or cuBLAS, when selected) is needed but cannot be used.
+    """
+    cublas = [f.NAME for f in filters if f.engine == "cublas"]
     if requested == "cpu":
+        if cublas:
+            raise UsageError(f"the cuBLAS engine ({', '.join(cublas)}) runs on the GPU; use --backend cuda or auto, or --engine kernel")
         return None
-    if requested == "auto":
+    if requested == "auto" and not cublas:
         reason = cuda_device_error()
         if reason:
             log.info("notice: CUDA unavailable (%s); using the CPU backend", reason.split(";")[0])
             return None
-    return stack.enter_context(CUDAHandler())
+    try:
+        cuda = stack.enter_context(CUDAHandler())
+    except CudaUnavailable as exc:
+        if cublas:
+            raise CudaUnavailable(f"the cuBLAS engine needs a CUDA device: {exc}") from None
+        raise
+    if cublas:
+        cuda.blas  # load scikit-cuda now: a missing install fails before any frame is read
+    return cuda
 
 
 def run(args: argparse.Namespace) -> int:
     """Process one input as the parsed ``args`` say; return the exit code."""
-    config = with_overrides(load_config(args.config), backend=args.backend, threshold=args.threshold)
+    config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine, threshold=args.threshold)
     video = VideoHandler(args.input, fps=args.fps)
     with ExitStack() as stack:
         stack.enter_context(video)
@@ -118,8 +135,9 @@ def run(args: argparse.Namespace) -> int:
         events_path = _output_path(args.events, f"{video.name}_motion.json", input_path, args.overwrite, "events file")
         if video_path is not None and events_path.resolve() == video_path.resolve():
             raise UsageError("the events file and the output video must differ")
-        cuda = _open_backend(config["backend"], stack)
-        detector = MotionDetector(build_filters(config), cuda=cuda)
+        filters = build_filters(config)
+        cuda = _open_backend(config["backend"], filters, stack)
+        detector = MotionDetector(filters, cuda=cuda)
         tracker = EventTracker(config["events"]["min_area"])
         writer = stack.enter_context(video.writer(video_path)) if video_path else None
         report: dict[str, Any] = {

@@ -3,6 +3,7 @@
 A config is a mapping::
 
     backend: auto                 # auto | cuda | cpu
+    engine: kernel                # GPU engine for filters that have several: kernel | cublas
     pipeline:                     # filters in order, each {filter: NAME, <param>: value, ...}
       - filter: gray
       - filter: threshold
@@ -30,6 +31,8 @@ from motiondetect.errors import ConfigError
 from motiondetect.filters import REGISTRY, Filter
 
 BACKENDS = ("auto", "cuda", "cpu")
+#: GPU engines: each filter's own CUDA kernel, or cuBLAS calls (for the filters that list it).
+ENGINES = ("kernel", "cublas")
 
 #: Event settings: name -> (JSON Schema, default, help). min_area 0.001 (0.1 % of the pixels) is
 #: the "frame has motion" rule used for frame-level scores on CDnet in this project; DVR-Scan's
@@ -47,6 +50,7 @@ def default_config() -> dict[str, Any]:
     """Return the built-in configuration: every filter in registry order with its defaults."""
     return {
         "backend": "auto",
+        "engine": "kernel",
         "pipeline": [{"filter": name, **{p.name: p.default for p in cls.PARAMS}} for name, cls in REGISTRY.items()],
         "events": {name: default for name, (_, default, _) in EVENT_SETTINGS.items()},
     }
@@ -56,9 +60,10 @@ def config_schema() -> dict[str, Any]:
     """Return the JSON Schema of the top level (filter entries are checked per filter)."""
     return {
         "type": "object",
-        "propertyNames": {"enum": ["backend", "pipeline", "events"]},
+        "propertyNames": {"enum": ["backend", "engine", "pipeline", "events"]},
         "properties": {
             "backend": {"enum": list(BACKENDS)},
+            "engine": {"enum": list(ENGINES)},
             "pipeline": {
                 "type": "array",
                 "minItems": 1,
@@ -81,8 +86,8 @@ def filter_schema(cls: type[Filter]) -> dict[str, Any]:
     """Return the JSON Schema of one pipeline entry for filter class ``cls``."""
     return {
         "type": "object",
-        "propertyNames": {"enum": ["filter", *(p.name for p in cls.PARAMS)]},
-        "properties": {p.name: p.json_schema() for p in cls.PARAMS},
+        "propertyNames": {"enum": ["filter", "engine", *(p.name for p in cls.PARAMS)]},
+        "properties": {"engine": {"enum": list(cls.ENGINES)}, **{p.name: p.json_schema() for p in cls.PARAMS}},
     }
 
 
@@ -174,8 +179,12 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
     return merge(default_config(), data)
 
 
-def with_overrides(config: dict[str, Any], backend: str | None = None, threshold: int | None = None) -> dict[str, Any]:
+def with_overrides(
+    config: dict[str, Any], backend: str | None = None, engine: str | None = None, threshold: int | None = None
+) -> dict[str, Any]:
     """Apply command-line overrides (they win over the file) and return the new config.
+
+    ``engine`` replaces the global engine and every per-filter ``engine`` setting.
 
     Raises:
         ConfigError: ``threshold`` is given but the pipeline has no threshold filter.
@@ -183,6 +192,10 @@ def with_overrides(config: dict[str, Any], backend: str | None = None, threshold
     config = copy.deepcopy(config)
     if backend is not None:
         config["backend"] = backend
+    if engine is not None:
+        config["engine"] = engine
+        for entry in config["pipeline"]:
+            entry.pop("engine", None)
     if threshold is not None:
         entries = [e for e in config["pipeline"] if e["filter"] == "threshold"]
         if not entries:
@@ -193,5 +206,15 @@ def with_overrides(config: dict[str, Any], backend: str | None = None, threshold
 
 
 def build_filters(config: dict[str, Any]) -> list[Filter]:
-    """Instantiate the pipeline's filters from a validated config, in order."""
-    return [REGISTRY[entry["filter"]](**{k: v for k, v in entry.items() if k != "filter"}) for entry in config["pipeline"]]
+    """Instantiate the pipeline's filters from a validated config, in order.
+
+    A filter's engine is its own ``engine`` setting, else the global ``engine`` where the filter
+    has it, else ``kernel`` (threshold, erosion and red_blend have no cuBLAS form).
+    """
+    filters = []
+    for entry in config["pipeline"]:
+        cls = REGISTRY[entry["filter"]]
+        default_engine = config.get("engine", "kernel") if config.get("engine", "kernel") in cls.ENGINES else "kernel"
+        params = {k: v for k, v in entry.items() if k not in ("filter", "engine")}
+        filters.append(cls(engine=entry.get("engine", default_engine), **params))
+    return filters

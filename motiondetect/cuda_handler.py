@@ -50,6 +50,7 @@ class CUDAHandler:
         self._functions: dict[tuple, Any] = {}
         self._buffers: dict[Hashable, Any] = {}
         self._pinned: dict[Hashable, np.ndarray] = {}
+        self._blas = None
 
     # -- lifetime -------------------------------------------------------------------------
     def __enter__(self) -> CUDAHandler:
@@ -79,6 +80,9 @@ class CUDAHandler:
         try:
             self.stream.synchronize()
         finally:
+            if self._blas is not None:
+                self._blas.close()
+                self._blas = None
             self._functions.clear()
             self._modules.clear()
             for buf in self._buffers.values():
@@ -96,6 +100,19 @@ class CUDAHandler:
         import pycuda.driver as drv
 
         return drv.Context.get_device().name()
+
+    @property
+    def blas(self):
+        """The :class:`~motiondetect.blas.Cublas` handle on :attr:`stream`, created on first use.
+
+        Raises:
+            CudaUnavailable: scikit-cuda or libcublas cannot be loaded.
+        """
+        if self._blas is None:
+            from motiondetect.blas import Cublas
+
+            self._blas = Cublas(self.stream)
+        return self._blas
 
     # -- kernels ---------------------------------------------------------------------------
     def function(self, kernel: str, entry: str, arg_types: str, defines: dict[str, int] | None = None):

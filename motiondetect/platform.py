@@ -49,6 +49,19 @@ def cuda_device_name() -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+def cublas_error() -> str | None:
+    """Return why the cuBLAS engine (scikit-cuda + libcublas) cannot load, or ``None``."""
+    from motiondetect.blas import import_cublas
+    from motiondetect.errors import CudaUnavailable
+
+    try:
+        import_cublas()
+    except CudaUnavailable as exc:
+        return str(exc)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
 def h264_encoder() -> str | None:
     """Return the PyAV H.264 encoder name (``"libx264"``), or ``None`` when PyAV or it is missing."""
     try:
@@ -74,6 +87,8 @@ def feature_report() -> list[str]:
         lines.append(f"CUDA: {cuda_device_name()} (PyCUDA {dist_version('pycuda')})")
     else:
         lines.append(f"CUDA: unavailable - {cuda_reason}")
+    reason = cublas_error()
+    lines.append(f"cuBLAS: {'scikit-cuda ' + dist_version('scikit-cuda') if reason is None else reason}")
     encoder = h264_encoder()
     if encoder:
         lines.append(f"H.264 encoder: {encoder} (PyAV {dist_version('av')})")

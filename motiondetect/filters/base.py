@@ -8,10 +8,13 @@ A :class:`Filter` is one step of the motion pipeline. Each subclass declares
 - ``INPUT`` / ``OUTPUT``: the :class:`Kind` of image it reads and writes, so a pipeline can be
   checked before it runs;
 - ``SIDE_INPUT``: the second image it needs, if any: ``"reference"`` (the grey frame it is
-  compared with, i.e. the previous frame) or ``"frame"`` (the original BGR frame).
+  compared with, i.e. the previous frame) or ``"frame"`` (the original BGR frame);
+- ``ENGINES``: the GPU engines it has: ``"kernel"`` (its own CUDA kernel) and, where the
+  arithmetic is linear algebra, ``"cublas"`` (BLAS calls through scikit-cuda).
 
-and implements the same function twice: :meth:`Filter.reference` on the CPU with NumPy/OpenCV,
-and :meth:`Filter.apply` on the GPU through a :class:`~motiondetect.cuda_handler.CUDAHandler`.
+and implements the same function on the CPU with NumPy/OpenCV (:meth:`Filter.reference`) and on
+the GPU through a :class:`~motiondetect.cuda_handler.CUDAHandler` (:meth:`Filter.apply_kernel`,
+and :meth:`Filter.apply_cublas` for the cuBLAS engine).
 The registry, config schema, CLI help and error messages are all derived from these declarations.
 """
 
@@ -93,17 +96,23 @@ class Filter(ABC):
     INPUT: ClassVar[Kind]
     OUTPUT: ClassVar[Kind]
     SIDE_INPUT: ClassVar[str | None] = None
+    ENGINES: ClassVar[tuple[str, ...]] = ("kernel",)
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, engine: str = "kernel", **params: Any) -> None:
         known = {p.name: p for p in self.PARAMS}
         unknown = set(params) - set(known)
         if unknown:
             raise TypeError(f"{self.NAME}: unknown parameter(s) {sorted(unknown)}; expected {sorted(known)}")
+        if engine not in self.ENGINES:
+            raise ValueError(f"{self.NAME}: engine must be one of {', '.join(self.ENGINES)}; got {engine!r}")
+        self.engine = engine
         self.params = {name: p.type(params.get(name, p.default)) for name, p in known.items()}
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"{type(self).__name__}({args})"
+        args = [f"{k}={v!r}" for k, v in self.params.items()]
+        if self.engine != "kernel":
+            args.append(f"engine={self.engine!r}")
+        return f"{type(self).__name__}({', '.join(args)})"
 
     def output_shape(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
         """Shape of the output image for an input of ``input_shape`` (same H, W)."""
@@ -122,16 +131,31 @@ class Filter(ABC):
             A new image of kind ``OUTPUT``.
         """
 
-    @abstractmethod
     def apply(self, cuda: CUDAHandler, src, dst, side=None) -> None:
-        """Enqueue the filter's kernel on ``cuda.stream``.
+        """Enqueue the filter on ``cuda.stream`` with its engine (kernel or cuBLAS).
 
         Args:
             cuda: the handler owning the context, compiled kernels and scratch buffers.
             src: device image (``pycuda.gpuarray.GPUArray``) of kind ``INPUT``.
             dst: preallocated device image of kind ``OUTPUT``, shape ``output_shape(src.shape)``.
             side: device image named by ``SIDE_INPUT``, or ``None``.
+
+        Raises:
+            CudaUnavailable: the cuBLAS engine is selected but scikit-cuda cannot be loaded.
         """
+        if self.engine == "cublas":
+            self.apply_cublas(cuda, src, dst, side)
+        else:
+            self.apply_kernel(cuda, src, dst, side)
+
+    @abstractmethod
+    def apply_kernel(self, cuda: CUDAHandler, src, dst, side=None) -> None:
+        """Enqueue the filter's own CUDA kernel (arguments as :meth:`apply`)."""
+
+    def apply_cublas(self, cuda: CUDAHandler, src, dst, side=None) -> None:
+        """Enqueue the filter as cuBLAS calls (arguments as :meth:`apply`); filters listing
+        ``"cublas"`` in ``ENGINES`` override this."""
+        raise NotImplementedError(f"{self.NAME} has no cuBLAS engine")
 
     @staticmethod
     def is_available() -> bool:

@@ -39,7 +39,7 @@ class Erosion(Filter):
         k = self.params["kernel_size"]
         return cv2.erode(src, np.ones((k, k), np.uint8), iterations=self.params["iterations"])
 
-    def apply(self, cuda, src, dst, side=None):
+    def apply_kernel(self, cuda, src, dst, side=None):
         height, width = src.shape
         rows = cuda.buffer(("erosion_rows", src.shape), src.shape)
         args = (np.int32(width), np.int32(height), np.int32(self.radius))

@@ -40,7 +40,7 @@ class RedBlend(Filter):
         cv2.copyTo(cv2.LUT(red, self.lut), src, red)  # the blended red where the mask is set
         return cv2.merge((blue, green, red))
 
-    def apply(self, cuda, src, dst, side=None):
+    def apply_kernel(self, cuda, src, dst, side=None):
         lut = cuda.constant(("red_blend_lut", self.params["alpha"]), self.lut)
         fn = cuda.function(self.KERNEL, "md_red_blend_u8", "PPPPi")
         n = element_count(src)

@@ -30,7 +30,7 @@ class Threshold(Filter):
     def reference(self, src, side=None):
         return cv2.threshold(src, self.params["threshold"], 255, cv2.THRESH_BINARY)[1]
 
-    def apply(self, cuda, src, dst, side=None):
+    def apply_kernel(self, cuda, src, dst, side=None):
         fn = cuda.function(self.KERNEL, "md_threshold_u8", "PPii")
         n = element_count(dst)
         cuda.launch_1d(fn, int(n), src.gpudata, dst.gpudata, n, np.int32(self.params["threshold"]))
