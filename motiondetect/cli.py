@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 import time
@@ -45,6 +46,17 @@ def _param_arg(param):
     return parse
 
 
+def _positive_fps(text: str) -> float:
+    """argparse ``type`` for ``--fps``: a finite number of frames per second above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of frames per second, got {text!r}")
+    return value
+
+
 def _filters_help() -> str:
     lines = ["pipeline filters (YAML 'filter:' names and parameters, from the registry):"]
     for name, cls in REGISTRY.items():
@@ -72,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]")
     parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference: their CUDA kernels or cuBLAS (scikit-cuda) [setting: config 'engine', default kernel]")
     parser.add_argument("--threshold", type=_param_arg(threshold), metavar="T", help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) [setting: config, default {threshold.default}]")
-    parser.add_argument("--fps", type=float, help="frame rate of image sequences, frames/s [default: 25]")
+    parser.add_argument("--fps", type=_positive_fps, help="frame rate to assume, frames/s, overriding the container's [default: the container's; 25 for image sequences]")
     parser.add_argument("--no-video", action="store_true", help="write only the events file, no annotated video")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
     verbosity = parser.add_mutually_exclusive_group()
@@ -84,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _output_path(given: str | None, default: str, input_path: Path | None, overwrite: bool, what: str) -> Path:
     path = Path(given) if given else Path.cwd() / default
+    if path.is_dir():
+        raise UsageError(f"{what} {str(path)!r} is a folder; give a file name")
     if input_path is not None and path.resolve() == input_path:
         raise UsageError(f"{what} {str(path)!r} is the input file; choose another name")
     if path.exists() and not overwrite:
@@ -169,7 +183,10 @@ def run(args: argparse.Namespace) -> int:
         finally:
             progress.close()
             if writer:
-                writer.close()  # finish the file so it plays up to the last frame written
+                try:
+                    writer.close()  # finish the file so it plays up to the last frame written
+                except MotionDetectError as exc:
+                    failure, complete = failure or exc, False
             elapsed = time.perf_counter() - started
             report.update(frame_count=frames, events=tracker.as_dicts(), complete=complete, elapsed_seconds=round(elapsed, 3))
             write_json_atomic(events_path, report)

@@ -124,7 +124,8 @@ def validate(config: Any) -> list[str]:
     if isinstance(pipeline, list):
         classes = []
         for i, entry in enumerate(pipeline):
-            cls = REGISTRY.get(entry.get("filter")) if isinstance(entry, dict) else None
+            name = entry.get("filter") if isinstance(entry, dict) else None
+            cls = REGISTRY.get(name) if isinstance(name, str) else None
             if cls is None:
                 continue  # reported by the top-level schema
             classes.append(cls)

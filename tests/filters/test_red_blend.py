@@ -1,0 +1,96 @@
+"""RedBlend against the per-pixel float64 formula and integer identities."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from motiondetect.filters import RedBlend
+
+
+def float_blend(frame: np.ndarray, mask: np.ndarray, alpha: float) -> np.ndarray:
+    """R' = floor((1 - a) R + a 255 + 0.5) where mask != 0; everything else copied."""
+    out = frame.copy()
+    red = frame[..., 2].astype(np.float64)
+    blended = np.floor((1.0 - alpha) * red + alpha * 255.0 + 0.5).astype(np.uint8)
+    out[..., 2] = np.where(mask != 0, blended, frame[..., 2])
+    return out
+
+
+def random_case(rng, shape):
+    frame = rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+    mask = np.where(rng.random(shape) < 0.5, 255, 0).astype(np.uint8)
+    return frame, mask
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.5, 1.0, 0.77])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 9), (7, 13), (31, 17)])
+def test_matches_float64_formula(rng, alpha, shape):
+    frame, mask = random_case(rng, shape)
+    out = RedBlend(alpha=alpha).reference(mask, frame)
+    assert out.shape == (*shape, 3) and out.dtype == np.uint8
+    np.testing.assert_array_equal(out, float_blend(frame, mask, alpha))
+
+
+def test_every_red_level_scalar_formula():
+    # Per pixel with Python floats and math.floor, no NumPy vectorisation involved.
+    frame = np.zeros((1, 256, 3), np.uint8)
+    frame[0, :, 2] = np.arange(256)
+    mask = np.full((1, 256), 255, np.uint8)
+    for alpha in (0.0, 0.3, 0.5, 1.0):
+        out = RedBlend(alpha=alpha).reference(mask, frame)
+        expected = [math.floor((1 - alpha) * r + alpha * 255 + 0.5) for r in range(256)]
+        assert out[0, :, 2].tolist() == expected
+
+
+def test_half_blend_integer_identity(rng):
+    # alpha = 0.5: (R + 255) / 2 rounded half up is exactly (R + 256) // 2.
+    frame, mask = random_case(rng, (31, 17))
+    out = RedBlend(alpha=0.5).reference(mask, frame)
+    red = frame[..., 2].astype(np.int32)
+    expected_red = np.where(mask != 0, (red + 256) // 2, red)
+    np.testing.assert_array_equal(out[..., 2], expected_red)
+    np.testing.assert_array_equal(out[..., :2], frame[..., :2])
+
+
+def test_alpha_one_gives_full_red_and_alpha_zero_changes_nothing(rng):
+    frame, mask = random_case(rng, (7, 13))
+    full = RedBlend(alpha=1.0).reference(mask, frame)
+    assert np.all(full[..., 2][mask != 0] == 255)
+    np.testing.assert_array_equal(full[..., 2][mask == 0], frame[..., 2][mask == 0])
+    np.testing.assert_array_equal(full[..., :2], frame[..., :2])
+    np.testing.assert_array_equal(RedBlend(alpha=0.0).reference(mask, frame), frame)
+
+
+def test_unmasked_pixels_and_blue_green_untouched(rng):
+    frame, mask = random_case(rng, (31, 17))
+    out = RedBlend(alpha=0.3).reference(mask, frame)
+    np.testing.assert_array_equal(out[mask == 0], frame[mask == 0])
+    np.testing.assert_array_equal(out[..., 0], frame[..., 0])
+    np.testing.assert_array_equal(out[..., 1], frame[..., 1])
+    # Red never decreases where the mask is set.
+    assert np.all(out[..., 2][mask != 0] >= frame[..., 2][mask != 0])
+
+
+def test_any_nonzero_mask_value_counts(rng):
+    frame = rng.integers(0, 200, (4, 4, 3), dtype=np.uint8)
+    mask = np.array([[0, 1, 2, 128], [255, 0, 7, 0], [0, 0, 0, 0], [9, 9, 9, 9]], np.uint8)
+    np.testing.assert_array_equal(RedBlend(alpha=0.5).reference(mask, frame), float_blend(frame, mask, 0.5))
+
+
+def test_empty_and_full_masks(rng):
+    frame = rng.integers(0, 256, (5, 6, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(RedBlend().reference(np.zeros((5, 6), np.uint8), frame), frame)
+    out = RedBlend().reference(np.full((5, 6), 255, np.uint8), frame)
+    np.testing.assert_array_equal(out, float_blend(frame, np.ones((5, 6)), 0.5))
+
+
+def test_returns_a_new_frame_and_leaves_inputs_alone(rng):
+    frame, mask = random_case(rng, (7, 13))
+    frame0, mask0 = frame.copy(), mask.copy()
+    out = RedBlend(alpha=1.0).reference(mask, frame)
+    assert out is not frame and not np.shares_memory(out, frame)
+    np.testing.assert_array_equal(frame, frame0)
+    np.testing.assert_array_equal(mask, mask0)

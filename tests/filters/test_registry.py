@@ -1,0 +1,107 @@
+"""Contract test: every filter in REGISTRY keeps the promises the rest of the package relies on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+from motiondetect.filters import REGISTRY, Filter, Kind, Param
+
+ROOT = Path(__file__).resolve().parents[2]
+FILTERS = list(REGISTRY.items())
+IDS = list(REGISTRY)
+
+
+def test_registry_is_the_five_filters_in_pipeline_order():
+    assert list(REGISTRY) == ["gray", "difference", "threshold", "erosion", "red_blend"]
+
+
+def test_names_unique_and_match_keys():
+    names = [cls.NAME for cls in REGISTRY.values()]
+    assert len(names) == len(set(names))
+    for key, cls in FILTERS:
+        assert key == cls.NAME
+        assert issubclass(cls, Filter)
+        assert key.isidentifier() and key == key.lower()
+
+
+@pytest.mark.parametrize("name, cls", FILTERS, ids=IDS)
+def test_kernel_file_exists(name, cls):
+    path = ROOT / "kernels" / f"{cls.KERNEL}.cu"
+    assert path.is_file(), f"{name}: missing {path}"
+    assert path.read_text(encoding="utf-8").strip()
+    from motiondetect.kernel_sources import kernel_source
+
+    assert kernel_source(cls.KERNEL) == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name, cls", FILTERS, ids=IDS)
+def test_declarations(name, cls):
+    assert isinstance(cls.INPUT, Kind) and isinstance(cls.OUTPUT, Kind)
+    assert cls.SIDE_INPUT in (None, "reference", "frame")
+    assert cls.__doc__ and cls.__doc__.strip(), "--help uses the first docstring line"
+    param_names = [p.name for p in cls.PARAMS]
+    assert len(param_names) == len(set(param_names))
+    assert "filter" not in param_names and "engine" not in param_names  # reserved YAML keys
+    assert "kernel" in getattr(cls, "ENGINES", ("kernel",))
+
+
+@pytest.mark.parametrize("name, cls", FILTERS, ids=IDS)
+def test_param_defaults_within_range(name, cls):
+    for p in cls.PARAMS:
+        assert isinstance(p, Param)
+        assert p.type in (int, float)
+        assert isinstance(p.default, p.type) and not isinstance(p.default, bool)
+        assert p.minimum <= p.default <= p.maximum, f"{name}.{p.name}"
+        if p.odd:
+            assert p.default % 2 == 1 and p.type is int
+        assert p.help and p.unit
+        # The generated schema accepts the default and the bounds, rejects values just outside.
+        schema = p.json_schema()
+        jsonschema.validate(p.default, schema)
+        for outside in (p.minimum - 1, p.maximum + 1):
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(p.type(outside), schema)
+        assert str(p.default) in p.describe()
+        # Constructing with no arguments takes the defaults.
+        assert cls().params[p.name] == p.default
+
+
+@pytest.mark.parametrize("name, cls", FILTERS, ids=IDS)
+def test_unknown_parameter_is_a_type_error(name, cls):
+    with pytest.raises(TypeError, match=name):
+        cls(no_such_parameter=1)
+
+
+def make_input(rng, kind: Kind, shape):
+    if kind is Kind.BGR:
+        return rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+    if kind is Kind.MASK:
+        return np.where(rng.random(shape) < 0.5, 255, 0).astype(np.uint8)
+    return rng.integers(0, 256, shape, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("name, cls", FILTERS, ids=IDS)
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (6, 1), (7, 13), (48, 64)])
+def test_reference_output_shape_dtype_kind(rng, name, cls, shape):
+    flt = cls()
+    src = make_input(rng, cls.INPUT, shape)
+    side = {None: None, "reference": make_input(rng, Kind.GRAY, shape), "frame": make_input(rng, Kind.BGR, shape)}[cls.SIDE_INPUT]
+    src0 = src.copy()
+    side0 = None if side is None else side.copy()
+    out = flt.reference(src, side)
+    assert isinstance(out, np.ndarray)
+    assert out.dtype == np.uint8
+    assert out.shape == flt.output_shape(src.shape)
+    assert out.shape == ((*shape, 3) if cls.OUTPUT is Kind.BGR else shape)
+    assert out.flags.c_contiguous
+    if cls.OUTPUT is Kind.MASK:
+        assert set(np.unique(out).tolist()) <= {0, 255}
+    # References return new images and leave their inputs alone.
+    assert not np.shares_memory(out, src)
+    np.testing.assert_array_equal(src, src0)
+    if side is not None:
+        np.testing.assert_array_equal(side, side0)

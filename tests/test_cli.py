@@ -1,0 +1,535 @@
+"""The command line, in process (motiondetect.cli.main) and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import motiondetect
+from motiondetect.cli import main
+from motiondetect.filters import REGISTRY
+from motiondetect.platform import cuda_device_error
+from motiondetect.video import VideoWriter
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT_KEYS = {"input", "fps", "frame_count", "backend", "config", "events", "complete"}
+EVENT_KEYS = {"start_frame", "end_frame", "start_time", "end_time", "peak_motion"}
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    """main() rebinds the root logger to the (captured) stderr; undo it after each test."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+# -- independent helpers -------------------------------------------------------------------
+
+
+def integer_luma(bgr: np.ndarray) -> np.ndarray:
+    b, g, r = (bgr[..., i].astype(np.uint32) for i in range(3))
+    return ((b * 7471 + g * 38470 + r * 19595 + 32768) >> 16).astype(np.uint8)
+
+
+def independent_mask(previous, current, threshold=25):
+    diff = cv2.absdiff(integer_luma(current), integer_luma(previous))
+    return cv2.erode(cv2.threshold(diff, threshold, 255, cv2.THRESH_BINARY)[1], np.ones((3, 3), np.uint8))
+
+
+def runs(fractions, min_area):
+    """(start, end, peak) of each run of frames with fraction >= min_area (and > 0)."""
+    out, start = [], None
+    for i, f in enumerate([*fractions, 0.0]):
+        moving = f >= min_area and f > 0
+        if moving and start is None:
+            start = i
+        elif not moving and start is not None:
+            out.append((start, i - 1, max(fractions[start:i])))
+            start = None
+    return out
+
+
+def decode(path, upto=None):
+    cap = cv2.VideoCapture(str(path))
+    assert cap.isOpened(), path
+    fps = cap.get(cv2.CAP_PROP_FPS)
+    frames = []
+    while upto is None or len(frames) <= upto:
+        ok, image = cap.read()
+        if not ok:
+            break
+        frames.append(image)
+    cap.release()
+    return frames, fps
+
+
+def one_line_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("motiondetect: error: ")
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# -- the bundled clip, end to end (run once for the module) --------------------------------
+
+
+@pytest.fixture(scope="module")
+def clip_run(sample_clip, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("clip_run")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        rc = main([str(sample_clip), "--backend", "cpu"])
+    return folder, rc
+
+
+@pytest.fixture(scope="module")
+def clip_truth(sample_clip):
+    """Per-frame motion fractions computed without the package, and the busiest frame."""
+    cap = cv2.VideoCapture(str(sample_clip))
+    fractions, previous, best = [], None, (-1.0, None, None, None)
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        if previous is None:
+            fractions.append(0.0)
+        else:
+            mask = independent_mask(previous, frame)
+            fraction = np.count_nonzero(mask) / mask.size
+            fractions.append(fraction)
+            if fraction > best[0]:
+                best = (fraction, len(fractions) - 1, frame, mask)
+        previous = frame
+    cap.release()
+    return fractions, best
+
+
+def test_clip_exit_code_and_default_names(clip_run):
+    folder, rc = clip_run
+    assert rc == 0
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["highway_traffic_320x240_motion.json", "highway_traffic_320x240_motion.mp4"]
+
+
+def test_clip_output_video(clip_run):
+    folder, _ = clip_run
+    frames, fps = decode(folder / "highway_traffic_320x240_motion.mp4")
+    assert len(frames) == 748
+    assert frames[0].shape == (240, 320, 3)
+    assert fps == pytest.approx(25.0)
+
+
+def test_clip_events_json(clip_run, sample_clip, clip_truth):
+    folder, _ = clip_run
+    report = json.loads((folder / "highway_traffic_320x240_motion.json").read_text(encoding="utf-8"))
+    assert REPORT_KEYS <= set(report)
+    assert report["input"] == str(sample_clip)
+    assert report["fps"] == 25.0
+    assert report["frame_count"] == 748
+    assert report["backend"] == "cpu"
+    assert report["complete"] is True
+    assert report["config"]["pipeline"] == motiondetect.default_config()["pipeline"]
+    assert report["output_video"] == str(folder / "highway_traffic_320x240_motion.mp4")
+    events = report["events"]
+    assert events, "the highway clip has traffic"
+    for e in events:
+        assert set(e) == EVENT_KEYS
+        assert 0 <= e["start_frame"] <= e["end_frame"] < 748
+        assert e["start_time"] == pytest.approx(e["start_frame"] / 25.0, abs=1e-3)
+        assert e["end_time"] == pytest.approx(e["end_frame"] / 25.0, abs=1e-3)
+        assert 0.001 <= e["peak_motion"] <= 1
+    # Against runs derived from the independent OpenCV chain over all 748 frames.
+    fractions, _ = clip_truth
+    assert len(fractions) == 748
+    expected = runs(fractions, 0.001)
+    assert [(e["start_frame"], e["end_frame"]) for e in events] == [(s, t) for s, t, _ in expected]
+    assert [e["peak_motion"] for e in events] == pytest.approx([p for _, _, p in expected], abs=1e-6)
+
+
+def test_clip_red_where_motion(clip_run, clip_truth):
+    folder, _ = clip_run
+    _, (fraction, index, frame, mask) = clip_truth
+    assert fraction > 0.005 and index > 0
+    frames, _ = decode(folder / "highway_traffic_320x240_motion.mp4", upto=index)
+    out = frames[index].astype(np.float64)
+    src = frame.astype(np.float64)
+    inside = mask != 0
+    # alpha 0.5 raises red by (255 - R) / 2 inside the mask; H.264 blurs edges and chroma, so
+    # compare means over the mask region.
+    expected_gain = ((255 - src[..., 2][inside]) / 2).mean()
+    gain = (out[..., 2][inside] - src[..., 2][inside]).mean()
+    assert expected_gain > 30
+    assert gain > 0.6 * expected_gain
+    # Outside the mask (away from its edges) the frame is the input, up to coding loss.
+    far = cv2.dilate(mask, np.ones((9, 9), np.uint8)) == 0
+    assert abs((out[..., 2][far] - src[..., 2][far]).mean()) < 4
+    # The first frame has no predecessor: passed through, no red.
+    first, _ = decode(folder / "highway_traffic_320x240_motion.mp4", upto=0)
+    cap = cv2.VideoCapture(str(ROOT / "samples" / "highway_traffic_320x240.avi"))
+    ok, input0 = cap.read()
+    cap.release()
+    assert ok and np.abs(first[0].astype(np.int16) - input0).mean() < 4
+
+
+# -- small inputs --------------------------------------------------------------------------
+
+
+def square_frames(count=8, height=48, width=64):
+    frames = []
+    for i in range(count):
+        f = np.full((height, width, 3), 40, np.uint8)
+        f[10:26, 4 + 4 * i : 20 + 4 * i] = (60, 200, 90)
+        frames.append(f)
+    return frames
+
+
+@pytest.fixture
+def sequence(tmp_path) -> Path:
+    folder = tmp_path / "seq"
+    folder.mkdir()
+    for i, f in enumerate(square_frames()):
+        cv2.imwrite(str(folder / f"in{i + 100:06d}.png"), f)
+    return folder
+
+
+@pytest.fixture
+def small_video(tmp_path) -> Path:
+    path = tmp_path / "small.mp4"
+    with VideoWriter(path, 25, (64, 48)) as writer:
+        for f in square_frames():
+            writer.write(f)
+    return path
+
+
+def run_main(monkeypatch, capsys, cwd, *argv):
+    monkeypatch.chdir(cwd)
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_sequence_events_by_hand(tmp_path, sequence, monkeypatch, capsys):
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--fps", "10")
+    assert rc == 0
+    report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
+    assert report["frame_count"] == 8 and report["fps"] == 10.0 and report["complete"] is True
+    # The square moves on every frame after the first: one event, frames 1..7.
+    assert [(e["start_frame"], e["end_frame"]) for e in report["events"]] == [(1, 7)]
+    assert report["events"][0]["start_time"] == 0.1 and report["events"][0]["end_time"] == 0.7
+    frames, fps = decode(tmp_path / "seq_motion.mp4")
+    assert len(frames) == 8 and frames[0].shape == (48, 64, 3) and fps == pytest.approx(10.0)
+
+
+def test_refuses_to_overwrite_then_overwrite_works(tmp_path, sequence, monkeypatch, capsys):
+    assert run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-q")[0] == 0
+    video, events = tmp_path / "seq_motion.mp4", tmp_path / "seq_motion.json"
+    before = (video.read_bytes(), events.read_bytes())
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu")
+    assert rc == 2
+    assert "--overwrite" in one_line_error(err)
+    assert (video.read_bytes(), events.read_bytes()) == before
+    # Only the events file in the way (video elsewhere) is refused too.
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", tmp_path / "other.mp4")
+    assert rc == 2 and "--overwrite" in one_line_error(err) and not (tmp_path / "other.mp4").exists()
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--overwrite", "--threshold", "200")
+    assert rc == 0
+    report = json.loads(events.read_text(encoding="utf-8"))
+    assert report["complete"] is True
+    assert [e["threshold"] for e in report["config"]["pipeline"] if e["filter"] == "threshold"] == [200]
+
+
+def test_refuses_output_equal_to_input(tmp_path, small_video, monkeypatch, capsys):
+    original = small_video.read_bytes()
+    for flag in ("-o", "--events"):
+        rc, _, err = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", flag, small_video, "--overwrite")
+        assert rc == 2
+        assert "input" in one_line_error(err)
+        assert small_video.read_bytes() == original
+    # The same file under another spelling of the path.
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "-o", "./small.mp4", "--overwrite")
+    assert rc == 2 and small_video.read_bytes() == original
+
+
+def test_events_and_video_must_differ(tmp_path, sequence, monkeypatch, capsys):
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", "x.mp4", "--events", "x.mp4")
+    assert rc == 2 and "differ" in one_line_error(err)
+    assert not (tmp_path / "x.mp4").exists()
+
+
+def test_missing_output_folder(tmp_path, sequence, monkeypatch, capsys):
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", tmp_path / "nope" / "x.mp4")
+    assert rc == 2 and "does not exist" in one_line_error(err)
+
+
+def test_small_video_file_input(tmp_path, small_video, monkeypatch, capsys):
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "-o", "out.mp4", "--events", "ev.json")
+    assert rc == 0
+    assert len(decode(tmp_path / "out.mp4")[0]) == 8
+    assert json.loads((tmp_path / "ev.json").read_text())["frame_count"] == 8
+
+
+def test_no_video_writes_only_json(tmp_path, sequence, monkeypatch, capsys):
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--no-video")
+    assert rc == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seq", "seq_motion.json"]
+    report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
+    assert report["output_video"] is None and report["frame_count"] == 8
+
+
+@pytest.mark.parametrize("value, message", [("300", "out of range"), ("-1", "out of range"), ("abc", "expected int"), ("2.5", "expected int")])
+def test_threshold_argument_checked(tmp_path, sequence, monkeypatch, capsys, value, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([str(sequence), "--threshold", value])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seq"]
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 300\n", "pipeline[2].threshold"),
+        ("bogus: 1\n", "bogus"),
+        ("backend: [\n", "not valid YAML at line 2"),
+        ("- a list\n", "mapping"),
+    ],
+)
+def test_bad_config_exits_2_with_one_line(tmp_path, sequence, monkeypatch, capsys, text, fragment):
+    config = tmp_path / "bad.yaml"
+    config.write_text(text, encoding="utf-8")
+    rc, out, err = run_main(monkeypatch, capsys, tmp_path, sequence, "-c", config, "--backend", "cpu")
+    assert rc == 2
+    assert fragment in one_line_error(err)
+    assert not (tmp_path / "seq_motion.json").exists()
+
+
+def test_config_file_applies_and_threshold_flag_wins(tmp_path, sequence, monkeypatch, capsys):
+    config = tmp_path / "my.yaml"
+    config.write_text("backend: cpu\nevents:\n  min_area: 0.5\npipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 9\n", encoding="utf-8")
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, sequence, "-c", config, "--threshold", "11", "--no-video")
+    assert rc == 0
+    report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
+    assert report["backend"] == "cpu"
+    assert report["config"]["pipeline"] == [{"filter": "gray"}, {"filter": "difference"}, {"filter": "threshold", "threshold": 11}]
+    # min_area 0.5: the square covers far less than half of the frame, so no events.
+    assert report["config"]["events"]["min_area"] == 0.5 and report["events"] == []
+
+
+def test_threshold_flag_without_threshold_filter(tmp_path, sequence, monkeypatch, capsys):
+    config = tmp_path / "nothr.yaml"
+    config.write_text("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n", encoding="utf-8")
+    assert run_main(monkeypatch, capsys, tmp_path, sequence, "-c", config, "--threshold", "5", "--backend", "cpu", "--no-video")[0] == 0
+
+
+def test_missing_input_exits_1(tmp_path, monkeypatch, capsys):
+    rc, out, err = run_main(monkeypatch, capsys, tmp_path, tmp_path / "missing.avi", "--backend", "cpu")
+    assert rc == 1
+    assert "missing.avi" in one_line_error(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unreadable_input_exits_1(tmp_path, monkeypatch, capsys):
+    fake = tmp_path / "fake.mp4"
+    fake.write_text("not a video")
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, fake, "--backend", "cpu")
+    assert rc == 1 and "fake.mp4" in one_line_error(err)
+
+
+def test_no_input_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2
+    assert "input" in capsys.readouterr().err
+
+
+def test_cuda_backend_without_cuda(tmp_path, sequence, monkeypatch, capsys):
+    if cuda_device_error() is None:
+        pytest.skip("a CUDA device is present")
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cuda")
+    assert rc == 1
+    assert "CUDA" in one_line_error(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seq"]
+
+
+def test_auto_backend_falls_back_to_cpu(tmp_path, sequence, monkeypatch, capsys):
+    if cuda_device_error() is None:
+        pytest.skip("a CUDA device is present")
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "auto", "--no-video")
+    assert rc == 0
+    assert "CUDA unavailable" in err
+    assert json.loads((tmp_path / "seq_motion.json").read_text())["backend"] == "cpu"
+
+
+def test_cublas_engine_with_cpu_backend(tmp_path, sequence, monkeypatch, capsys):
+    from motiondetect.cli import build_parser
+
+    if "--engine" not in build_parser().format_help():
+        pytest.skip("this version has no --engine")
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--engine", "cublas")
+    assert rc == 2 and "cuBLAS" in one_line_error(err)
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"motiondetect {motiondetect.__version__}"
+    features = "\n".join(lines[1:])
+    for feature in ("CUDA:", "H.264 encoder:", "OpenCV:"):
+        assert feature in features
+    assert f"OpenCV: {cv2.__version__}" in features
+
+
+def test_help_lists_every_filter(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for name, cls in REGISTRY.items():
+        assert f"  {name}: " in out, name
+        for p in cls.PARAMS:
+            assert f"{p.name}={p.default}" in out
+    assert "min_area=0.001" in out
+
+
+def test_quiet_prints_nothing(tmp_path, sequence, monkeypatch, capsys):
+    rc, out, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-q")
+    assert rc == 0
+    assert out == "" and err == ""
+
+
+def test_normal_run_prints_a_summary(tmp_path, sequence, monkeypatch, capsys):
+    rc, out, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu")
+    assert rc == 0 and out == ""
+    assert "8 frames" in err and "1 events" in err
+
+
+def test_interrupt_keeps_partial_outputs(tmp_path, sequence, monkeypatch, capsys):
+    from motiondetect.detector import MotionDetector
+
+    real = MotionDetector.process
+    calls = []
+
+    def process(self, frame):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(self, frame)
+
+    monkeypatch.setattr(MotionDetector, "process", process)
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu")
+    assert rc == 130
+    report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
+    assert report["complete"] is False and report["frame_count"] == 3
+    assert len(decode(tmp_path / "seq_motion.mp4")[0]) == 3
+
+
+def test_failure_mid_run_keeps_partial_outputs(tmp_path, sequence, monkeypatch, capsys):
+    # A fifth image of another size: the detector refuses it after four frames.
+    cv2.imwrite(str(sequence / "in000104.png"), np.zeros((30, 30, 3), np.uint8))
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu")
+    assert rc == 1
+    assert "stopped after 4 frames" in one_line_error(err.splitlines()[-1] + "\n")
+    report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
+    assert report["complete"] is False and report["frame_count"] == 4
+    assert len(decode(tmp_path / "seq_motion.mp4")[0]) == 4
+
+
+# -- regressions: bugs found in review, each fixed ----------------------------------------
+
+
+def test_unhashable_filter_in_config_is_a_clean_error(tmp_path, sequence, monkeypatch, capsys):
+    config = tmp_path / "bad.yaml"
+    config.write_text("pipeline:\n  - filter: [gray]\n", encoding="utf-8")
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "-c", config)
+    assert rc == 2 and "pipeline[0]" in one_line_error(err)
+
+
+def test_output_path_that_is_a_folder(tmp_path, sequence, monkeypatch, capsys):
+    (tmp_path / "out.mp4").mkdir()
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", "out.mp4", "--overwrite")
+    # Refused before any frame is read: a usage error, nothing written.
+    assert rc == 2 and "is a folder" in one_line_error(err)
+    assert not (tmp_path / "seq_motion.json").exists()
+
+
+def test_negative_fps_is_a_usage_error(tmp_path, sequence, monkeypatch, capsys):
+    try:
+        rc = main([str(sequence), "--backend", "cpu", "--no-video", "--fps", "-5", "--events", str(tmp_path / "e.json")])
+    except SystemExit as exc:
+        rc = exc.code
+    assert rc == 2
+
+
+# -- real subprocesses ---------------------------------------------------------------------
+
+
+def run_process(cwd, *argv):
+    env = {k: v for k, v in os.environ.items() if k != "MOTIONDETECT_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-m", "motiondetect", *map(str, argv)], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_subprocess_success_quiet(tmp_path, sequence):
+    proc = run_process(tmp_path, sequence, "--backend", "cpu", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and proc.stderr == ""
+    report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
+    assert report["complete"] is True and report["frame_count"] == 8
+    assert len(decode(tmp_path / "seq_motion.mp4")[0]) == 8
+
+
+def test_subprocess_bad_config_no_traceback(tmp_path, sequence):
+    config = tmp_path / "bad.yaml"
+    config.write_text("pipeline:\n  - filter: gray\n  - filter: threshold\n    threshold: 300\n", encoding="utf-8")
+    proc = run_process(tmp_path, sequence, "-c", config, "--backend", "cpu")
+    assert proc.returncode == 2
+    line = one_line_error(proc.stderr)
+    assert "pipeline[1].threshold" in line and "frame-pair" in line
+
+
+def test_subprocess_missing_input_and_cuda(tmp_path):
+    proc = run_process(tmp_path, tmp_path / "missing.avi")
+    assert proc.returncode == 1 and "missing.avi" in one_line_error(proc.stderr)
+    if cuda_device_error() is not None:
+        (tmp_path / "in").mkdir()
+        cv2.imwrite(str(tmp_path / "in" / "a1.png"), np.zeros((8, 8, 3), np.uint8))
+        proc = run_process(tmp_path, tmp_path / "in", "--backend", "cuda")
+        assert proc.returncode == 1 and "CUDA" in one_line_error(proc.stderr)
+
+
+# -- the cuBLAS engine without a GPU (issue 3) ---------------------------------------------
+
+
+@pytest.mark.skipif(cuda_device_error() is None, reason="this machine has CUDA")
+def test_cublas_engine_without_gpu_is_one_clear_line(tmp_path, sequence, monkeypatch, capsys):
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--engine", "cublas", "--no-video")
+    assert rc == 1 and "cuBLAS engine needs a CUDA device" in one_line_error(err)
+    assert not (tmp_path / "seq_motion.json").exists()  # refused before any frame
+
+
+def test_cublas_engine_with_cpu_backend_is_a_usage_error(tmp_path, sequence, monkeypatch, capsys):
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--engine", "cublas", "--backend", "cpu", "--no-video")
+    assert rc == 2 and "--backend cuda" in one_line_error(err)
+
+
+def test_cublas_from_config_file_without_gpu(tmp_path, sequence, monkeypatch, capsys):
+    if cuda_device_error() is None:
+        pytest.skip("this machine has CUDA")
+    config = tmp_path / "c.yaml"
+    config.write_text("pipeline:\n  - {filter: gray, engine: cublas}\n  - filter: difference\n  - filter: threshold\n")
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "-c", config, "--no-video")
+    assert rc == 1 and "cuBLAS" in one_line_error(err)

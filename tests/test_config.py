@@ -1,0 +1,364 @@
+"""Config: defaults, YAML loading, validation messages with key paths, overrides."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from motiondetect.config import build_filters, default_config, load_config, merge, validate, with_overrides
+from motiondetect.errors import ConfigError
+from motiondetect.filters import REGISTRY, Difference, Erosion, Gray, RedBlend, Threshold
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_YAML = ROOT / "configs" / "default.yaml"
+
+BASE = [{"filter": "gray"}, {"filter": "difference"}, {"filter": "threshold"}]
+
+
+def write(tmp_path: Path, text: str, name="config.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def problems_of(tmp_path, text) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    err = info.value
+    assert err.problems, "a ConfigError must list its problems"
+    assert "\n" not in str(err), "the message is printed as one line"
+    for problem in err.problems:
+        assert problem in str(err)
+    return err.problems
+
+
+# -- defaults -----------------------------------------------------------------------------
+
+
+def test_default_config_contents():
+    cfg = default_config()
+    assert cfg["backend"] == "auto"
+    assert cfg["pipeline"] == [
+        {"filter": "gray"},
+        {"filter": "difference"},
+        {"filter": "threshold", "threshold": 25},
+        {"filter": "erosion", "kernel_size": 3, "iterations": 1},
+        {"filter": "red_blend", "alpha": 0.5},
+    ]
+    assert cfg["events"] == {"min_area": 0.001}
+    assert validate(cfg) == []
+
+
+def test_default_config_is_a_fresh_copy():
+    cfg = default_config()
+    cfg["pipeline"][2]["threshold"] = 99
+    assert default_config()["pipeline"][2]["threshold"] == 25
+
+
+def test_default_yaml_matches_builtin_defaults():
+    if not DEFAULT_YAML.is_file():
+        pytest.skip(f"{DEFAULT_YAML} not written yet")
+    raw = yaml.safe_load(DEFAULT_YAML.read_text(encoding="utf-8"))
+    assert raw == default_config()  # every key spelled out, no reliance on the merge
+    assert load_config(DEFAULT_YAML) == default_config()
+
+
+def test_none_and_empty_file_give_defaults(tmp_path):
+    assert load_config(None) == default_config()
+    assert load_config(write(tmp_path, "")) == default_config()
+    assert load_config(write(tmp_path, "# only a comment\n", "c.yaml")) == default_config()
+
+
+def test_partial_file_merges_over_defaults(tmp_path):
+    cfg = load_config(write(tmp_path, "events:\n  min_area: 0.25\nbackend: cpu\n"))
+    assert cfg["events"]["min_area"] == 0.25
+    assert cfg["backend"] == "cpu"
+    assert cfg["pipeline"] == default_config()["pipeline"]
+
+
+def test_pipeline_replaced_whole(tmp_path):
+    text = "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 40\n"
+    cfg = load_config(write(tmp_path, text))
+    assert cfg["pipeline"] == [{"filter": "gray"}, {"filter": "difference"}, {"filter": "threshold", "threshold": 40}]
+    filters = build_filters(cfg)
+    assert [type(f) for f in filters] == [Gray, Difference, Threshold]
+    assert filters[2].params == {"threshold": 40}
+
+
+def test_build_filters_from_defaults():
+    filters = build_filters(default_config())
+    assert [type(f) for f in filters] == [Gray, Difference, Threshold, Erosion, RedBlend]
+    assert filters[3].params == {"kernel_size": 3, "iterations": 1}
+    assert filters[4].params == {"alpha": 0.5}
+
+
+def test_merge_does_not_modify_its_inputs():
+    base = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
+    override = {"a": {"b": 2}, "e": [3]}
+    base0, override0 = copy.deepcopy(base), copy.deepcopy(override)
+    assert merge(base, override) == {"a": {"b": 2, "c": [1, 2]}, "d": 1, "e": [3]}
+    assert base == base0 and override == override0
+
+
+# -- error messages name the key path ------------------------------------------------------
+
+
+def test_unknown_filter_name(tmp_path):
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: blur\n")
+    assert len(problems) == 1
+    assert problems[0].startswith("pipeline[1].filter:")
+    assert "'blur'" in problems[0]
+    for name in REGISTRY:  # the allowed names come from the registry
+        assert name in problems[0]
+
+
+def test_unknown_key_in_filter_entry(tmp_path):
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    treshold: 30\n")
+    assert len(problems) == 1
+    assert problems[0].startswith("pipeline[2]")
+    assert "treshold" in problems[0]
+    assert "threshold" in problems[0].replace("treshold", "")  # the allowed key is named
+
+
+def test_unknown_top_level_key(tmp_path):
+    problems = problems_of(tmp_path, "backend: cpu\nthreshold: 30\n")
+    assert len(problems) == 1
+    assert problems[0].startswith("config:")
+    assert "'threshold'" in problems[0]
+    for allowed in ("backend", "pipeline", "events"):
+        assert allowed in problems[0]
+
+
+def test_unknown_event_setting(tmp_path):
+    problems = problems_of(tmp_path, "events:\n  min_pixels: 5\n")
+    assert problems[0].startswith("events:") and "min_pixels" in problems[0] and "min_area" in problems[0]
+
+
+def test_unknown_key_messages_say_unknown_key(tmp_path):
+    problems = problems_of(tmp_path, "backend: cpu\nthreshold: 30\n")
+    assert "unknown key" in problems[0]
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n    alpha: 1\n  - filter: difference\n  - filter: threshold\n")
+    assert problems[0].startswith("pipeline[0]") and "unknown key 'alpha'" in problems[0]
+
+
+def test_wrong_type_string_for_threshold(tmp_path):
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: '25'\n")
+    assert problems == ["pipeline[2].threshold: expected integer, got str '25'"]
+
+
+@pytest.mark.parametrize(
+    "entry, key",
+    [("  - filter: threshold\n    threshold: true\n", "pipeline[2].threshold"),
+     ("  - filter: threshold\n  - filter: erosion\n    iterations: yes\n", "pipeline[3].iterations"),
+     ("  - filter: threshold\n  - filter: erosion\n    kernel_size: true\n", "pipeline[3].kernel_size"),
+     ("  - filter: threshold\n  - filter: red_blend\n    alpha: false\n", "pipeline[3].alpha")],
+)
+def test_bool_is_not_a_number(tmp_path, entry, key):
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n" + entry)
+    assert len(problems) == 1 and problems[0].startswith(key + ":")
+    assert "True" in problems[0] or "False" in problems[0]
+
+
+def test_float_threshold_refused(tmp_path):
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 25.5\n")
+    assert problems[0].startswith("pipeline[2].threshold:") and "25.5" in problems[0]
+
+
+@pytest.mark.parametrize(
+    "text, key, value",
+    [
+        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 300\n", "pipeline[2].threshold", "300"),
+        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: -1\n", "pipeline[2].threshold", "-1"),
+        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: red_blend\n    alpha: 1.5\n", "pipeline[3].alpha", "1.5"),
+        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 4\n", "pipeline[3].kernel_size", "4"),
+        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 33\n", "pipeline[3].kernel_size", "33"),
+        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    iterations: 0\n", "pipeline[3].iterations", "0"),
+        ("events:\n  min_area: -0.5\n", "events.min_area", "-0.5"),
+        ("events:\n  min_area: 2\n", "events.min_area", "2"),
+        ("backend: gpu\n", "backend", "'gpu'"),
+    ],
+)
+def test_out_of_range(tmp_path, text, key, value):
+    problems = problems_of(tmp_path, text)
+    assert len(problems) == 1
+    assert problems[0].startswith(key + ":")
+    assert value in problems[0]
+
+
+def test_out_of_range_names_the_allowed_range(tmp_path):
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 300\n")
+    assert "0..255" in problems[0]
+
+
+def test_even_kernel_size_lists_odd_choices(tmp_path):
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 4\n")
+    assert "3, 5" in problems[0] and "31" in problems[0]
+
+
+@pytest.mark.parametrize("text, got", [("- gray\n- difference\n", "list"), ("42\n", "int"), ("just a string\n", "str")])
+def test_config_must_be_a_mapping(tmp_path, text, got):
+    problems = problems_of(tmp_path, text)
+    assert problems == [f"config: expected a mapping of settings, got {got}"]
+
+
+def test_malformed_yaml_names_the_line(tmp_path):
+    path = write(tmp_path, "backend: cpu\npipeline:\n  - filter: gray\n   bad: [\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    (problem,) = info.value.problems
+    assert "not valid YAML" in problem
+    assert "line 4" in problem
+    assert str(path) in problem
+
+
+@pytest.mark.parametrize("tag", ["!!python/object/apply:os.mkdir", "!!python/object/new:os.mkdir"])
+def test_python_tags_refused_and_not_constructed(tmp_path, tag):
+    target = tmp_path / "constructed"
+    path = write(tmp_path, f"backend: {tag} [{str(target)!r}]\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert "python/object" in str(info.value)
+    assert not target.exists(), "the YAML tag was executed"
+
+
+def test_python_object_tag_refused(tmp_path):
+    with pytest.raises(ConfigError, match="python/object"):
+        load_config(write(tmp_path, "events: !!python/object:collections.OrderedDict {}\n"))
+
+
+def test_unreadable_config(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path)  # a folder
+
+
+def test_several_problems_reported_at_once(tmp_path):
+    text = (
+        "backend: gpu\n"
+        "colour: red\n"
+        "pipeline:\n"
+        "  - filter: gray\n"
+        "  - filter: difference\n"
+        "  - filter: threshold\n"
+        "    threshold: 300\n"
+        "  - filter: red_blend\n"
+        "    alpha: 1.5\n"
+        "events:\n"
+        "  min_area: -1\n"
+    )
+    problems = problems_of(tmp_path, text)
+    assert len(problems) == 5, problems
+    for key in ("backend:", "config:", "pipeline[2].threshold:", "pipeline[3].alpha:", "events.min_area:"):
+        assert sum(p.startswith(key) for p in problems) == 1, (key, problems)
+    with pytest.raises(ConfigError, match=r"invalid configuration \(5 problems\)"):
+        load_config(write(tmp_path, text))
+
+
+def test_engine_values_checked(tmp_path):
+    if "engine" not in default_config():
+        pytest.skip("this version has no engine setting")
+    problems = problems_of(tmp_path, "engine: tensor\n")
+    assert len(problems) == 1 and problems[0].startswith("engine:") and "'tensor'" in problems[0]
+    # threshold has no cuBLAS form, so a per-filter engine 'cublas' is refused there.
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    engine: cublas\n")
+    assert len(problems) == 1 and problems[0].startswith("pipeline[2].engine:")
+
+
+# -- pipelines that do not chain ----------------------------------------------------------
+
+
+def chain_problems(tmp_path, names):
+    text = "pipeline:\n" + "".join(f"  - filter: {n}\n" for n in names)
+    return problems_of(tmp_path, text)
+
+
+def test_threshold_before_gray(tmp_path):
+    problems = chain_problems(tmp_path, ["threshold", "gray", "difference"])
+    assert any(p.startswith("pipeline[0]:") and "threshold" in p and "GRAY" in p for p in problems)
+    assert any(p.startswith("pipeline[1]:") and "gray" in p for p in problems)
+
+
+def test_no_difference_filter(tmp_path):
+    problems = chain_problems(tmp_path, ["gray", "threshold", "erosion"])
+    assert problems == ["pipeline: needs exactly one frame-pair filter (e.g. 'difference'); got 0"]
+
+
+def test_two_difference_filters(tmp_path):
+    problems = chain_problems(tmp_path, ["gray", "difference", "difference", "threshold"])
+    assert problems == ["pipeline: needs exactly one frame-pair filter (e.g. 'difference'); got 2"]
+
+
+def test_no_mask_produced(tmp_path):
+    problems = chain_problems(tmp_path, ["gray", "difference"])
+    assert problems == ["pipeline: no filter produces a motion mask (e.g. 'threshold')"]
+
+
+def test_empty_pipeline(tmp_path):
+    problems = problems_of(tmp_path, "pipeline: []\n")
+    assert any(p.startswith("pipeline:") for p in problems)
+
+
+def test_entry_without_filter_or_not_a_mapping(tmp_path):
+    problems = problems_of(tmp_path, "pipeline:\n  - threshold: 3\n  - gray\n")
+    assert any(p.startswith("pipeline[0]:") and "'filter'" in p for p in problems)
+    assert any(p.startswith("pipeline[1]:") and "object" in p for p in problems)
+
+
+def test_unhashable_filter_value_is_a_config_error(tmp_path):
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: [gray]\n  - filter: difference\n  - filter: threshold\n")
+    assert problems[0].startswith("pipeline[0].filter:")
+
+
+# -- command-line overrides ---------------------------------------------------------------
+
+
+def test_with_overrides_sets_every_threshold_and_backend():
+    cfg = default_config()
+    cfg["pipeline"].insert(3, {"filter": "threshold", "threshold": 7})
+    out = with_overrides(cfg, backend="cpu", threshold=99)
+    assert [e["threshold"] for e in out["pipeline"] if e["filter"] == "threshold"] == [99, 99]
+    assert out["backend"] == "cpu"
+    # The input is not modified.
+    assert [e.get("threshold") for e in cfg["pipeline"] if e["filter"] == "threshold"] == [25, 7]
+    assert cfg["backend"] == "auto"
+
+
+def test_with_overrides_none_changes_nothing():
+    assert with_overrides(default_config()) == default_config()
+
+
+def test_with_overrides_without_threshold_filter():
+    cfg = default_config()
+    cfg["pipeline"] = [e for e in cfg["pipeline"] if e["filter"] != "threshold"]
+    assert with_overrides(cfg, backend="cpu")["backend"] == "cpu"  # fine without --threshold
+    with pytest.raises(ConfigError) as info:
+        with_overrides(cfg, threshold=30)
+    assert "--threshold" in str(info.value) and "threshold" in info.value.problems[0]
+
+
+# -- GPU engines (issue 3): validated from each filter's ENGINES --------------------------
+
+
+def test_engine_global_and_per_filter(tmp_path):
+    config = load_config(write(tmp_path, "engine: cublas\npipeline:\n  - filter: gray\n  - {filter: difference, engine: kernel}\n  - filter: threshold\n"))
+    engines = {f.NAME: f.engine for f in build_filters(config)}
+    # gray takes the global engine, difference its own, threshold has no cuBLAS form.
+    assert engines == {"gray": "cublas", "difference": "kernel", "threshold": "kernel"}
+
+
+def test_engine_errors_name_the_allowed_engines(tmp_path):
+    problems = problems_of(tmp_path, "engine: blas\npipeline:\n  - {filter: gray}\n  - {filter: difference}\n  - {filter: threshold, engine: cublas}\n")
+    assert "engine: 'blas' is not one of kernel, cublas" in problems
+    assert "pipeline[2].engine: 'cublas' is not one of kernel" in problems
+
+
+def test_engine_override_replaces_per_filter_settings():
+    config = default_config()
+    config["pipeline"][0]["engine"] = "cublas"
+    kernel = with_overrides(config, engine="kernel")
+    assert kernel["engine"] == "kernel" and all("engine" not in e for e in kernel["pipeline"])
+    assert [f.engine for f in build_filters(with_overrides(config, engine="cublas"))] == ["cublas", "cublas", "kernel", "kernel", "kernel"]

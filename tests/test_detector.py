@@ -1,0 +1,270 @@
+"""MotionDetector on the CPU backend against hand-computed results and an independent OpenCV chain."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from motiondetect.config import build_filters, default_config
+from motiondetect.detector import FrameResult, MotionDetector, pipeline_problems
+from motiondetect.filters import Difference, Erosion, Gray, RedBlend, Threshold
+
+
+def integer_luma(bgr: np.ndarray) -> np.ndarray:
+    b, g, r = (bgr[..., i].astype(np.uint32) for i in range(3))
+    return ((b * 7471 + g * 38470 + r * 19595 + 32768) >> 16).astype(np.uint8)
+
+
+def independent_mask(previous, current, threshold=25, k=3, iterations=1):
+    """gray (integer formula) -> cv2.absdiff -> cv2.threshold -> cv2.erode; no package code."""
+    diff = cv2.absdiff(integer_luma(current), integer_luma(previous))
+    _, mask = cv2.threshold(diff, threshold, 255, cv2.THRESH_BINARY)
+    return cv2.erode(mask, np.ones((k, k), np.uint8), iterations=iterations)
+
+
+def independent_blend(frame, mask, alpha=0.5):
+    out = frame.copy()
+    red = frame[..., 2].astype(np.float64)
+    out[..., 2] = np.where(mask != 0, np.floor((1 - alpha) * red + alpha * 255 + 0.5), red).astype(np.uint8)
+    return out
+
+
+def default_detector() -> MotionDetector:
+    return MotionDetector(build_filters(default_config()))
+
+
+def square_frames(height=40, width=50, background=30, level=200, top=10, lefts=(10, 14), side=8):
+    frames = []
+    for left in lefts:
+        f = np.full((height, width, 3), background, np.uint8)
+        f[top : top + side, left : left + side] = level
+        frames.append(f)
+    return frames
+
+
+def test_first_frame_is_empty_and_passed_through(rng):
+    frame = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    result = default_detector().process(frame)
+    assert isinstance(result, FrameResult)
+    assert result.mask.shape == (24, 32) and result.mask.dtype == np.uint8
+    assert not result.mask.any()
+    np.testing.assert_array_equal(result.frame, frame)
+    assert result.frame is not frame
+    assert result.motion_fraction == 0.0
+
+
+def test_moving_square_by_hand():
+    first, second = square_frames()
+    detector = default_detector()
+    detector.process(first)
+    result = detector.process(second)
+    # Grey levels are 30 and 200 (equal channels), the difference 170 > 25 where exactly one
+    # frame has the square: rows 10-17, columns 10-13 (left behind) and 18-21 (newly covered).
+    # The 3x3 erosion strips one pixel off each side of those 8x4 bands.
+    expected = np.zeros((40, 50), np.uint8)
+    expected[11:17, 11:13] = 255
+    expected[11:17, 19:21] = 255
+    np.testing.assert_array_equal(result.mask, expected)
+    assert result.motion_fraction == 24 / (40 * 50)
+    # Red blended at alpha 0.5: (R + 256) // 2: background 30 -> 143, square 200 -> 228.
+    out = result.frame
+    assert np.all(out[11:17, 11:13, 2] == 143)
+    assert np.all(out[11:17, 19:21, 2] == 228)
+    unmasked = expected == 0
+    np.testing.assert_array_equal(out[unmasked], second[unmasked])
+    np.testing.assert_array_equal(out[..., :2], second[..., :2])
+    assert np.count_nonzero(out != second) == 24
+
+
+def test_moving_square_against_independent_chain():
+    first, second = square_frames(height=33, width=47, background=60, level=90, lefts=(5, 9))
+    detector = default_detector()
+    detector.process(first)
+    result = detector.process(second)
+    mask = independent_mask(first, second)
+    assert mask.any()
+    np.testing.assert_array_equal(result.mask, mask)
+    np.testing.assert_array_equal(result.frame, independent_blend(second, mask))
+
+
+def test_threshold_boundary_in_the_pipeline():
+    # A difference of exactly the threshold does not move; one more does.
+    base = np.full((9, 9, 3), 100, np.uint8)
+    for delta, moving in ((25, False), (26, True)):
+        detector = default_detector()
+        detector.process(base)
+        result = detector.process(base + np.uint8(delta))
+        assert result.mask.all() == moving and result.mask.any() == moving
+        assert result.motion_fraction == (1.0 if moving else 0.0)
+
+
+def test_real_frames_match_independent_opencv_chain(sample_frames):
+    detector = default_detector()
+    previous = None
+    moving_frames = 0
+    for frame in sample_frames:
+        result = detector.process(frame)
+        if previous is None:
+            assert not result.mask.any()
+            np.testing.assert_array_equal(result.frame, frame)
+        else:
+            expected = independent_mask(previous, frame)
+            np.testing.assert_array_equal(result.mask, expected)
+            np.testing.assert_array_equal(result.frame, independent_blend(frame, expected))
+            assert result.motion_fraction == np.count_nonzero(expected) / expected.size
+            moving_frames += bool(expected.any())
+        previous = frame
+    assert moving_frames > 10, "the clip has traffic: most frame pairs should move"
+
+
+def test_real_frames_with_other_parameters(sample_frames):
+    cfg = default_config()
+    cfg["pipeline"][2]["threshold"] = 10
+    cfg["pipeline"][3].update(kernel_size=5, iterations=2)
+    cfg["pipeline"][4]["alpha"] = 0.3
+    detector = MotionDetector(build_filters(cfg))
+    detector.process(sample_frames[0])
+    for previous, frame in zip(sample_frames[:12], sample_frames[1:12]):
+        result = detector.process(frame)
+        expected = independent_mask(previous, frame, threshold=10, k=5, iterations=2)
+        np.testing.assert_array_equal(result.mask, expected)
+        np.testing.assert_array_equal(result.frame, independent_blend(frame, expected, alpha=0.3))
+
+
+def test_results_are_owned_by_the_caller(sample_frames):
+    detector = default_detector()
+    detector.process(sample_frames[0])
+    kept = detector.process(sample_frames[9])
+    mask, frame = kept.mask.copy(), kept.frame.copy()
+    for f in sample_frames[10:14]:
+        detector.process(f)
+    np.testing.assert_array_equal(kept.mask, mask)
+    np.testing.assert_array_equal(kept.frame, frame)
+
+
+def test_input_frames_not_modified(sample_frames):
+    frames = [f.copy() for f in sample_frames[8:11]]
+    detector = default_detector()
+    for f in frames:
+        detector.process(f)
+    for f, original in zip(frames, sample_frames[8:11]):
+        np.testing.assert_array_equal(f, original)
+
+
+def test_non_contiguous_frame(rng):
+    big = rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)
+    detector = default_detector()
+    detector.process(np.ascontiguousarray(big[:, ::-1]))
+    other = big.copy()
+    other[5:15, 5:15] = 255
+    result = detector.process(other[:, ::-1])
+    expected = independent_mask(np.ascontiguousarray(big[:, ::-1]), np.ascontiguousarray(other[:, ::-1]))
+    np.testing.assert_array_equal(result.mask, expected)
+
+
+def test_size_change_raises_value_error():
+    detector = default_detector()
+    detector.process(np.zeros((10, 12, 3), np.uint8))
+    with pytest.raises(ValueError, match="12x10 to 13x10"):
+        detector.process(np.zeros((10, 13, 3), np.uint8))
+
+
+@pytest.mark.parametrize("frame", [np.zeros((4, 5, 3), np.float32), np.zeros((4, 5, 3), np.uint16), np.zeros((4, 5, 3), np.int8)])
+def test_wrong_dtype_raises_type_error(frame):
+    with pytest.raises(TypeError, match="uint8"):
+        default_detector().process(frame)
+
+
+def test_non_array_raises_type_error():
+    with pytest.raises(TypeError):
+        default_detector().process([[[0, 0, 0]]])
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (4, 5, 4), (4, 5, 1), (0, 5, 3), (4, 0, 3), (2, 4, 5, 3)])
+def test_wrong_shape_raises_value_error(shape):
+    with pytest.raises(ValueError, match="shape"):
+        default_detector().process(np.zeros(shape, np.uint8))
+
+
+def test_bad_frame_does_not_disturb_the_stream():
+    first, second = square_frames()
+    detector = default_detector()
+    detector.process(first)
+    with pytest.raises(TypeError):
+        detector.process(second.astype(np.float32))
+    assert detector.process(second).mask.any()
+
+
+def test_reset_makes_the_next_frame_a_first_frame():
+    first, second = square_frames()
+    detector = default_detector()
+    detector.process(first)
+    detector.reset()
+    result = detector.process(second)
+    assert not result.mask.any() and result.motion_fraction == 0.0
+    np.testing.assert_array_equal(result.frame, second)
+    assert detector.process(first).mask.any()  # stream continues from `second`
+    # After a reset a new size is allowed.
+    detector.reset()
+    assert detector.process(np.zeros((5, 6, 3), np.uint8)).mask.shape == (5, 6)
+
+
+def test_pipeline_without_red_blend_returns_the_input_frame():
+    first, second = square_frames()
+    detector = MotionDetector([Gray(), Difference(), Threshold(), Erosion()])
+    detector.process(first)
+    result = detector.process(second)
+    np.testing.assert_array_equal(result.frame, second)
+    assert result.frame is not second
+    np.testing.assert_array_equal(result.mask, independent_mask(first, second))
+
+
+def test_pipeline_without_erosion_keeps_thin_motion():
+    first, second = square_frames()
+    detector = MotionDetector([Gray(), Difference(), Threshold(threshold=25), RedBlend(alpha=1.0)])
+    detector.process(first)
+    result = detector.process(second)
+    diff = np.abs(integer_luma(second).astype(int) - integer_luma(first))
+    expected = np.where(diff > 25, 255, 0).astype(np.uint8)
+    np.testing.assert_array_equal(result.mask, expected)
+    assert np.count_nonzero(expected) == 2 * 8 * 4
+    assert np.all(result.frame[..., 2][expected != 0] == 255)
+
+
+def test_backend_is_cpu_without_a_handler():
+    assert default_detector().backend == "cpu"
+
+
+# -- pipeline_problems --------------------------------------------------------------------
+
+
+def test_pipeline_problems_valid():
+    assert pipeline_problems([Gray, Difference, Threshold, Erosion, RedBlend]) == []
+    assert pipeline_problems([Gray, Difference, Threshold]) == []
+
+
+def test_pipeline_problems_order():
+    problems = pipeline_problems([Threshold, Gray, Difference])
+    assert problems[0].startswith("pipeline[0]: filter 'threshold' needs a GRAY input but follows a step giving BGR")
+    assert problems[1].startswith("pipeline[1]: filter 'gray' needs a BGR input but follows a step giving MASK")
+
+
+def test_pipeline_problems_pairs_and_mask():
+    assert any("exactly one frame-pair filter" in p and "got 0" in p for p in pipeline_problems([Gray, Threshold]))
+    assert any("got 2" in p for p in pipeline_problems([Gray, Difference, Difference, Threshold]))
+    assert any("no filter produces a motion mask" in p for p in pipeline_problems([Gray, Difference]))
+    assert len(pipeline_problems([])) == 2
+
+
+def test_red_blend_after_erosion_but_erosion_after_red_blend_fails():
+    assert pipeline_problems([Gray, Difference, Threshold, RedBlend, Erosion]) == [
+        "pipeline[4]: filter 'erosion' needs a MASK input but follows a step giving BGR"
+    ]
+
+
+def test_detector_refuses_a_broken_pipeline():
+    with pytest.raises(ValueError, match="frame-pair"):
+        MotionDetector([Gray(), Threshold()])
+    with pytest.raises(ValueError, match=r"pipeline\[0\]"):
+        MotionDetector([Threshold(), Gray(), Difference()])
