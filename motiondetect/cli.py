@@ -13,7 +13,6 @@ import logging
 import math
 import os
 import sys
-import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,9 @@ from motiondetect.config import BACKENDS, ENGINES, EVENT_SETTINGS, build_filters
 from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
 from motiondetect.errors import CudaUnavailable, MotionDetectError, UsageError
-from motiondetect.events import EventTracker, write_json_atomic
 from motiondetect.filters import REGISTRY, Threshold
 from motiondetect.platform import cuda_device_error, feature_report
+from motiondetect.runner import EventsSink, Runner, Sink, VideoSink
 from motiondetect.video import VideoHandler
 
 log = logging.getLogger("motiondetect")
@@ -152,9 +151,7 @@ def run(args: argparse.Namespace) -> int:
         filters = build_filters(config)
         cuda = _open_backend(config["backend"], filters, stack)
         detector = MotionDetector(filters, cuda=cuda)
-        tracker = EventTracker(config["events"]["min_area"])
-        writer = stack.enter_context(video.writer(video_path)) if video_path else None
-        report: dict[str, Any] = {
+        header: dict[str, Any] = {
             "motiondetect_version": __version__,
             "input": args.input,
             "output_video": str(video_path) if video_path else None,
@@ -164,43 +161,23 @@ def run(args: argparse.Namespace) -> int:
             "device": cuda.device_name if cuda else None,
             "config": config,
         }
-        frames, started, complete, failure = 0, time.perf_counter(), False, None
-        progress = _progress(video.frame_count, args.quiet)
-        try:
-            for frame in video:
-                result = detector.process(frame.image)
-                if writer:
-                    writer.write(result.frame)
-                tracker.update(frame.index, frame.time, result.motion_fraction)
-                frames += 1
-                progress.update(1)
-                progress.set_postfix_str(f"events {len(tracker.events)}", refresh=False)
-            complete = True
-        except KeyboardInterrupt:
-            failure = "interrupted"
-        except (MotionDetectError, ValueError) as exc:
-            failure = exc
-        finally:
-            progress.close()
-            if writer:
-                try:
-                    writer.close()  # finish the file so it plays up to the last frame written
-                except MotionDetectError as exc:
-                    failure, complete = failure or exc, False
-            elapsed = time.perf_counter() - started
-            report.update(frame_count=frames, events=tracker.as_dicts(), complete=complete, elapsed_seconds=round(elapsed, 3))
-            write_json_atomic(events_path, report)
-        if frames == 0 and complete:
-            raise MotionDetectError(f"no frames could be decoded from {args.input!r}")
-        rate = frames / elapsed if elapsed > 0 else 0.0
-        device = f" ({report['device']})" if report["device"] else ""
-        outputs = ", ".join(str(p) for p in (video_path, events_path) if p)
-        log.info("%d frames in %.1f s (%.0f fps), %d events, backend %s%s -> %s", frames, elapsed, rate, len(tracker.events), detector.backend, device, outputs)
-        if failure == "interrupted":
-            log.warning("Stopped after %d frames; outputs hold what was processed", frames)
-            return 130
-        if failure is not None:
-            raise MotionDetectError(f"stopped after {frames} frames: {failure}")
+        sinks: list[Sink] = [VideoSink(video.writer(video_path))] if video_path else []
+        events = EventsSink(events_path, config["events"]["min_area"], header)
+        sinks.append(events)  # last: it records whether the others finished
+        summary = Runner(video, detector, sinks, _progress(video.frame_count, args.quiet)).run()
+    if summary.frames == 0 and summary.complete:
+        raise MotionDetectError(f"no frames could be decoded from {args.input!r}")
+    device = f" ({header['device']})" if header["device"] else ""
+    outputs = ", ".join(filter(None, (s.describe() for s in sinks)))
+    log.info(
+        "%d frames in %.1f s (%.0f fps), %d events, backend %s%s -> %s",
+        summary.frames, summary.elapsed, summary.fps, len(events.tracker.events), detector.backend, device, outputs,
+    )
+    if summary.interrupted:
+        log.warning("Stopped after %d frames; outputs hold what was processed", summary.frames)
+        return 130
+    if summary.error is not None:
+        raise MotionDetectError(f"stopped after {summary.frames} frames: {summary.error}")
     return 0
 
 
