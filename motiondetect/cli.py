@@ -24,6 +24,8 @@ from motiondetect.detector import MotionDetector
 from motiondetect.errors import CudaUnavailable, MotionDetectError, UsageError
 from motiondetect.filters import REGISTRY, Threshold
 from motiondetect.platform import cuda_device_error, feature_report
+from motiondetect.live import LatestFrameReader
+from motiondetect.preview import KEYS, PreviewSink
 from motiondetect.runner import EventsSink, Runner, Sink, VideoSink
 from motiondetect.video import VideoHandler
 
@@ -61,6 +63,7 @@ def _filters_help() -> str:
     for name, cls in REGISTRY.items():
         lines.append(f"  {name}: {cls.__doc__.strip().splitlines()[0].replace('``', '')}")
         lines += [f"      {p.describe()}" for p in cls.PARAMS]
+    lines.append("preview window keys: " + ", ".join(f"{key} {action}" for key, action in KEYS))
     lines.append("event settings (YAML 'events:'):")
     lines += [f"  {name}={default}: {text}" for name, (_, default, text) in EVENT_SETTINGS.items()]
     return "\n".join(lines)
@@ -86,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fps", type=_positive_fps, help="frame rate to assume, frames/s, overriding the container's [default: the container's; 25 for image sequences]")
     parser.add_argument("--no-video", action="store_true", help="write only the events file, no annotated video")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    live = parser.add_argument_group("live preview (cameras and streams open a window by default)")
+    live.add_argument("--camera", type=int, metavar="N", help="read camera N (0 is the first) instead of INPUT")
+    live.add_argument("--preview", action="store_true", help="show the annotated frames in a window while processing a file")
+    live.add_argument("--realtime", action="store_true", help="with --preview, play a file at its frame rate instead of as fast as possible")
+    live.add_argument("--live", action="store_true", help="play a file as a live source: read on a thread at its frame rate, dropping frames when processing falls behind")
+    live.add_argument("--record", dest="output", metavar="OUT.mp4", help="write the annotated live stream to OUT.mp4 (same as -o)")
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress bar")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="print debug messages")
@@ -140,20 +149,29 @@ def _open_backend(requested: str, filters, stack: ExitStack):
 def run(args: argparse.Namespace) -> int:
     """Process one input as the parsed ``args`` say; return the exit code."""
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine, threshold=args.threshold)
-    video = VideoHandler(args.input, fps=args.fps)
+    source = str(args.camera) if args.camera is not None else args.input
+    video = VideoHandler(source, fps=args.fps)
+    realtime_source = video.is_live or video.is_stream  # frames arrive on the source's clock
+    live = realtime_source or args.live
     with ExitStack() as stack:
         stack.enter_context(video)
-        input_path = Path(args.input).resolve() if Path(args.input).is_file() else None
-        video_path = None if args.no_video else _output_path(args.output, f"{video.name}_motion.mp4", input_path, args.overwrite, "output video")
-        events_path = _output_path(args.events, f"{video.name}_motion.json", input_path, args.overwrite, "events file")
-        if video_path is not None and events_path.resolve() == video_path.resolve():
+        input_path = Path(source).resolve() if Path(source).is_file() else None
+        # A file gets outputs by default; a camera or stream only records what is asked for.
+        default_video = None if realtime_source else f"{video.name}_motion.mp4"
+        default_events = None if realtime_source else f"{video.name}_motion.json"
+        video_path = events_path = None
+        if not args.no_video and (args.output or default_video):
+            video_path = _output_path(args.output, default_video, input_path, args.overwrite, "output video")
+        if args.events or default_events:
+            events_path = _output_path(args.events, default_events, input_path, args.overwrite, "events file")
+        if video_path and events_path and events_path.resolve() == video_path.resolve():
             raise UsageError("the events file and the output video must differ")
         filters = build_filters(config)
         cuda = _open_backend(config["backend"], filters, stack)
         detector = MotionDetector(filters, cuda=cuda)
         header: dict[str, Any] = {
             "motiondetect_version": __version__,
-            "input": args.input,
+            "input": source,
             "output_video": str(video_path) if video_path else None,
             "fps": video.fps,
             "frame_size": list(video.size),
@@ -161,10 +179,27 @@ def run(args: argparse.Namespace) -> int:
             "device": cuda.device_name if cuda else None,
             "config": config,
         }
-        sinks: list[Sink] = [VideoSink(video.writer(video_path))] if video_path else []
+        frames = video
+        if live:
+            # Camera and stream frames are stamped with the wall clock; a file played as live
+            # keeps its media times. Either way a slow consumer drops frames, never lags.
+            frames = LatestFrameReader(video, pace_fps=None if realtime_source else video.fps, wallclock=realtime_source)
+            stack.callback(frames.stop)
         events = EventsSink(events_path, config["events"]["min_area"], header)
+        sinks: list[Sink] = []
+        if args.preview or realtime_source:
+            # First: a quit ('q') raised while showing a frame leaves that frame out of every output.
+            sinks.append(
+                PreviewSink(
+                    f"motiondetect - {video.name}", detector, events.tracker, snapshot_stem=video.name,
+                    realtime_fps=video.fps if args.realtime and not live else None,
+                    live=realtime_source, reader=frames if live else None,
+                )
+            )
+        if video_path:
+            sinks.append(VideoSink(video.writer(video_path), timestamps=live))
         sinks.append(events)  # last: it records whether the others finished
-        summary = Runner(video, detector, sinks, _progress(video.frame_count, args.quiet)).run()
+        summary = Runner(frames, detector, sinks, _progress(video.frame_count, args.quiet or live)).run()
     if summary.frames == 0 and summary.complete:
         raise MotionDetectError(f"no frames could be decoded from {args.input!r}")
     device = f" ({header['device']})" if header["device"] else ""
@@ -173,6 +208,10 @@ def run(args: argparse.Namespace) -> int:
         "%d frames in %.1f s (%.0f fps), %d events, backend %s%s -> %s",
         summary.frames, summary.elapsed, summary.fps, len(events.tracker.events), detector.backend, device, outputs,
     )
+    if summary.dropped_frames:
+        log.info("%d frames dropped to keep up with the live source", summary.dropped_frames)
+    if summary.stopped:
+        return 0
     if summary.interrupted:
         log.warning("Stopped after %d frames; outputs hold what was processed", summary.frames)
         return 130
@@ -209,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in feature_report():
             print(f"  {line}")
         return 0
-    if args.input is None:
-        parser.error("the following arguments are required: input")
+    if (args.input is None) == (args.camera is None):
+        parser.error("give one input: a file, folder, pattern or URL, or --camera N")
     try:
         return run(args)
     except MotionDetectError as exc:

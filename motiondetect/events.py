@@ -51,6 +51,11 @@ class EventTracker:
         else:
             self._open = None
 
+    @property
+    def in_event(self) -> bool:
+        """Whether the last frame fed was moving (an event is open)."""
+        return self._open is not None
+
     def as_dicts(self) -> list[dict[str, Any]]:
         """The events so far as JSON-ready dicts (times rounded to milliseconds)."""
         return [

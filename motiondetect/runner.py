@@ -23,6 +23,10 @@ from motiondetect.video import Frame, VideoWriter
 log = logging.getLogger("motiondetect")
 
 
+class StopRequested(Exception):
+    """Raised by a sink to end the run early at the user's request (``q`` in the preview)."""
+
+
 @dataclass
 class RunSummary:
     """How a run ended.
@@ -31,15 +35,19 @@ class RunSummary:
         frames: frames processed and handed to every sink.
         elapsed: wall-clock seconds of the loop.
         complete: the input was read to its end and every sink closed cleanly.
-        interrupted: the run was stopped by Ctrl-C (or a sink asked to stop).
+        interrupted: the run was stopped by Ctrl-C.
+        stopped: a sink ended the run at the user's request (``q`` in the preview window).
         error: what failed, or ``None``.
+        dropped_frames: frames a live source delivered that were skipped to stay current.
     """
 
     frames: int = 0
     elapsed: float = 0.0
     complete: bool = False
     interrupted: bool = False
+    stopped: bool = False
     error: Exception | None = None
+    dropped_frames: int = 0
 
     @property
     def fps(self) -> float:
@@ -55,7 +63,7 @@ class Sink(ABC):
         """Take one frame and its detection result.
 
         Raises:
-            StopIteration: the sink asks to end the run early (a preview window closed).
+            StopRequested: the sink ends the run early at the user's request.
             MotionDetectError: the output failed; the run stops and every sink is closed.
         """
 
@@ -69,13 +77,20 @@ class Sink(ABC):
 
 
 class VideoSink(Sink):
-    """Writes the annotated frames (``result.frame``) to a video file."""
+    """Writes the annotated frames (``result.frame``) to a video file.
 
-    def __init__(self, writer: VideoWriter) -> None:
+    Args:
+        writer: the open :class:`~motiondetect.video.VideoWriter`.
+        timestamps: place each frame at its own timestamp (a live source, where dropped frames
+            leave gaps) instead of one frame period after the last.
+    """
+
+    def __init__(self, writer: VideoWriter, timestamps: bool = False) -> None:
         self.writer = writer
+        self.timestamps = timestamps
 
     def consume(self, frame, result):
-        self.writer.write(result.frame)
+        self.writer.write(result.frame, time=frame.time if self.timestamps else None)
 
     def close(self, summary):
         self.writer.close()  # the file plays up to the last frame written
@@ -88,13 +103,13 @@ class EventsSink(Sink):
     """Tracks motion events and writes the JSON report (atomically) when the run ends.
 
     Args:
-        path: JSON file to write.
+        path: JSON file to write, or ``None`` to track events without a report (live preview).
         min_area: motion fraction at or above which a frame is moving.
         header: fields written first (input, fps, backend, config...).
     """
 
-    def __init__(self, path: str | Path, min_area: float, header: dict[str, Any]) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | Path | None, min_area: float, header: dict[str, Any]) -> None:
+        self.path = None if path is None else Path(path)
         self.tracker = EventTracker(min_area)
         self.header = header
 
@@ -102,24 +117,28 @@ class EventsSink(Sink):
         self.tracker.update(frame.index, frame.time, result.motion_fraction)
 
     def close(self, summary):
+        if self.path is None:
+            return
         report = {
             **self.header,
             "frame_count": summary.frames,
             "events": self.tracker.as_dicts(),
             "complete": summary.complete,
+            "dropped_frames": summary.dropped_frames,
             "elapsed_seconds": round(summary.elapsed, 3),
         }
         write_json_atomic(self.path, report)
 
     def describe(self):
-        return str(self.path)
+        return None if self.path is None else str(self.path)
 
 
 class Runner:
     """Runs ``detector`` over ``frames`` and feeds ``sinks``.
 
     Args:
-        frames: an iterable of :class:`~motiondetect.video.Frame` (a ``VideoHandler``).
+        frames: an iterable of :class:`~motiondetect.video.Frame` (a ``VideoHandler``, or a
+            ``LatestFrameReader`` whose ``dropped`` count goes into the summary).
         detector: the configured :class:`~motiondetect.detector.MotionDetector`.
         sinks: outputs, fed in order; closed in order at the end, each even if another fails.
         progress: an object with ``update(n)``, ``set_postfix_str(s, refresh)`` and ``close()``
@@ -152,12 +171,15 @@ class Runner:
                     if self.events is not None:
                         self.progress.set_postfix_str(f"events {len(self.events.events)}", refresh=False)
             summary.complete = True
-        except (KeyboardInterrupt, StopIteration):
+        except KeyboardInterrupt:
             summary.interrupted = True
+        except StopRequested:
+            summary.stopped = True
         except (MotionDetectError, ValueError) as exc:
             summary.error = exc
         finally:
             summary.elapsed = time.perf_counter() - started
+            summary.dropped_frames = getattr(self.frames, "dropped", 0)
             if self.progress is not None:
                 self.progress.close()
             self._close_sinks(summary)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -75,6 +76,9 @@ class VideoHandler:
             sources that report none.
 
     Attributes:
+        is_live: the source is a camera (its frames arrive in real time).
+        is_stream: the source is a network URL; a lost stream is reconnected a bounded number
+            of times (:attr:`reconnect_attempts`), each attempt logged.
         fps: frames per second used for timestamps and for the output video.
         size: (width, height) in pixels.
         frame_count: frames the container announces, or ``None`` (cameras, URLs). May differ
@@ -90,6 +94,12 @@ class VideoHandler:
         ...         print(frame.index, frame.time, frame.image.shape)
     """
 
+    #: A lost network stream is reopened this many times, this many seconds apart.
+    reconnect_attempts = 5
+    reconnect_delay = 2.0
+    #: Milliseconds a network stream may take to open or to deliver a frame.
+    open_timeout_ms = 10_000
+
     def __init__(self, source: str | int, fps: float | None = None) -> None:
         if fps is not None and not (math.isfinite(fps) and fps > 0):
             raise ValueError(f"fps must be a positive number of frames per second; got {fps}")
@@ -97,9 +107,15 @@ class VideoHandler:
         self._capture = None
         self._files: list[Path] | None = None
         text = self.source
-        if text.isdigit() or "://" in text:
+        self.is_stream = "://" in text
+        if text.isdigit() or self.is_stream:
             self.is_live = text.isdigit()
-            self._capture = cv2.VideoCapture(int(text) if text.isdigit() else text)
+            if self.is_stream:
+                # Bound how long a silent server can block the open (milliseconds).
+                params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, self.open_timeout_ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, self.open_timeout_ms]
+                self._capture = cv2.VideoCapture(text, cv2.CAP_ANY, params)
+            else:
+                self._capture = cv2.VideoCapture(int(text))
             self.name = f"camera{text}" if text.isdigit() else (Path(text.split("?")[0]).stem or "stream")
             if not self._capture.isOpened():
                 raise VideoOpenFailure(f"cannot open {'camera' if text.isdigit() else 'stream'} {text!r}")
@@ -167,9 +183,28 @@ class VideoHandler:
         while self._capture is not None:
             ok, image = self._capture.read()
             if not ok:
+                if self.is_live:
+                    raise VideoOpenFailure(f"camera {self.source} stopped delivering frames after {index}")
+                if self.is_stream and self._reconnect():
+                    continue
                 return
             yield Frame(index, index / self.fps, image)
             index += 1
+
+    def _reconnect(self) -> bool:
+        """Reopen a lost network stream, up to :attr:`reconnect_attempts` times.
+
+        Raises:
+            VideoOpenFailure: every attempt failed.
+        """
+        for attempt in range(1, self.reconnect_attempts + 1):
+            log.warning("stream %s lost; reconnect attempt %d of %d", self.source, attempt, self.reconnect_attempts)
+            time.sleep(self.reconnect_delay)
+            self._capture.release()
+            self._capture = cv2.VideoCapture(self.source)
+            if self._capture.isOpened():
+                return True
+        raise VideoOpenFailure(f"stream {self.source} lost; {self.reconnect_attempts} reconnect attempts failed")
 
     def writer(self, path: str | Path) -> VideoWriter:
         """Open a :class:`VideoWriter` for frames of this source's size and frame rate."""
@@ -212,9 +247,14 @@ class VideoWriter:
         import av
 
         width, height = self.size
+        # 29.97 arrives as 29.97002997...: recover the NTSC ratio 30000/1001.
+        self._rate = Fraction(fps).limit_denominator(1001 * 1000)
+        self._time_base = 1 / self._rate
+        self._pts = -1
         try:
             self._container = av.open(self.path, "w", options={"movflags": "+faststart"})
-            stream = self._container.add_stream(self.encoder, rate=Fraction(fps).limit_denominator(1001 * 1000))
+            stream = self._container.add_stream(self.encoder, rate=self._rate)
+            stream.codec_context.time_base = self._time_base
         except (av.FFmpegError, ValueError) as exc:
             raise VideoOpenFailure(f"cannot write video {self.path!r}: {exc}") from None
         stream.width, stream.height = width, height
@@ -232,11 +272,18 @@ class VideoWriter:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def write(self, frame: np.ndarray) -> None:
+    def write(self, frame: np.ndarray, time: float | None = None) -> None:
         """Append one (H, W, 3) uint8 BGR frame of the writer's size.
+
+        Args:
+            frame: the image.
+            time: its timestamp in seconds; frames are placed on the output's frame grid at this
+                time (gaps where a live source dropped frames). ``None``: one frame period after
+                the previous frame. The OpenCV fallback ignores it.
 
         Raises:
             ValueError: the frame's size differs from the writer's.
+            VideoOpenFailure: the encoder or the file failed.
         """
         if (frame.shape[1], frame.shape[0]) != self.size:
             raise ValueError(f"frame is {frame.shape[1]}x{frame.shape[0]}, the video is {self.size[0]}x{self.size[1]}")
@@ -247,6 +294,9 @@ class VideoWriter:
                 picture = av.VideoFrame.from_ndarray(cv2.cvtColor(frame, cv2.COLOR_BGR2YUV_I420), format="yuv420p")
             else:
                 picture = av.VideoFrame.from_ndarray(frame, format="bgr24")
+            self._pts = self._pts + 1 if time is None else max(self._pts + 1, round(time * self._rate))
+            picture.pts = self._pts
+            picture.time_base = self._time_base
             try:
                 for packet in self._stream.encode(picture):
                     self._container.mux(packet)

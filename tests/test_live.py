@@ -1,0 +1,149 @@
+"""The live path without a camera: a file played as a live source through the reader thread,
+stream reconnects with a stand-in capture, and timestamped recordings."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import cv2
+import numpy as np
+import pytest
+
+from motiondetect.errors import VideoOpenFailure
+from motiondetect.live import LatestFrameReader
+from motiondetect.video import Frame, VideoHandler, VideoWriter
+
+
+def synthetic_frames(count, fail_at=None):
+    for index in range(count):
+        if index == fail_at:
+            raise VideoOpenFailure("decoder failed")
+        yield Frame(index, index / 100, np.full((4, 4, 3), index % 256, np.uint8))
+
+
+def test_slow_consumer_gets_the_newest_frames_and_drops_are_counted(sample_clip):
+    with VideoHandler(sample_clip) as video, LatestFrameReader(video, pace_fps=video.fps * 8) as reader:
+        seen = []
+        for frame in reader:
+            seen.append(frame.index)
+            time.sleep(3 / (video.fps * 8))  # three source frame periods per frame taken
+    assert seen == sorted(set(seen))  # in order, never repeated
+    assert seen[-1] == 747  # the newest frame wins, so the last one is delivered
+    assert reader.dropped == 748 - len(seen)
+    assert reader.dropped > 300
+
+
+def test_fast_consumer_gets_every_frame_at_the_paced_rate():
+    started = time.monotonic()
+    with LatestFrameReader(synthetic_frames(20), pace_fps=100) as reader:
+        seen = [frame.index for frame in reader]
+    elapsed = time.monotonic() - started
+    assert seen == list(range(20)) and reader.dropped == 0
+    assert 0.18 <= elapsed < 1.0  # 20 frames at 100 fps take at least 0.19 s
+
+
+def test_wallclock_restamps_frame_times():
+    with LatestFrameReader(synthetic_frames(5), pace_fps=50, wallclock=True) as reader:
+        times = [frame.time for frame in reader]
+    assert times == sorted(times) and times[0] < 0.05 and times[-1] == pytest.approx(4 / 50, abs=0.05)
+
+
+def test_source_error_is_raised_on_the_consumer_thread():
+    with LatestFrameReader(synthetic_frames(10, fail_at=3), pace_fps=200) as reader:
+        with pytest.raises(VideoOpenFailure, match="decoder failed"):
+            for _ in reader:
+                pass
+
+
+def test_stop_ends_the_reader_thread_early():
+    reader = LatestFrameReader(synthetic_frames(10_000), pace_fps=100)
+    next(iter(reader))
+    reader.stop()
+    assert not reader._thread.is_alive()
+
+
+class FakeCapture:
+    """Stands in for cv2.VideoCapture: delivers ``frames`` reads, then fails; counts opens."""
+
+    opens = 0
+    frames_per_open = [3]
+
+    def __init__(self, *args, **kwargs):
+        FakeCapture.opens += 1
+        plan = FakeCapture.frames_per_open
+        self.remaining = plan[min(FakeCapture.opens - 1, len(plan) - 1)]
+
+    def isOpened(self):
+        return self.remaining >= 0
+
+    def read(self):
+        if self.remaining <= 0:
+            return False, None
+        self.remaining -= 1
+        return True, np.zeros((4, 6, 3), np.uint8)
+
+    def get(self, prop):
+        return {cv2.CAP_PROP_FRAME_WIDTH: 6, cv2.CAP_PROP_FRAME_HEIGHT: 4, cv2.CAP_PROP_FPS: 25}.get(prop, 0)
+
+    def release(self):
+        pass
+
+
+@pytest.fixture
+def fake_capture(monkeypatch):
+    monkeypatch.setattr("motiondetect.video.cv2.VideoCapture", FakeCapture)
+    monkeypatch.setattr(VideoHandler, "reconnect_delay", 0.0)
+    FakeCapture.opens = 0
+    return FakeCapture
+
+
+def test_lost_stream_is_reconnected_and_resumes(fake_capture, caplog):
+    fake_capture.frames_per_open = [3, -1, 2]  # 3 frames, a failed reopen, then 2 more
+    with caplog.at_level(logging.WARNING, logger="motiondetect"), VideoHandler("rtsp://camera.invalid/stream") as video:
+        # after the 2 frames of the last open the stream fails again and every retry gets 2 more
+        frames = [f for _, f in zip(range(5), video)]
+    assert [f.index for f in frames] == [0, 1, 2, 3, 4]
+    assert "reconnect attempt 1 of 5" in caplog.text and "reconnect attempt 2 of 5" in caplog.text
+
+
+def test_lost_stream_gives_up_after_bounded_attempts(fake_capture, caplog):
+    fake_capture.frames_per_open = [2, -1]
+    with caplog.at_level(logging.WARNING, logger="motiondetect"), VideoHandler("http://camera.invalid/mjpg") as video:
+        with pytest.raises(VideoOpenFailure, match="5 reconnect attempts failed"):
+            list(video)
+    assert caplog.text.count("reconnect attempt") == 5
+    assert fake_capture.opens == 1 + 5
+
+
+def test_camera_that_stops_is_a_clear_failure(fake_capture):
+    fake_capture.frames_per_open = [2]
+    with VideoHandler(0) as video, pytest.raises(VideoOpenFailure, match="camera 0 stopped delivering frames after 2"):
+        list(video)
+
+
+def test_unopenable_camera_and_stream(monkeypatch):
+    class Closed(FakeCapture):
+        def isOpened(self):
+            return False
+
+    monkeypatch.setattr("motiondetect.video.cv2.VideoCapture", Closed)
+    with pytest.raises(VideoOpenFailure, match="cannot open camera '3'"):
+        VideoHandler(3)
+    with pytest.raises(VideoOpenFailure, match="cannot open stream"):
+        VideoHandler("rtsp://camera.invalid/x")
+
+
+def test_timestamped_recording_keeps_gaps_of_dropped_frames(tmp_path):
+    import av
+
+    path = tmp_path / "live.mp4"
+    times = [0.0, 0.04, 0.2, 0.24, 0.6]  # at 25 fps: frame slots 0, 1, 5, 6, 15
+    writer = VideoWriter(path, 25.0, (32, 16))
+    for i, t in enumerate(times):
+        writer.write(np.full((16, 32, 3), 40 * i, np.uint8), time=t)
+    writer.close()
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        slots = [round(float(f.pts * stream.time_base) * 25) for f in container.decode(stream)]
+    assert slots == [0, 1, 5, 6, 15]
