@@ -48,7 +48,18 @@ def test_default_config_contents():
         {"filter": "erosion", "kernel_size": 3, "iterations": 1},
         {"filter": "red_blend", "alpha": 0.5},
     ]
-    assert cfg["events"] == {"min_area": 0.001}
+    assert cfg["events"] == {
+        "min_area": 0.001,
+        "min_pixels": None,
+        "min_event_length": 0.1,
+        "merge_gap": 2.0,
+        "time_before": 1.5,
+        "time_after": 2.0,
+        "max_area": 1.0,
+    }
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0}
+    assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
+    assert cfg["roi"] is None
     assert validate(cfg) == []
 
 
@@ -133,8 +144,8 @@ def test_unknown_top_level_key(tmp_path):
 
 
 def test_unknown_event_setting(tmp_path):
-    problems = problems_of(tmp_path, "events:\n  min_pixels: 5\n")
-    assert problems[0].startswith("events:") and "min_pixels" in problems[0] and "min_area" in problems[0]
+    problems = problems_of(tmp_path, "events:\n  min_frames: 5\n")
+    assert problems[0].startswith("events:") and "min_frames" in problems[0] and "min_area" in problems[0]
 
 
 def test_unknown_key_messages_say_unknown_key(tmp_path):
