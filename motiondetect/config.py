@@ -96,8 +96,9 @@ SCAN_SETTINGS: Settings = {
     "frame_skip": (
         {"type": "integer", "minimum": 0, "maximum": 1000},
         0,
-        "process one frame in N+1; skipped frames keep the last result, so events stay in input "
-        "frames and times; 0 (off) is DVR-Scan's default",
+        "process one frame in N+1, each compared with the frame just before it (so the "
+        "sensitivity does not change); skipped frames keep the last result, so events stay in "
+        "input frames and times; 0 (off) is DVR-Scan's default",
     ),
 }
 

@@ -314,6 +314,22 @@ class MotionDetector:
             ValueError: ``frame`` is not (H, W, 3), its size differs from the previous frame's,
                 or the ROI does not fit it.
         """
+        return self._process(frame, prime=False)
+
+    def prime(self, frame: np.ndarray) -> None:
+        """Make ``frame`` the reference of the next frame without detecting motion in it.
+
+        Runs only the filters before the frame-pair filter (the grey conversion). Frame skip
+        primes the frame just before each processed one, so every processed frame is compared
+        with its true predecessor: its motion fraction is the full run's, and the sensitivity
+        does not change with the skip.
+
+        Raises:
+            TypeError, ValueError: as :meth:`process`.
+        """
+        self._process(frame, prime=True)
+
+    def _process(self, frame: np.ndarray, prime: bool) -> FrameResult | None:
         if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8:
             got = f"{frame.dtype}" if isinstance(frame, np.ndarray) else type(frame).__name__
             raise TypeError(f"frame must be a (H, W, 3) uint8 BGR array; got {got}")
@@ -330,6 +346,9 @@ class MotionDetector:
         for stage, flt in enumerate(self._detect):
             if flt.SIDE_INPUT == "reference":
                 previous, self._reference = self._reference, run.keep(stage - 1, image)
+                if prime:
+                    run.synchronize()  # the upload's staging buffer is reused by the next frame
+                    return None
                 if previous is None:
                     run.synchronize()
                     return FrameResult(np.zeros(frame.shape[:2], np.uint8), frame.copy() if self.annotate else frame, 0.0, None)

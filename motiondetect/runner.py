@@ -136,7 +136,9 @@ class Runner:
         events: the :class:`~motiondetect.events.EventSegmenter` to feed before the sinks (they
             read its state), finished before they close; or ``None``.
         frame_skip: process one frame in ``frame_skip + 1``; the others get the last processed
-            result held over them (:meth:`MotionDetector.repeat`). 0 processes every frame.
+            result held over them (:meth:`MotionDetector.repeat`), and the last of them primes
+            the reference (:meth:`MotionDetector.prime`), so a processed frame is compared with
+            its predecessor as in a full run. 0 processes every frame.
         overlay: an :class:`~motiondetect.overlay.Overlay` drawn on each result's frame before
             the sinks see it, or ``None``.
     """
@@ -171,8 +173,10 @@ class Runner:
         try:
             for frame in self.frames:
                 if held is not None and skipped < self.frame_skip:
-                    result = self.detector.repeat(frame.image, held)
                     skipped += 1
+                    if skipped == self.frame_skip:  # the next frame is processed: compare it with this one
+                        self.detector.prime(frame.image)
+                    result = self.detector.repeat(frame.image, held)
                 else:
                     result = held = self.detector.process(frame.image)
                     skipped = 0
