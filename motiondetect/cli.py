@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import logging
 import math
 import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 
 from motiondetect import __version__
@@ -34,7 +37,7 @@ from motiondetect.overlay import Overlay
 from motiondetect.platform import cuda_device_error, feature_report
 from motiondetect.roi import rasterize, roi_from_file
 from motiondetect.runner import EventsSink, Runner, Sink, VideoSink
-from motiondetect.video import ConcatSource, Position, VideoHandler, has_glob, window
+from motiondetect.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
 log = logging.getLogger("motiondetect")
 
@@ -148,11 +151,12 @@ def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
     for section, table in SECTIONS.items():
         for name, (schema, default, text) in table.items():
             flag = "--" + name.replace("_", "-")
-            help_text = f"{text} [setting: config {section}.{name}, default {default}]".replace("%", "%%")
+            # The first clause; the whole text, with the default's source, is in the epilog.
+            help_text = f"{text.split(';')[0]} [setting: config {section}.{name}, default {json.dumps(default)}]".replace("%", "%%")
             if schema.get("type") == "boolean":
                 group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, dest=f"{section}__{name}", help=help_text)
             else:
-                group.add_argument(flag, type=_schema_arg(schema), default=None, dest=f"{section}__{name}", metavar="N", help=help_text)
+                group.add_argument(flag, type=_schema_arg(schema), default=None, dest=f"{section}__{name}", metavar=name.upper(), help=help_text)
 
 
 def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: bool, what: str) -> Path:
@@ -199,14 +203,26 @@ def _named(given: str | None, stem: str, several: bool, flag: str) -> str | None
     return given.replace("{stem}", stem)
 
 
-def _plan_outputs(args: argparse.Namespace, stem: str, inputs: set[Path], several: bool, taken: set[Path]) -> SimpleNamespace:
+@dataclass
+class _Outputs:
+    """The checked output paths of one run (``None``: not written)."""
+
+    video: Path | None = None
+    only_motion: bool = False
+    events: list[Path] = field(default_factory=list)
+    mask_video: Path | None = None
+    clips: Path | None = None
+    masks: Path | None = None
+
+
+def _plan_outputs(args: argparse.Namespace, stem: str, inputs: set[Path], several: bool, taken: set[Path]) -> _Outputs:
     """Check every output path of one run before any frame is read.
 
     Raises:
         UsageError: a path is a folder, the input, exists without --overwrite, sits in a missing
             or read-only folder, is used twice, or needs {stem} with several inputs.
     """
-    out = SimpleNamespace(video=None, only_motion=args.only_motion, events=[], mask_video=None, clips=None, masks=None)
+    out = _Outputs(only_motion=args.only_motion)
     if args.only_motion and args.no_video:
         raise UsageError("--only-motion selects what the output video holds; it cannot go with --no-video")
     if not args.no_video:
@@ -234,7 +250,7 @@ def _plan_outputs(args: argparse.Namespace, stem: str, inputs: set[Path], severa
     return out
 
 
-def _scan_sinks(paths: SimpleNamespace, video, events: EventSegmenter) -> list[Sink]:
+def _scan_sinks(paths: _Outputs, video, events: EventSegmenter) -> list[Sink]:
     """The footage-scanning outputs of one run: motion-only video, clips, mask video and images."""
     sinks: list[Sink] = []
     if paths.video is not None and paths.only_motion:
@@ -248,30 +264,6 @@ def _scan_sinks(paths: SimpleNamespace, video, events: EventSegmenter) -> list[S
         paths.masks.mkdir(exist_ok=True)
         sinks.append(MaskImagesSink(paths.masks, video.name))
     return sinks
-
-
-def _expand_inputs(given: list[str]) -> list[str]:
-    """Inputs with globs expanded (natural order); a glob matching only images stays one image
-    sequence. Quoted globs work the same as ones the shell expands.
-
-    Raises:
-        UsageError: a glob matches nothing.
-    """
-    inputs = []
-    for text in given:
-        if has_glob(text) and not Path(text).exists():
-            from motiondetect.video import IMAGE_SUFFIXES, _natural_key
-
-            found = sorted((Path(p) for p in glob.glob(text)), key=_natural_key)
-            if not found:
-                raise UsageError(f"no files match {text!r}")
-            if all(p.suffix.lower() in IMAGE_SUFFIXES for p in found):
-                inputs.append(text)
-            else:
-                inputs += [str(p) for p in found if p.is_file()]
-        else:
-            inputs.append(text)
-    return inputs
 
 
 def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -316,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
     return the exit code."""
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine, threshold=args.threshold)
     config = _scan_settings(config, args)
-    inputs = _expand_inputs(args.input)
+    inputs = expand_inputs(args.input)
     groups = [inputs] if args.concat else [[source] for source in inputs]
     taken: set[Path] = set()
     code = 0
@@ -338,22 +330,23 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         input_paths = {Path(source).resolve() for source in sources if Path(source).is_file()}
         paths = _plan_outputs(args, video.name, input_paths, several, taken)
         video_path = paths.video
-        filters = build_filters(config)
-        roi = rasterize(config["roi"], video.size)
-        wants_frames = video_path is not None or paths.clips is not None
-        detector_args = {"roi": roi, "downscale": config["scan"]["downscale"], "annotate": config["overlays"]["blend"] and wants_frames}
-        try:
-            MotionDetector(filters, **detector_args).geometry((video.size[1], video.size[0]))
-        except ValueError as exc:
-            raise ConfigError([f"roi: {exc}"]) from None
         start = args.start.to_frame(video.fps) if args.start else 0
         stop = args.end.to_frame(video.fps) if args.end else None
         if stop is not None and stop <= start:
             raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
+        filters = build_filters(config)
+        roi = rasterize(config["roi"], video.size)
+        wants_frames = video_path is not None or paths.clips is not None  # annotated frames are written
         cuda = _open_backend(config["backend"], filters, stack)
-        detector = MotionDetector(filters, cuda=cuda, **detector_args)
+        detector = MotionDetector(
+            filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"], annotate=config["overlays"]["blend"] and wants_frames
+        )
         width, height = video.size
-        events = EventSegmenter.from_config(config["events"], video.fps, int((roi > 0).sum()) if roi is not None else width * height)
+        try:
+            detector.geometry((height, width))
+        except ValueError as exc:  # the ROI vanishes at the downscaled size
+            raise ConfigError([f"roi: {exc}"]) from None
+        events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
         header: dict[str, Any] = {
             "motiondetect_version": __version__,
             "input": sources[0],

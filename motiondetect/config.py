@@ -111,7 +111,7 @@ OVERLAY_SETTINGS: Settings = {
         "draw boxes around motion regions (connected components of the mask, "
         "cv2.connectedComponentsWithStats on the host: a full-mask pass, only when on)",
     ),
-    "timecode": ({"type": "boolean"}, False, "draw the frame's timecode (HH:MM:SS.mmm) and number, like DVR-Scan's --time-code"),
+    "timecode": ({"type": "boolean"}, False, "draw the frame's timecode (HH:MM:SS.mmm) and number, like DVR-Scan's timecode overlay"),
     "fraction": ({"type": "boolean"}, False, "draw the frame's motion fraction, like Motion's text_changes"),
     "box_min_area": (
         _FRACTION,

@@ -178,7 +178,8 @@ class Runner:
                         self.detector.prime(frame.image)
                     result = self.detector.repeat(frame.image, held)
                 else:
-                    result = held = self.detector.process(frame.image)
+                    result = self.detector.process(frame.image)
+                    held = result if self.frame_skip else None
                     skipped = 0
                 if self.overlay is not None:
                     result = self.overlay.draw(frame, result)
@@ -186,6 +187,7 @@ class Runner:
                     self.events.update(frame.index, result.motion_fraction, result.bbox)
                 for sink in self.sinks:
                     sink.consume(frame, result)
+                del frame, result  # free this frame's arrays before the next is decoded
                 summary.frames += 1
                 if self.progress is not None:
                     self.progress.update(1)

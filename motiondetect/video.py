@@ -53,6 +53,28 @@ def has_glob(text: str) -> bool:
     return "://" not in text and glob.has_magic(text)
 
 
+def expand_inputs(given: Sequence[str]) -> list[str]:
+    """Expand globs among input names (natural order), as a shell would, for quoted globs too;
+    a glob matching only images stays one input (an image sequence). Other names pass unchanged.
+
+    Raises:
+        VideoOpenFailure: a glob matches no file.
+    """
+    inputs = []
+    for text in given:
+        if has_glob(text) and not Path(text).exists():
+            found = sorted((Path(p) for p in glob.glob(text) if Path(p).is_file()), key=_natural_key)
+            if not found:
+                raise VideoOpenFailure(f"no files match {text!r}")
+            if all(p.suffix.lower() in IMAGE_SUFFIXES for p in found):
+                inputs.append(text)
+            else:
+                inputs += [str(p) for p in found]
+        else:
+            inputs.append(text)
+    return inputs
+
+
 def _sequence_files(source: str) -> list[Path] | None:
     """Image files of a folder, a printf pattern (``in%06d.jpg``) or a glob matching only images
     (``frames/*.png``), in frame order; else None."""

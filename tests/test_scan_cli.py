@@ -242,7 +242,7 @@ def test_quoted_glob_is_expanded(tmp_path, two_videos, monkeypatch, capsys):
     assert rc == 0
     assert sorted(p.name for p in tmp_path.glob("*.csv")) == ["a.csv", "b.csv"]
     rc, err = run(monkeypatch, capsys, tmp_path, str(tmp_path / "none*.mp4"), "--backend", "cpu")
-    assert rc == 2 and "no files match" in one_line_error(err)
+    assert rc == 1 and "no files match" in one_line_error(err)  # like a missing input
 
 
 def test_several_inputs_need_stem_in_file_names(tmp_path, two_videos, monkeypatch, capsys):
