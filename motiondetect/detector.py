@@ -198,11 +198,17 @@ class Geometry:
         return np.ascontiguousarray(image)
 
     def expand(self, mask: np.ndarray) -> np.ndarray:
-        """Map a work-size mask to the input size (nearest neighbour; 0 outside the crop). Host side."""
-        h, w = mask.shape
-        padded = np.zeros((h + 1, w + 1), mask.dtype)  # index -1 reads the zero row / column
-        padded[:h, :w] = mask
-        return np.take(np.take(padded, self.ymap, axis=0), self.xmap, axis=1)
+        """Map a work-size mask to the input size on the host: ``cv2.resize`` with INTER_NEAREST
+        pasted at the crop, 0 elsewhere; the same result as the maps give the GPU kernel."""
+        height, width = self.shape
+        x0, y0, x1, y1 = self.crop
+        if (x1 - x0, y1 - y0) != self.work_size:
+            mask = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_NEAREST)
+        if (x0, y0, x1, y1) == (0, 0, width, height):
+            return mask
+        full = np.zeros((height, width), mask.dtype)
+        full[y0:y1, x0:x1] = mask
+        return full
 
     def map_box(self, box: Box | None) -> Box | None:
         """Map a work-size bounding box (x, y, w, h) to the bounding box of :meth:`expand`'s mask.

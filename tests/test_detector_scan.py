@@ -204,6 +204,10 @@ def test_geometry_expand_and_box_match_opencv(height, width, factor, corner, see
     expected = np.zeros((height, width), np.uint8)
     expected[y0:y1, x0:x1] = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_NEAREST)
     np.testing.assert_array_equal(geo.expand(mask), expected)
+    # The maps the GPU kernel reads: out(y, x) = mask(ymap[y], xmap[x]), 0 where a map is -1.
+    padded = np.zeros((h + 1, w + 1), np.uint8)  # index -1 reads the zero row / column
+    padded[:h, :w] = mask
+    np.testing.assert_array_equal(padded[geo.ymap][:, geo.xmap], expected)
     assert geo.map_box(numpy_box(mask)) == numpy_box(expected)
 
 
