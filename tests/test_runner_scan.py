@@ -177,3 +177,20 @@ def test_interrupted_run_finishes_the_open_event(tmp_path, sample_frames):
     report = json.loads((tmp_path / "e.json").read_text())
     assert report["complete"] is False
     assert report["events"] and report["events"][-1]["end_frame"] == 12  # cut at the last frame seen
+
+
+def test_clip_that_cannot_be_written_stops_the_run_cleanly(tmp_path, sample_frames, monkeypatch):
+    import motiondetect.outputs.clips as clips
+    from motiondetect.errors import VideoOpenFailure
+    from motiondetect.outputs import ClipSink
+
+    def refuse(*args, **kwargs):
+        raise VideoOpenFailure("cannot write video: disk full")
+
+    monkeypatch.setattr(clips, "VideoWriter", refuse)
+    events = EventSegmenter(25.0, min_area=0.001, min_event_length=0)
+    report = EventsSink(tmp_path / "e.json", events, {})
+    sink = ClipSink(tmp_path, "x", events, 25.0, (320, 240))
+    summary = Runner(frames_of(sample_frames[:10]), MotionDetector(build_filters(default_config())), [sink, report], events=events).run()
+    assert isinstance(summary.error, VideoOpenFailure) and not summary.complete
+    assert json.loads((tmp_path / "e.json").read_text())["complete"] is False

@@ -59,8 +59,9 @@ class _EventFramesSink(Sink):
                 self._held.append((index, image))
                 return
         if seg.started is not None:
-            event = self._event = seg.started
+            event = seg.started
             self._begin(event)
+            self._event = event  # only once its file is open
             for old_index, old in self._recent:
                 if old_index >= event.start_frame:
                     self._write(event, old)
@@ -75,9 +76,11 @@ class _EventFramesSink(Sink):
         self._held.clear()
         self._recent.clear()
         event, self._event = self._event, None
-        if event is not None:
-            self._end(event)
-        self._finish()
+        try:
+            if event is not None:
+                self._end(event)
+        finally:
+            self._finish()
 
     @abstractmethod
     def _begin(self, event: MotionEvent) -> None: ...
