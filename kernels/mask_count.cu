@@ -1,12 +1,37 @@
-// Count the non-zero pixels of a mask, for the motion fraction: a grid-stride loop, a warp
-// reduction with shuffles, then one 64-bit atomicAdd per warp. *total must be zeroed first.
-__global__ void md_count_nonzero_u8(const unsigned char* __restrict__ mask, int count,
-                                    unsigned long long* total)
+// Mask statistics for the motion fraction and the bounding box, so the host never scans a mask:
+// the number of non-zero pixels and the smallest and largest column and row holding one.
+// A grid-stride loop keeps per-thread partials, a warp reduction with shuffles combines them,
+// then one lane per warp that saw a set pixel does a 64-bit atomicAdd and four atomicMin/Max.
+// Before the launch the host sets *total = 0 and box = {0xffffffff, 0xffffffff, 0, 0}
+// (x0, y0, x1, y1); box is meaningful only when *total > 0. width must be >= 1.
+__global__ void md_mask_stats_u8(const unsigned char* __restrict__ mask, int width, int count,
+                                 unsigned long long* total, unsigned int* box)
 {
     unsigned int local = 0;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
-        local += mask[i] != 0;
-    for (int offset = 16; offset > 0; offset >>= 1)
+    unsigned int x0 = 0xffffffffu, y0 = 0xffffffffu, x1 = 0u, y1 = 0u;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        if (mask[i]) {
+            unsigned int y = (unsigned int)(i / width);
+            unsigned int x = (unsigned int)i - y * (unsigned int)width;
+            ++local;
+            x0 = min(x0, x);
+            y0 = min(y0, y);
+            x1 = max(x1, x);
+            y1 = max(y1, y);
+        }
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
         local += __shfl_down_sync(0xffffffffu, local, offset);
-    if ((threadIdx.x & 31) == 0 && local) atomicAdd(total, (unsigned long long)local);
+        x0 = min(x0, __shfl_down_sync(0xffffffffu, x0, offset));
+        y0 = min(y0, __shfl_down_sync(0xffffffffu, y0, offset));
+        x1 = max(x1, __shfl_down_sync(0xffffffffu, x1, offset));
+        y1 = max(y1, __shfl_down_sync(0xffffffffu, y1, offset));
+    }
+    if ((threadIdx.x & 31) == 0 && local) {
+        atomicAdd(total, (unsigned long long)local);
+        atomicMin(&box[0], x0);
+        atomicMin(&box[1], y0);
+        atomicMax(&box[2], x1);
+        atomicMax(&box[3], y1);
+    }
 }

@@ -9,25 +9,37 @@ false``. Set ``MOTIONDETECT_DEBUG=1`` to get tracebacks instead.
 from __future__ import annotations
 
 import argparse
+import glob
+import json
 import logging
 import math
 import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+
 from motiondetect import __version__
-from motiondetect.config import BACKENDS, ENGINES, EVENT_SETTINGS, build_filters, load_config, with_overrides
+from motiondetect.config import BACKENDS, ENGINES, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
 from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
-from motiondetect.errors import CudaUnavailable, MotionDetectError, UsageError
+from motiondetect.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError
+from motiondetect.events import EventSegmenter
 from motiondetect.filters import REGISTRY, Threshold
+from motiondetect.outputs import ClipSink, MaskImagesSink, MaskVideoSink, MotionOnlySink
+from motiondetect.outputs.clips import clip_name
+from motiondetect.outputs.masks import mask_name
+from motiondetect.overlay import Overlay
 from motiondetect.platform import cuda_device_error, feature_report
 from motiondetect.live import LatestFrameReader
 from motiondetect.preview import KEYS, PreviewSink
+from motiondetect.roi import rasterize, roi_from_file
 from motiondetect.runner import EventsSink, Runner, Sink, VideoSink
-from motiondetect.video import VideoHandler
+from motiondetect.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
 log = logging.getLogger("motiondetect")
 
@@ -63,9 +75,10 @@ def _filters_help() -> str:
     for name, cls in REGISTRY.items():
         lines.append(f"  {name}: {cls.__doc__.strip().splitlines()[0].replace('``', '')}")
         lines += [f"      {p.describe()}" for p in cls.PARAMS]
+    for section, table in SECTIONS.items():
+        lines.append(f"{section} settings (YAML '{section}:'; flags above set them):")
+        lines += [f"  {name}={default}: {text}" for name, (_, default, text) in table.items()]
     lines.append("preview window keys: " + ", ".join(f"{key} {action}" for key, action in KEYS))
-    lines.append("event settings (YAML 'events:'):")
-    lines += [f"  {name}={default}: {text}" for name, (_, default, text) in EVENT_SETTINGS.items()]
     return "\n".join(lines)
 
 
@@ -79,10 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_filters_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", nargs="?", help="video file, image folder, printf pattern (in%%06d.jpg), camera index or URL")
+    parser.add_argument("input", nargs="*", metavar="INPUT", help="video file, glob ('clips/*.mp4'), image folder, printf pattern (in%%06d.jpg) or image glob, camera index or URL; several: one run and report each, or one stream with --concat")
     parser.add_argument("-o", "--output", help="annotated video to write [default: <stem>_motion.mp4 in the current folder]")
     parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
-    parser.add_argument("--events", help="events JSON to write [default: <stem>_motion.json in the current folder]")
+    parser.add_argument("--events", action="append", metavar="FILE", help="events report to write: JSON, or CSV for a name ending in .csv; repeat for both [default: <stem>_motion.json in the current folder]")
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]")
     parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference: their CUDA kernels or cuBLAS (scikit-cuda) [setting: config 'engine', default kernel]")
     parser.add_argument("--threshold", type=_param_arg(threshold), metavar="T", help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) [setting: config, default {threshold.default}]")
@@ -99,14 +112,67 @@ def build_parser() -> argparse.ArgumentParser:
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress bar")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="print debug messages")
     parser.add_argument("--version", action="store_true", help="print the version and the detected features, then exit")
+    _add_scan_arguments(parser)
     return parser
 
 
-def _output_path(given: str | None, default: str, input_path: Path | None, overwrite: bool, what: str) -> Path:
+def _schema_arg(schema: dict[str, Any]):
+    """argparse ``type`` for a setting: parses the number its JSON Schema wants and checks it."""
+    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    kind = int if "integer" in types else float
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}") from None
+        problems = schema_problems(schema, value)
+        if problems:
+            raise argparse.ArgumentTypeError(problems[0].split(": ", 1)[1])
+        return value
+
+    return parse
+
+
+def _position_arg(text: str) -> Position:
+    try:
+        return Position.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
+    """Footage-scanning flags: outputs, region, input window, and one flag per setting of the
+    config's events / scan / overlays sections (derived from their tables)."""
+    group = parser.add_argument_group(
+        "footage scanning",
+        "Motion events, reports, clips, masks, overlays, region of interest and speed knobs. The "
+        "setting flags override the config's events / scan / overlays sections.",
+    )
+    group.add_argument("--clips", metavar="DIR", help="write one video per event, padding included, into DIR (made if missing) as <stem>_event0001.mp4, ...")
+    group.add_argument("--only-motion", action="store_true", help="the output video (-o) holds only the events' frames, padding included")
+    group.add_argument("--mask-out", metavar="FILE", help="write the motion masks as a video (H.264, lossy: for viewing)")
+    group.add_argument("--masks", metavar="DIR", help="write each frame's mask as a lossless PNG into DIR (made if missing) as <stem>_000000.png, ... (0-based frame numbers)")
+    group.add_argument("--roi", metavar="FILE", help="region of interest: a mask image (non-zero inside, the frames' size) or YAML with 'polygons: [[[x, y], ...], ...]' in pixels [setting: config 'roi']")
+    group.add_argument("--start", type=_position_arg, metavar="WHEN", help="first frame to process: seconds (90, 90.5s), a timecode (HH:MM:SS.mmm) or a frame number (1234f) [default: the first]")
+    group.add_argument("--end", type=_position_arg, metavar="WHEN", help="stop before this place (same forms as --start) [default: the end of the input]")
+    group.add_argument("--concat", action="store_true", help="read several inputs as one stream (one frame size; times use the first's frame rate)")
+    for section, table in SECTIONS.items():
+        for name, (schema, default, text) in table.items():
+            flag = "--" + name.replace("_", "-")
+            # The first clause; the whole text, with the default's source, is in the epilog.
+            help_text = f"{text.split(';')[0]} [setting: config {section}.{name}, default {json.dumps(default)}]".replace("%", "%%")
+            if schema.get("type") == "boolean":
+                group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, dest=f"{section}__{name}", help=help_text)
+            else:
+                group.add_argument(flag, type=_schema_arg(schema), default=None, dest=f"{section}__{name}", metavar=name.upper(), help=help_text)
+
+
+def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: bool, what: str) -> Path:
     path = Path(given) if given else Path.cwd() / default
     if path.is_dir():
         raise UsageError(f"{what} {str(path)!r} is a folder; give a file name")
-    if input_path is not None and path.resolve() == input_path:
+    if path.resolve() in inputs:
         raise UsageError(f"{what} {str(path)!r} is the input file; choose another name")
     if path.exists() and not overwrite:
         raise UsageError(f"{what} {str(path)!r} exists; pass --overwrite to replace it")
@@ -116,6 +182,109 @@ def _output_path(given: str | None, default: str, input_path: Path | None, overw
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{what} folder {str(folder)!r} is not writable")
     return path
+
+
+def _output_folder(given: str, first_file: str, overwrite: bool, what: str) -> Path:
+    """A folder for many output files, made if missing; refuses to replace ``first_file``'s kind
+    of files (same stem) without ``--overwrite``."""
+    folder = Path(given)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{what} {str(folder)!r} is a file; give a folder")
+    if not folder.resolve().parent.is_dir():
+        raise UsageError(f"{what} {str(folder)!r}: its parent folder does not exist")
+    if folder.is_dir():
+        if not os.access(folder, os.W_OK):
+            raise UsageError(f"{what} {str(folder)!r} is not writable")
+        stem, _, suffix = first_file.rpartition("_")
+        pattern = glob.escape(stem) + "_" + "".join("[0-9]" if c.isdigit() else glob.escape(c) for c in suffix)
+        existing = sorted(folder.glob(pattern))
+        if existing and not overwrite:
+            raise UsageError(f"{what} {str(folder)!r} already holds {existing[0].name}; pass --overwrite to replace such files")
+    return folder
+
+
+def _named(given: str | None, stem: str, several: bool, flag: str) -> str | None:
+    """An output name given for one input; with several inputs it must hold ``{stem}``."""
+    if given is None:
+        return None
+    if several and "{stem}" not in given:
+        raise UsageError(f"{flag} {given!r}: with several inputs, put {{stem}} in the name (e.g. '{{stem}}_{Path(given).name}') to get one file per input")
+    return given.replace("{stem}", stem)
+
+
+@dataclass
+class _Outputs:
+    """The checked output paths of one run (``None``: not written)."""
+
+    video: Path | None = None
+    only_motion: bool = False
+    events: list[Path] = field(default_factory=list)
+    mask_video: Path | None = None
+    clips: Path | None = None
+    masks: Path | None = None
+
+
+def _plan_outputs(args: argparse.Namespace, stem: str, inputs: set[Path], several: bool, taken: set[Path], defaults: bool = True) -> _Outputs:
+    """Check every output path of one run before any frame is read.
+
+    ``defaults``: write the annotated video and events report under default names when not
+    named (files); a camera or stream writes only what its flags name.
+
+    Raises:
+        UsageError: a path is a folder, the input, exists without --overwrite, sits in a missing
+            or read-only folder, is used twice, or needs {stem} with several inputs.
+    """
+    out = _Outputs(only_motion=args.only_motion)
+    if args.only_motion and args.no_video:
+        raise UsageError("--only-motion selects what the output video holds; it cannot go with --no-video")
+    if not args.no_video and (defaults or args.output):
+        out.video = _output_path(_named(args.output, stem, several, "-o"), f"{stem}_motion.mp4", inputs, args.overwrite, "output video")
+    for given in args.events or ([None] if defaults else []):
+        out.events.append(_output_path(_named(given, stem, several, "--events"), f"{stem}_motion.json", inputs, args.overwrite, "events file"))
+    if args.mask_out:
+        out.mask_video = _output_path(_named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video")
+    files = [("output video", out.video), *(("events file", e) for e in out.events), ("mask video", out.mask_video)]
+    seen: dict[Path, str] = {}
+    for what, path in files:
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in seen:
+            raise UsageError(f"the {seen[key]} and the {what} must differ ({str(path)!r})")
+        if key in taken:
+            raise UsageError(f"{what} {str(path)!r} is written for an earlier input too; put {{stem}} in its name")
+        seen[key] = what
+    taken.update(seen)
+    if args.clips:
+        out.clips = _output_folder(args.clips, clip_name(stem, 1), args.overwrite, "--clips folder")
+    if args.masks:
+        out.masks = _output_folder(args.masks, mask_name(stem, 0), args.overwrite, "--masks folder")
+    return out
+
+
+def _scan_sinks(paths: _Outputs, video, events: EventSegmenter) -> list[Sink]:
+    """The footage-scanning outputs of one run: motion-only video, clips, mask video and images."""
+    sinks: list[Sink] = []
+    if paths.video is not None and paths.only_motion:
+        sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size))
+    if paths.clips is not None:
+        paths.clips.mkdir(exist_ok=True)
+        sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size))
+    if paths.mask_video is not None:
+        sinks.append(MaskVideoSink(video.writer(paths.mask_video)))
+    if paths.masks is not None:
+        paths.masks.mkdir(exist_ok=True)
+        sinks.append(MaskImagesSink(paths.masks, video.name))
+    return sinks
+
+
+def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """Apply the setting flags (events / scan / overlays) and --roi over the config."""
+    for section, table in SECTIONS.items():
+        config = with_settings(config, section, {name: getattr(args, f"{section}__{name}") for name in table})
+    if args.roi:
+        config = {**config, "roi": roi_from_file(args.roi)}
+    return config
 
 
 def _open_backend(requested: str, filters, stack: ExitStack):
@@ -147,66 +316,95 @@ def _open_backend(requested: str, filters, stack: ExitStack):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Process one input as the parsed ``args`` say; return the exit code."""
+    """Process the inputs as the parsed ``args`` say (one run each, or one with ``--concat``);
+    return the exit code."""
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine, threshold=args.threshold)
-    source = str(args.camera) if args.camera is not None else args.input
-    video = VideoHandler(source, fps=args.fps)
-    realtime_source = video.is_live or video.is_stream  # frames arrive on the source's clock
-    live = realtime_source or args.live
+    config = _scan_settings(config, args)
+    inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
+    groups = [inputs] if args.concat else [[source] for source in inputs]
+    taken: set[Path] = set()
+    code = 0
+    for sources in groups:
+        code = _run_one(args, config, sources, len(groups) > 1, taken)
+        if code:
+            return code
+    return code
+
+
+def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str], several: bool, taken: set[Path]) -> int:
+    """Process one input (or several joined with --concat) into its outputs; return the exit code."""
     with ExitStack() as stack:
-        stack.enter_context(video)
-        input_path = Path(source).resolve() if Path(source).is_file() else None
+        handlers = [stack.enter_context(VideoHandler(source, fps=args.fps)) for source in sources]
+        try:
+            video = handlers[0] if len(handlers) == 1 else ConcatSource(handlers)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        realtime_source = video.is_live or video.is_stream  # frames arrive on the source's clock
+        live = realtime_source or args.live
+        input_paths = {Path(source).resolve() for source in sources if Path(source).is_file()}
         # A file gets outputs by default; a camera or stream only records what is asked for.
-        default_video = None if realtime_source else f"{video.name}_motion.mp4"
-        default_events = None if realtime_source else f"{video.name}_motion.json"
-        video_path = events_path = None
-        if not args.no_video and (args.output or default_video):
-            video_path = _output_path(args.output, default_video, input_path, args.overwrite, "output video")
-        if args.events or default_events:
-            events_path = _output_path(args.events, default_events, input_path, args.overwrite, "events file")
-        if video_path and events_path and events_path.resolve() == video_path.resolve():
-            raise UsageError("the events file and the output video must differ")
+        paths = _plan_outputs(args, video.name, input_paths, several, taken, defaults=not realtime_source)
+        video_path = paths.video
+        start = args.start.to_frame(video.fps) if args.start else 0
+        stop = args.end.to_frame(video.fps) if args.end else None
+        if stop is not None and stop <= start:
+            raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
         filters = build_filters(config)
+        roi = rasterize(config["roi"], video.size)
+        wants_frames = video_path is not None or paths.clips is not None  # annotated frames are written
         cuda = _open_backend(config["backend"], filters, stack)
-        detector = MotionDetector(filters, cuda=cuda)
+        detector = MotionDetector(
+            filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"], annotate=config["overlays"]["blend"] and wants_frames
+        )
+        width, height = video.size
+        try:
+            detector.geometry((height, width))
+        except ValueError as exc:  # the ROI vanishes at the downscaled size
+            raise ConfigError([f"roi: {exc}"]) from None
+        events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
         header: dict[str, Any] = {
             "motiondetect_version": __version__,
-            "input": source,
+            "input": sources[0],
+            "inputs": sources,
             "output_video": str(video_path) if video_path else None,
             "fps": video.fps,
             "frame_size": list(video.size),
+            "start_frame": start,
             "backend": detector.backend,
             "device": cuda.device_name if cuda else None,
             "config": config,
         }
-        frames = video
+        frames = window(video, start, stop)
         if live:
             # Camera and stream frames are stamped with the wall clock; a file played as live
             # keeps its media times. Either way a slow consumer drops frames, never lags.
-            frames = LatestFrameReader(video, pace_fps=None if realtime_source else video.fps, wallclock=realtime_source)
+            frames = LatestFrameReader(frames, pace_fps=None if realtime_source else video.fps, wallclock=realtime_source)
             stack.callback(frames.stop)
-        events = EventsSink(events_path, config["events"]["min_area"], header)
         sinks: list[Sink] = []
         if args.preview or realtime_source:
             # First: a quit ('q') raised while showing a frame leaves that frame out of every output.
             sinks.append(
                 PreviewSink(
-                    f"motiondetect - {video.name}", detector, events.tracker, snapshot_stem=video.name,
+                    f"motiondetect - {video.name}", detector, events, snapshot_stem=video.name,
                     realtime_fps=video.fps if args.realtime and not live else None,
                     live=realtime_source, reader=frames if live else None,
                 )
             )
-        if video_path:
+        if video_path and not args.only_motion:
             sinks.append(VideoSink(video.writer(video_path), timestamps=live))
-        sinks.append(events)  # last: it records whether the others finished
-        summary = Runner(frames, detector, sinks, _progress(video.frame_count, args.quiet or live)).run()
+        sinks += _scan_sinks(paths, video, events)
+        sinks += [EventsSink(path, events, header) for path in paths.events]  # last: they record whether the others finished
+        total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)
+        overlay = Overlay.from_config(config["overlays"]) if wants_frames else None
+        runner = Runner(frames, detector, sinks, _progress(total, args.quiet or live), events=events, frame_skip=config["scan"]["frame_skip"], overlay=overlay)
+        summary = runner.run()
     if summary.frames == 0 and summary.complete:
-        raise MotionDetectError(f"no frames could be decoded from {args.input!r}")
+        raise MotionDetectError(f"no frames could be decoded from {sources[0]!r}" + (f" from frame {start} on" if start else ""))
     device = f" ({header['device']})" if header["device"] else ""
     outputs = ", ".join(filter(None, (s.describe() for s in sinks)))
     log.info(
         "%d frames in %.1f s (%.0f fps), %d events, backend %s%s -> %s",
-        summary.frames, summary.elapsed, summary.fps, len(events.tracker.events), detector.backend, device, outputs,
+        summary.frames, summary.elapsed, summary.fps, len(events.events), detector.backend, device, outputs,
     )
     if summary.dropped_frames:
         log.info("%d frames dropped to keep up with the live source", summary.dropped_frames)
@@ -248,8 +446,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in feature_report():
             print(f"  {line}")
         return 0
-    if (args.input is None) == (args.camera is None):
-        parser.error("give one input: a file, folder, pattern or URL, or --camera N")
+    if bool(args.input) == (args.camera is not None):
+        parser.error("give the input: files, folders, patterns or URLs, or --camera N")
     try:
         return run(args)
     except MotionDetectError as exc:

@@ -8,8 +8,11 @@ A config is a mapping::
       - filter: gray
       - filter: threshold
         threshold: 25
-    events:
+    events:                       # motion events (EVENT_SETTINGS)
       min_area: 0.001             # motion fraction that makes a frame "moving"
+    scan:                         # speed knobs (SCAN_SETTINGS): downscale, frame_skip
+    overlays:                     # what the annotated video shows (OVERLAY_SETTINGS)
+    roi:                          # region of interest: {polygons: [[[x, y], ...], ...]} or {mask: file}
 
 The JSON Schema that validates it is generated from the filter registry and each filter's
 ``PARAMS``, so there is no hand-kept list of names or ranges. Validation collects every problem
@@ -34,15 +37,111 @@ BACKENDS = ("auto", "cuda", "cpu")
 #: GPU engines: each filter's own CUDA kernel, or cuBLAS calls (for the filters that list it).
 ENGINES = ("kernel", "cublas")
 
-#: Event settings: name -> (JSON Schema, default, help). min_area 0.001 (0.1 % of the pixels) is
-#: the "frame has motion" rule used for frame-level scores on CDnet in this project; DVR-Scan's
-#: default score threshold is about 0.06 % of pixels and Motion's 1500 pixels is 0.49 % of 640x480.
-EVENT_SETTINGS = {
+#: Settings of a section: name -> (JSON Schema, default, help). The help names the unit and the
+#: source of the default; the schema, the defaults, ``--help`` and the command-line flags that set
+#: them (``--min-area``...) are all derived from these tables.
+Settings = dict[str, tuple[dict[str, Any], Any, str]]
+
+_SECONDS = {"type": "number", "minimum": 0.0, "maximum": 86400.0}
+_FRACTION = {"type": "number", "minimum": 0.0, "maximum": 1.0}
+
+#: Motion events (see motiondetect.events for the rules).
+EVENT_SETTINGS: Settings = {
     "min_area": (
-        {"type": "number", "minimum": 0.0, "maximum": 1.0},
+        _FRACTION,
         0.001,
-        "fraction of the frame's pixels that must move for the frame to count as motion",
+        "fraction of the pixels that can move (the ROI's, else the frame's) that must move for the "
+        "frame to count as motion; 0.001 (0.1 %) is the CDnet frame-level 'has motion' rule used in "
+        "this project; DVR-Scan's default is about 0.06 %, Motion's 1500 pixels 0.49 % of 640x480",
     ),
+    "min_pixels": (
+        {"type": ["integer", "null"], "minimum": 1},
+        None,
+        "moving pixels (at the input size) that make the frame count as motion, like Motion's "
+        "'threshold' (1500); replaces min_area when set; null: use min_area",
+    ),
+    "min_event_length": (
+        _SECONDS,
+        0.1,
+        "seconds of consecutive moving frames that start an event; 0.1 is DVR-Scan's "
+        "min-event-length (its docs' '2' is out of date)",
+    ),
+    "merge_gap": (
+        _SECONDS,
+        2.0,
+        "seconds without motion that end an event (shorter pauses merge); 2.0 is DVR-Scan's "
+        "time-post-event, which ends its events the same way; Motion's event_gap of 60 s suits a "
+        "recording daemon, not a scanner looking for separate moments; never less than time_after",
+    ),
+    "time_before": (_SECONDS, 1.5, "seconds of padding before an event's motion; 1.5 is DVR-Scan's time-before-event"),
+    "time_after": (_SECONDS, 2.0, "seconds of padding after an event's motion; 2.0 is DVR-Scan's time-post-event"),
+    "max_area": (
+        _FRACTION,
+        1.0,
+        "frames whose motion fraction exceeds this are ignored (a light switched on, "
+        "auto-exposure), like Motion's lightswitch_percent and DVR-Scan's max-area; 1.0 (off) "
+        "is both peers' default, since a close object can fill the frame (the low-sensitivity "
+        "preset uses 0.5)",
+    ),
+}
+
+#: Speed knobs.
+SCAN_SETTINGS: Settings = {
+    "downscale": (
+        {"type": "integer", "minimum": 1, "maximum": 16},
+        1,
+        "process at 1/N of the width and height (cv2.INTER_AREA on the host); masks and boxes are "
+        "mapped back to the input size; 1 (off) is DVR-Scan's default (downscale-factor 0)",
+    ),
+    "frame_skip": (
+        {"type": "integer", "minimum": 0, "maximum": 1000},
+        0,
+        "process one frame in N+1, each compared with the frame just before it (so the "
+        "sensitivity does not change); skipped frames keep the last result, so events stay in "
+        "input frames and times; 0 (off) is DVR-Scan's default",
+    ),
+}
+
+#: What the annotated video (and the clips) show; boxes and text are drawn on the host.
+OVERLAY_SETTINGS: Settings = {
+    "blend": ({"type": "boolean"}, True, "run the pipeline's annotation filters (the red blend of the mask)"),
+    "boxes": (
+        {"type": "boolean"},
+        False,
+        "draw boxes around motion regions (connected components of the mask, "
+        "cv2.connectedComponentsWithStats on the host: a full-mask pass, only when on)",
+    ),
+    "timecode": ({"type": "boolean"}, False, "draw the frame's timecode (HH:MM:SS.mmm) and number, like DVR-Scan's timecode overlay"),
+    "fraction": ({"type": "boolean"}, False, "draw the frame's motion fraction, like Motion's text_changes"),
+    "box_min_area": (
+        _FRACTION,
+        0.0005,
+        "smallest region, as a fraction of the frame, that gets a box; 0.0005 is about Frigate's "
+        "contour_area 10 on its 100-pixel-high 16:9 detection frame (0.056 %)",
+    ),
+}
+
+#: Sections of plain settings, by their key in the config.
+SECTIONS: dict[str, Settings] = {"events": EVENT_SETTINGS, "scan": SCAN_SETTINGS, "overlays": OVERLAY_SETTINGS}
+
+#: A point [x, y] in whole pixels of the input frame.
+_POINT = {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 0}, "description": "a point [x, y] in whole pixels >= 0"}
+#: Region of interest: polygons in input pixels, or a mask image (non-zero inside).
+ROI_SCHEMA: dict[str, Any] = {
+    "type": ["object", "null"],
+    "propertyNames": {"enum": ["polygons", "mask"]},
+    "minProperties": 1,
+    "maxProperties": 1,
+    "description": "a region of interest: {polygons: [[[x, y], ...], ...]} or {mask: IMAGE}, one of the two",
+    "properties": {
+        "polygons": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "array", "minItems": 3, "items": _POINT, "description": "a polygon of at least 3 [x, y] points"},
+            "description": "a list of polygons, each a list of at least 3 [x, y] points",
+        },
+        "mask": {"type": "string", "minLength": 1, "description": "an image file name (relative to the config file)"},
+    },
 }
 
 
@@ -52,34 +151,36 @@ def default_config() -> dict[str, Any]:
         "backend": "auto",
         "engine": "kernel",
         "pipeline": [{"filter": name, **{p.name: p.default for p in cls.PARAMS}} for name, cls in REGISTRY.items()],
-        "events": {name: default for name, (_, default, _) in EVENT_SETTINGS.items()},
+        **{section: {name: default for name, (_, default, _) in table.items()} for section, table in SECTIONS.items()},
+        "roi": None,
     }
 
 
 def config_schema() -> dict[str, Any]:
     """Return the JSON Schema of the top level (filter entries are checked per filter)."""
-    return {
-        "type": "object",
-        "propertyNames": {"enum": ["backend", "engine", "pipeline", "events"]},
-        "properties": {
-            "backend": {"enum": list(BACKENDS)},
-            "engine": {"enum": list(ENGINES)},
-            "pipeline": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "required": ["filter"],
-                    "properties": {"filter": {"enum": list(REGISTRY)}},
-                },
-            },
-            "events": {
+    properties: dict[str, Any] = {
+        "backend": {"enum": list(BACKENDS)},
+        "engine": {"enum": list(ENGINES)},
+        "pipeline": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
                 "type": "object",
-                "propertyNames": {"enum": list(EVENT_SETTINGS)},
-                "properties": {name: schema for name, (schema, _, _) in EVENT_SETTINGS.items()},
+                "required": ["filter"],
+                "properties": {"filter": {"enum": list(REGISTRY)}},
             },
         },
+        **{
+            section: {
+                "type": "object",
+                "propertyNames": {"enum": list(table)},
+                "properties": {name: schema for name, (schema, _, _) in table.items()},
+            }
+            for section, table in SECTIONS.items()
+        },
+        "roi": ROI_SCHEMA,
     }
+    return {"type": "object", "propertyNames": {"enum": list(properties)}, "properties": properties}
 
 
 def filter_schema(cls: type[Filter]) -> dict[str, Any]:
@@ -107,11 +208,22 @@ def _describe(error: jsonschema.ValidationError, prefix=()) -> str:
     if rule == "enum":
         return f"{where}: {value!r} is not one of {', '.join(map(str, error.validator_value))}"
     if rule == "type":
-        return f"{where}: expected {error.validator_value}, got {type(value).__name__} {value!r}"
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"{where}: expected {expected}, got {type(value).__name__} {value!r}"
     if rule in ("minimum", "maximum"):
-        bounds = error.schema
-        return f"{where}: {value!r} is out of range (allowed {bounds['minimum']}..{bounds['maximum']})"
+        low, high = error.schema.get("minimum"), error.schema.get("maximum")
+        allowed = f"{low}..{high}" if low is not None and high is not None else (f">= {low}" if low is not None else f"<= {high}")
+        return f"{where}: {value!r} is out of range (allowed {allowed})"
+    if "description" in error.schema:
+        return f"{where}: {value!r} is not {error.schema['description']}"
     return f"{where}: {error.message}"
+
+
+def schema_problems(schema: dict[str, Any], value: Any, prefix: tuple = ()) -> list[str]:
+    """Every way ``value`` breaks the JSON Schema fragment ``schema``, each led by its key path
+    (``prefix`` names where ``value`` sits in the config, e.g. ``("roi",)``)."""
+    return [_describe(e, prefix) for e in jsonschema.Draft202012Validator(schema).iter_errors(value)]
 
 
 def validate(config: Any) -> list[str]:
@@ -177,6 +289,9 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
     problems = validate(data)
     if problems:
         raise ConfigError(problems)
+    roi = data.get("roi")
+    if isinstance(roi, dict) and "mask" in roi:
+        data["roi"] = {"mask": str(Path(path).parent / Path(roi["mask"]).expanduser())}  # relative to the file
     return merge(default_config(), data)
 
 
@@ -203,6 +318,23 @@ def with_overrides(
             raise ConfigError(["--threshold: the pipeline has no 'threshold' filter to set"])
         for entry in entries:
             entry["threshold"] = threshold
+    return config
+
+
+def with_settings(config: dict[str, Any], section: str, values: dict[str, Any]) -> dict[str, Any]:
+    """Return ``config`` with ``section``'s settings set from ``values`` (``None`` values skipped).
+
+    Command-line flags use it: they win over the file.
+
+    Raises:
+        ConfigError: a value breaks the setting's schema.
+    """
+    config = copy.deepcopy(config)
+    given = {k: v for k, v in values.items() if v is not None}
+    problems = schema_problems(config_schema()["properties"][section], given, (section,))
+    if problems:
+        raise ConfigError(problems)
+    config[section].update(given)
     return config
 
 

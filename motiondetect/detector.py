@@ -1,17 +1,36 @@
-"""MotionDetector: runs a pipeline of filters on frame pairs, on the CPU or the GPU."""
+"""MotionDetector: runs a pipeline of filters on frame pairs, on the CPU or the GPU.
+
+Around the filters the detector can
+
+- restrict motion to a region of interest (ROI): the mask is zeroed outside it (before counting,
+  so only motion inside counts), and the frame is cropped to the ROI's bounding box plus the
+  pipeline's halo before the filters run, which changes no result inside the ROI;
+- run the filters on a downscaled frame (``downscale`` N: 1/N of the width and height,
+  ``cv2.INTER_AREA``, on the host before the upload) and map the mask back to the input size
+  (``cv2.INTER_NEAREST``), so every output keeps the input's size;
+- reduce the mask to its pixel count and bounding box on the device (CUDA backend), so the host
+  never scans a mask to find the motion fraction or the box.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
+import cv2
 import numpy as np
 
 from motiondetect.filters import Filter, Kind
+from motiondetect.filters.base import element_count
 
-#: Grid size cap for the mask-count reduction: enough blocks to fill any current GPU.
+#: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
+#: Initial bounding-box accumulator of the statistics kernel: x0, y0 at their largest, x1, y1 at 0.
+_BOX_INIT = np.array([0xFFFFFFFF, 0xFFFFFFFF, 0, 0], np.uint32)
+
+Box = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -19,15 +38,20 @@ class FrameResult:
     """What the detector returns for one frame.
 
     Attributes:
-        mask: (H, W) uint8 motion mask, values 0 or 255.
-        frame: (H, W, 3) uint8 BGR annotated frame (the red blend), or the input when the
-            pipeline has no BGR-producing filter.
-        motion_fraction: share of mask pixels set, in [0, 1].
+        mask: (H, W) uint8 motion mask at the input's size, values 0 or 255 (0 outside the ROI).
+        frame: (H, W, 3) uint8 BGR annotated frame (the red blend); the input (a copy) when the
+            pipeline has no BGR-producing filter, or the input array itself when the detector
+            was made with ``annotate=False``.
+        motion_fraction: share of the pixels that can move (the ROI's, else the frame's) that
+            are set in the mask, in [0, 1]; counted at the processing size when downscaled.
+        bbox: bounding box of the mask's set pixels as (x, y, w, h) in input pixels (x, y the
+            top-left corner), or ``None`` when no pixel is set.
     """
 
     mask: np.ndarray
     frame: np.ndarray
     motion_fraction: float
+    bbox: Box | None = None
 
 
 def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
@@ -54,6 +78,152 @@ def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
     return problems
 
 
+def _nearest_maps(src_size: tuple[int, int], dst_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Source column and row that ``cv2.resize(..., INTER_NEAREST)`` takes for each output pixel.
+
+    Found by resizing images whose values are their own column and row indices (exact in float32
+    below 2**24), so the maps are OpenCV's own rounding, not a re-derivation of it.
+
+    Args:
+        src_size, dst_size: (width, height) in pixels.
+
+    Returns:
+        int32 arrays of length dst width and dst height.
+    """
+    (sw, sh), (dw, dh) = src_size, dst_size
+    if (sw, sh) == (dw, dh):
+        return np.arange(dw, dtype=np.int32), np.arange(dh, dtype=np.int32)
+    cols = np.broadcast_to(np.arange(sw, dtype=np.float32), (sh, sw))
+    rows = np.broadcast_to(np.arange(sh, dtype=np.float32)[:, None], (sh, sw))
+    xmap = cv2.resize(np.ascontiguousarray(cols), (dw, dh), interpolation=cv2.INTER_NEAREST)
+    ymap = cv2.resize(np.ascontiguousarray(rows), (dw, dh), interpolation=cv2.INTER_NEAREST)
+    return xmap[0].astype(np.int32), ymap[:, 0].astype(np.int32)
+
+
+def _inverse_map(full_map: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each work index, the first and last input index that maps to it (maps are monotonic)."""
+    inside = np.flatnonzero(full_map >= 0)
+    values = full_map[inside]
+    wanted = np.arange(size)
+    first = inside[np.searchsorted(values, wanted, "left")]
+    last = inside[np.searchsorted(values, wanted, "right") - 1]
+    return first, last
+
+
+@dataclass(frozen=True, eq=False)
+class Geometry:
+    """Where the filters run for frames of one size: the crop, the downscale and the maps back.
+
+    Attributes:
+        shape: (H, W) of the input frames, pixels.
+        crop: (x0, y0, x1, y1), the half-open rectangle of the frame that the filters see.
+        work_size: (w, h) of the image the filters run on (the crop, downscaled).
+        roi: (h, w) uint8 ROI at the work size, 0 or 255; ``None`` when the whole image counts.
+        area: pixels that can move at the work size (the ROI's count, else w * h); the motion
+            fraction's denominator.
+        xmap, ymap: int32 (W,) and (H,): for each input column / row, the work column / row its
+            mask value comes from (OpenCV's INTER_NEAREST choice), -1 outside the crop.
+        key: identifies the contents of ``roi`` and the maps (device copies are cached by it).
+    """
+
+    shape: tuple[int, int]
+    crop: tuple[int, int, int, int]
+    work_size: tuple[int, int]
+    roi: np.ndarray | None
+    area: int
+    xmap: np.ndarray
+    ymap: np.ndarray
+    key: str
+    _cols: tuple[np.ndarray, np.ndarray] = field(repr=False)
+    _rows: tuple[np.ndarray, np.ndarray] = field(repr=False)
+
+    @classmethod
+    def build(cls, shape: tuple[int, int], roi: np.ndarray | None, downscale: int, halo: int | None) -> Geometry:
+        """Plan the processing of (H, W) frames.
+
+        The crop is the ROI's bounding box grown by ``halo * downscale`` pixels (the reach of the
+        pipeline's neighbourhood filters), or the whole frame when there is no ROI or a filter's
+        halo is unknown. The work size is the crop's size divided by ``downscale``, rounded down,
+        at least 1.
+
+        Raises:
+            ValueError: the ROI has the wrong shape or covers no pixel at the work size.
+        """
+        height, width = shape
+        if roi is not None and roi.shape != (height, width):
+            raise ValueError(f"the region of interest is {roi.shape[1]}x{roi.shape[0]}, the frames are {width}x{height}")
+        if roi is not None and halo is not None:
+            x, y, w, h = cv2.boundingRect(roi)
+            margin = halo * downscale
+            crop = (max(0, x - margin), max(0, y - margin), min(width, x + w + margin), min(height, y + h + margin))
+        else:
+            crop = (0, 0, width, height)
+        x0, y0, x1, y1 = crop
+        cw, ch = x1 - x0, y1 - y0
+        work_size = (max(1, cw // downscale), max(1, ch // downscale))
+        work_roi = None
+        if roi is not None:
+            work_roi = np.ascontiguousarray(roi[y0:y1, x0:x1])
+            if work_size != (cw, ch):
+                # A work pixel is inside when at least half of the input pixels it covers are.
+                work_roi = cv2.resize(work_roi, work_size, interpolation=cv2.INTER_AREA)
+            work_roi = np.where(work_roi > 127, 255, 0).astype(np.uint8)
+        area = int(cv2.countNonZero(work_roi)) if work_roi is not None else work_size[0] * work_size[1]
+        if area == 0:
+            raise ValueError("the region of interest covers no pixel of the frame" + (" at the downscaled size" if downscale > 1 else ""))
+        cols, rows = _nearest_maps(work_size, (cw, ch))
+        xmap = np.full(width, -1, np.int32)
+        ymap = np.full(height, -1, np.int32)
+        xmap[x0:x1], ymap[y0:y1] = cols, rows
+        digest = hashlib.sha1()
+        for part in (np.array([height, width, *crop, *work_size], np.int64), xmap, ymap, work_roi if work_roi is not None else np.zeros(0, np.uint8)):
+            digest.update(part.tobytes())
+        return cls(
+            (height, width), crop, work_size, work_roi, area, xmap, ymap, digest.hexdigest(),
+            _inverse_map(xmap, work_size[0]), _inverse_map(ymap, work_size[1]),
+        )
+
+    @property
+    def identity(self) -> bool:
+        """The filters see the whole frame at its own size (no crop, no downscale)."""
+        height, width = self.shape
+        return self.crop == (0, 0, width, height) and self.work_size == (width, height)
+
+    def work_image(self, frame: np.ndarray) -> np.ndarray:
+        """The (h, w, 3) BGR image the filters see: the crop of ``frame``, downscaled with INTER_AREA."""
+        x0, y0, x1, y1 = self.crop
+        image = frame[y0:y1, x0:x1]
+        if self.work_size != (x1 - x0, y1 - y0):
+            return cv2.resize(image, self.work_size, interpolation=cv2.INTER_AREA)
+        return np.ascontiguousarray(image)
+
+    def expand(self, mask: np.ndarray) -> np.ndarray:
+        """Map a work-size mask to the input size on the host: ``cv2.resize`` with INTER_NEAREST
+        pasted at the crop, 0 elsewhere; the same result as the maps give the GPU kernel."""
+        height, width = self.shape
+        x0, y0, x1, y1 = self.crop
+        if (x1 - x0, y1 - y0) != self.work_size:
+            mask = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_NEAREST)
+        if (x0, y0, x1, y1) == (0, 0, width, height):
+            return mask
+        full = np.zeros((height, width), mask.dtype)
+        full[y0:y1, x0:x1] = mask
+        return full
+
+    def map_box(self, box: Box | None) -> Box | None:
+        """Map a work-size bounding box (x, y, w, h) to the bounding box of :meth:`expand`'s mask.
+
+        Exact and O(1): the maps are monotonic and reach every work row and column, so the
+        expanded mask's first column is the first input column mapping to the box's first one.
+        """
+        if box is None:
+            return None
+        x, y, w, h = box
+        (first_col, last_col), (first_row, last_row) = self._cols, self._rows
+        left, top = int(first_col[x]), int(first_row[y])
+        return (left, top, int(last_col[x + w - 1]) - left + 1, int(last_row[y + h - 1]) - top + 1)
+
+
 class MotionDetector:
     """Runs a filter pipeline on consecutive frames (previous, current), keeping state between calls.
 
@@ -61,30 +231,60 @@ class MotionDetector:
     (on the device with the CUDA backend: its buffer is swapped in, not copied). The first
     frame, which has no predecessor, gets an empty mask and passes through unchanged.
 
+    The filters up to the last mask-producing one (the detection part) run on the work image
+    (the frame, cropped to the ROI and downscaled when asked); the ROI is applied to their mask,
+    which is then counted, boxed and mapped back to the input size; the filters after it (the
+    annotation part, the red blend) run at the input size on the input frame.
+
     Args:
         filters: filter instances in pipeline order (built from the config; the detector never
             chooses them).
         cuda: an entered :class:`~motiondetect.cuda_handler.CUDAHandler` to run the kernels, or
             ``None`` for the CPU reference implementations.
+        roi: (H, W) uint8 region of interest at the input size, non-zero inside; ``None`` for
+            the whole frame (see :func:`motiondetect.roi.rasterize`).
+        downscale: process at 1/``downscale`` of the width and height (integer >= 1; 1 = full
+            size). The resize is ``cv2.INTER_AREA`` on the host.
+        annotate: run the annotation filters (the red blend) and return their frame; ``False``
+            skips them (and, on the GPU, the frame's download), and ``FrameResult.frame`` is the
+            input array itself.
 
     Raises:
-        ValueError: the filters do not chain into a motion pipeline.
+        ValueError: the filters do not chain into a motion pipeline, ``roi`` is not 2-D, or
+            ``downscale`` < 1.
+        TypeError: ``roi`` is not a uint8 array.
 
     Example:
         >>> from motiondetect.config import build_filters, default_config
         >>> detector = MotionDetector(build_filters(default_config()))
         >>> result = detector.process(np.zeros((4, 6, 3), np.uint8))
-        >>> result.mask.shape, result.motion_fraction
-        ((4, 6), 0.0)
+        >>> result.mask.shape, result.motion_fraction, result.bbox
+        ((4, 6), 0.0, None)
     """
 
-    def __init__(self, filters: Sequence[Filter], cuda=None) -> None:
+    def __init__(self, filters: Sequence[Filter], cuda=None, roi: np.ndarray | None = None, downscale: int = 1, annotate: bool = True) -> None:
         problems = pipeline_problems([type(f) for f in filters])
         if problems:
             raise ValueError("; ".join(problems))
+        if roi is not None:
+            if not isinstance(roi, np.ndarray) or roi.dtype != np.uint8:
+                raise TypeError(f"roi must be an (H, W) uint8 array; got {getattr(roi, 'dtype', type(roi).__name__)}")
+            if roi.ndim != 2:
+                raise ValueError(f"roi must be (H, W); got shape {roi.shape}")
+        if int(downscale) != downscale or downscale < 1:
+            raise ValueError(f"downscale must be an integer >= 1; got {downscale}")
         self.filters = list(filters)
+        last_mask = max(i for i, f in enumerate(self.filters) if f.OUTPUT is Kind.MASK)
+        self._detect = self.filters[: last_mask + 1]
+        self._annotate = self.filters[last_mask + 1 :]
+        halos = [f.halo() for f in self._detect]
+        self._halo = None if None in halos else sum(halos)
+        self.roi = roi
+        self.downscale = int(downscale)
+        self.annotate = annotate
         self.backend = "cpu" if cuda is None else "cuda"
         self._executor = _CpuExecutor() if cuda is None else _CudaExecutor(cuda)
+        self._geometries: dict[tuple[int, int], Geometry] = {}
         self._shape: tuple[int, ...] | None = None
         self._reference = None
 
@@ -92,6 +292,19 @@ class MotionDetector:
         """Forget the reference frame: the next frame is treated as the first of a new stream."""
         self._shape = None
         self._reference = None
+
+    def geometry(self, shape: tuple[int, ...]) -> Geometry:
+        """The processing plan for frames of ``shape`` ((H, W) or (H, W, 3)), made once per size.
+
+        Raises:
+            ValueError: the ROI does not fit the frame size or covers no pixel at the work size.
+        """
+        key = (int(shape[0]), int(shape[1]))
+        geometry = self._geometries.get(key)
+        if geometry is None:
+            geometry = Geometry.build(key, self.roi, self.downscale, self._halo)
+            self._geometries[key] = geometry
+        return geometry
 
     def process(self, frame: np.ndarray) -> FrameResult:
         """Run the pipeline on the next frame of the stream.
@@ -104,8 +317,25 @@ class MotionDetector:
 
         Raises:
             TypeError: ``frame`` is not a uint8 NumPy array.
-            ValueError: ``frame`` is not (H, W, 3), or its size differs from the previous frame's.
+            ValueError: ``frame`` is not (H, W, 3), its size differs from the previous frame's,
+                or the ROI does not fit it.
         """
+        return self._process(frame, prime=False)
+
+    def prime(self, frame: np.ndarray) -> None:
+        """Make ``frame`` the reference of the next frame without detecting motion in it.
+
+        Runs only the filters before the frame-pair filter (the grey conversion). Frame skip
+        primes the frame just before each processed one, so every processed frame is compared
+        with its true predecessor: its motion fraction is the full run's, and the sensitivity
+        does not change with the skip.
+
+        Raises:
+            TypeError, ValueError: as :meth:`process`.
+        """
+        self._process(frame, prime=True)
+
+    def _process(self, frame: np.ndarray, prime: bool) -> FrameResult | None:
         if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8:
             got = f"{frame.dtype}" if isinstance(frame, np.ndarray) else type(frame).__name__
             raise TypeError(f"frame must be a (H, W, 3) uint8 BGR array; got {got}")
@@ -113,33 +343,112 @@ class MotionDetector:
             raise ValueError(f"frame must be (H, W, 3) BGR with H, W >= 1; got shape {frame.shape}")
         if self._shape is not None and frame.shape != self._shape:
             raise ValueError(f"frame size changed from {self._shape[1]}x{self._shape[0]} to {frame.shape[1]}x{frame.shape[0]}")
+        geo = self.geometry(frame.shape)
         self._shape = frame.shape
         run = self._executor
-        original = run.upload(np.ascontiguousarray(frame))
-        image, mask, out = original, None, None
-        for stage, flt in enumerate(self.filters):
+        frame = np.ascontiguousarray(frame)
+        original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
+        image = original
+        for stage, flt in enumerate(self._detect):
             if flt.SIDE_INPUT == "reference":
                 previous, self._reference = self._reference, run.keep(stage - 1, image)
+                if prime:
+                    run.synchronize()  # the upload's staging buffer is reused by the next frame
+                    return None
                 if previous is None:
                     run.synchronize()
-                    return FrameResult(np.zeros(frame.shape[:2], np.uint8), frame.copy(), 0.0)
+                    return FrameResult(np.zeros(frame.shape[:2], np.uint8), frame.copy() if self.annotate else frame, 0.0, None)
                 image = run.run(stage, flt, image, previous)
             else:
                 image = run.run(stage, flt, image, original if flt.SIDE_INPUT == "frame" else None)
-            if flt.OUTPUT is Kind.MASK:
-                mask = image
-            elif flt.OUTPUT is Kind.BGR:
+        mask = image if geo.roi is None else run.and_mask(image, geo)
+        full_mask = mask if geo.identity else run.expand(mask, geo)
+        out = None
+        if self.annotate and self._annotate:
+            full_frame = original if geo.identity else run.upload("frame_full", frame)
+            image = full_mask
+            for offset, flt in enumerate(self._annotate, start=len(self._detect)):
+                image = run.run(offset, flt, image, full_frame if flt.SIDE_INPUT == "frame" else None)
+                if flt.OUTPUT is Kind.BGR:
+                    out = image
+        mask_host, frame_host, moving, box = run.finish(mask, full_mask, out)
+        if frame_host is None:
+            frame_host = frame.copy() if self.annotate else frame
+        return FrameResult(mask_host, frame_host, moving / geo.area, geo.map_box(box) if moving else None)
+
+    def repeat(self, frame: np.ndarray, previous: FrameResult) -> FrameResult:
+        """The result for a frame that is not processed (frame skip): ``previous`` held over it.
+
+        Keeps ``previous``'s mask (the same array), motion fraction and box; the frame is
+        annotated with that mask by the annotation filters' CPU references on the host, so both
+        backends give the same bits. Does not change the reference frame.
+
+        Args:
+            frame: (H, W, 3) uint8 BGR, the skipped frame.
+            previous: the last processed frame's result.
+        """
+        if not (self.annotate and self._annotate):
+            return FrameResult(previous.mask, frame.copy() if self.annotate else frame, previous.motion_fraction, previous.bbox)
+        image, out = previous.mask, None
+        for flt in self._annotate:
+            image = flt.reference(image, frame if flt.SIDE_INPUT == "frame" else None)
+            if flt.OUTPUT is Kind.BGR:
                 out = image
-        mask_host, frame_host, moving = run.finish(mask, out)
-        if out is None:
-            frame_host = frame.copy()
-        return FrameResult(mask_host, frame_host, moving / mask_host.size)
+        return FrameResult(previous.mask, frame.copy() if out is None else out, previous.motion_fraction, previous.bbox)
+
+
+def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
+    """Count and bounding box of a mask's non-zero pixels on the CPU.
+
+    Args:
+        mask: (H, W) uint8.
+
+    Returns:
+        (count, (x, y, w, h)) with ``None`` for the box when the count is 0.
+    """
+    count = int(cv2.countNonZero(mask))
+    return count, (tuple(int(v) for v in cv2.boundingRect(mask)) if count else None)
+
+
+def queue_mask_stats(cuda, mask):
+    """Queue the count and bounding box of a device mask on ``cuda.stream``.
+
+    Runs ``md_mask_stats_u8`` (kernels/mask_count.cu) after resetting its accumulators on the
+    stream.
+
+    Args:
+        cuda: an entered :class:`~motiondetect.cuda_handler.CUDAHandler`.
+        mask: (H, W) uint8 device array.
+
+    Returns:
+        (total, box): device arrays, uint64 (1,) = the count and uint32 (4,) = x0, y0, x1, y1
+        (inclusive corners; meaningful when the count is > 0), valid once the stream has run.
+    """
+    import pycuda.driver as drv
+
+    total = cuda.buffer("mask_total", (1,), np.uint64)
+    box = cuda.buffer("mask_box", (4,), np.uint32)
+    drv.memset_d32_async(total.gpudata, 0, 2, cuda.stream)
+    drv.memcpy_dtod_async(box.gpudata, cuda.constant("mask_box_init", _BOX_INIT).gpudata, box.nbytes, cuda.stream)
+    fn = cuda.function("mask_count", "md_mask_stats_u8", "PiiPP")
+    n = mask.size
+    blocks = min(_COUNT_MAX_BLOCKS, max(1, math.ceil(n / 256)))
+    fn.prepared_async_call((blocks, 1), (256, 1, 1), cuda.stream, mask.gpudata, np.int32(mask.shape[1]), np.int32(n), total.gpudata, box.gpudata)
+    return total, box
+
+
+def box_from_corners(count: int, corners) -> Box | None:
+    """(x, y, w, h) from inclusive corners (x0, y0, x1, y1), or ``None`` when ``count`` is 0."""
+    if not count:
+        return None
+    x0, y0, x1, y1 = (int(v) for v in corners)
+    return (x0, y0, x1 - x0 + 1, y1 - y0 + 1)
 
 
 class _CpuExecutor:
     """Runs each filter's NumPy/OpenCV reference; images are host arrays."""
 
-    def upload(self, frame):
+    def upload(self, key, frame):
         return frame
 
     def run(self, stage, flt, src, side):
@@ -151,23 +460,32 @@ class _CpuExecutor:
     def synchronize(self):
         pass
 
-    def finish(self, mask, out):
-        return mask, out, int(np.count_nonzero(mask))
+    def and_mask(self, mask, geo):
+        return cv2.bitwise_and(mask, geo.roi)  # roi is 0 or 255: keeps the mask where it is 255
+
+    def expand(self, mask, geo):
+        return geo.expand(mask)
+
+    def finish(self, mask, full_mask, out):
+        count, box = mask_stats_reference(mask)
+        return full_mask, out, count, box
 
 
 class _CudaExecutor:
     """Runs each filter's kernel; images are device arrays reused from frame to frame.
 
-    Per frame: one page-locked upload of the BGR frame, the kernels, a mask-count reduction, and
-    page-locked downloads of the mask, the annotated frame and the count, all queued on the
-    handler's stream with a single synchronisation at the end.
+    Per frame: one page-locked upload of the work image (and of the full frame when the work
+    image is cropped or downscaled and the frame is annotated), the kernels, the ROI, the mask
+    statistics (count and box), the expansion to the input size, and page-locked downloads of
+    the mask, the annotated frame and the statistics, all queued on the handler's stream with a
+    single synchronisation at the end.
     """
 
     def __init__(self, cuda) -> None:
         self.cuda = cuda
 
-    def upload(self, frame):
-        return self.cuda.upload("frame", frame)
+    def upload(self, key, frame):
+        return self.cuda.upload(key, frame)
 
     def run(self, stage, flt, src, side):
         dst = self.cuda.buffer(("stage", stage), flt.output_shape(src.shape))
@@ -183,18 +501,31 @@ class _CudaExecutor:
     def synchronize(self):
         self.cuda.synchronize()
 
-    def finish(self, mask, out):
-        import pycuda.driver as drv
-
+    def and_mask(self, mask, geo):
         cuda = self.cuda
-        total = cuda.buffer("mask_count", (1,), np.uint64)
-        drv.memset_d32_async(total.gpudata, 0, 2, cuda.stream)
-        count_fn = cuda.function("mask_count", "md_count_nonzero_u8", "PiP")
-        n = mask.size
-        blocks = min(_COUNT_MAX_BLOCKS, max(1, math.ceil(n / 256)))
-        count_fn.prepared_async_call((blocks, 1), (256, 1, 1), cuda.stream, mask.gpudata, np.int32(n), total.gpudata)
-        mask_host = cuda.download("mask", mask)
+        roi = cuda.constant(("roi", geo.key), geo.roi)
+        out = cuda.buffer("roi_mask", mask.shape)
+        n = element_count(mask)
+        cuda.launch_1d(cuda.function("mask_ops", "md_and_mask_u8", "PPPi"), int(n), mask.gpudata, roi.gpudata, out.gpudata, n)
+        return out
+
+    def expand(self, mask, geo):
+        cuda = self.cuda
+        xmap = cuda.constant(("xmap", geo.key), geo.xmap)
+        ymap = cuda.constant(("ymap", geo.key), geo.ymap)
+        out = cuda.buffer("full_mask", geo.shape)
+        height, width = geo.shape
+        fn = cuda.function("mask_ops", "md_expand_mask_u8", "PiPPPii")
+        cuda.launch_2d(fn, geo.shape, mask.gpudata, np.int32(mask.shape[1]), xmap.gpudata, ymap.gpudata, out.gpudata, np.int32(width), np.int32(height))
+        return out
+
+    def finish(self, mask, full_mask, out):
+        cuda = self.cuda
+        total, box = queue_mask_stats(cuda, mask)
+        mask_host = cuda.download("mask", full_mask)
         frame_host = None if out is None else cuda.download("frame", out)
-        count_host = cuda.download("mask_count", total)
+        total_host = cuda.download("mask_total", total)
+        box_host = cuda.download("mask_box", box)
         cuda.synchronize()
-        return mask_host.copy(), (None if frame_host is None else frame_host.copy()), int(count_host[0])
+        count = int(total_host[0])
+        return mask_host.copy(), (None if frame_host is None else frame_host.copy()), count, box_from_corners(count, box_host)

@@ -1,9 +1,10 @@
 """The run loop: frames from a source through the detector into output sinks.
 
-Every output (annotated video, events report, and later preview windows, clips, masks) is a
-:class:`Sink`. The :class:`Runner` feeds each sink every frame and, whatever ends the run (the
-end of the input, Ctrl-C, a failure), closes every sink with a :class:`RunSummary`, so outputs
-always hold what was processed.
+Every output (annotated video, events reports, clips, masks, and later preview windows) is a
+:class:`Sink`. Per frame the :class:`Runner` gets the detector's result (or, with frame skip, the
+last result held over the frame), draws the overlays, feeds the event segmenter, then each sink.
+Whatever ends the run (the end of the input, Ctrl-C, a failure), it closes the open event and
+every sink with a :class:`RunSummary`, so outputs always hold what was processed.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from motiondetect.detector import FrameResult, MotionDetector
 from motiondetect.errors import MotionDetectError
-from motiondetect.events import EventTracker, write_json_atomic
+from motiondetect.events import EventSegmenter, write_csv_atomic, write_json_atomic
 from motiondetect.video import Frame, VideoWriter
 
 log = logging.getLogger("motiondetect")
@@ -100,29 +101,35 @@ class VideoSink(Sink):
 
 
 class EventsSink(Sink):
-    """Tracks motion events and writes the JSON report (atomically) when the run ends.
+    """Writes the events report when the run ends, atomically: JSON, or CSV for a ``.csv`` name.
+
+    The JSON report is ``header`` plus ``frame_count``, ``events``, ``complete`` and
+    ``elapsed_seconds``; the CSV holds the events only, one row each, with the same fields
+    (:data:`motiondetect.events.CSV_COLUMNS`).
 
     Args:
-        path: JSON file to write, or ``None`` to track events without a report (live preview).
-        min_area: motion fraction at or above which a frame is moving.
-        header: fields written first (input, fps, backend, config...).
+        path: file to write; its suffix picks the format.
+        events: the run's segmenter (fed and finished by the :class:`Runner`).
+        header: fields written first in the JSON (input, fps, backend, config...).
     """
 
-    def __init__(self, path: str | Path | None, min_area: float, header: dict[str, Any]) -> None:
-        self.path = None if path is None else Path(path)
-        self.tracker = EventTracker(min_area)
+    def __init__(self, path: str | Path, events: EventSegmenter, header: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.events = events
         self.header = header
+        self.format = "csv" if self.path.suffix.lower() == ".csv" else "json"
 
     def consume(self, frame, result):
-        self.tracker.update(frame.index, frame.time, result.motion_fraction)
+        pass  # the Runner feeds the segmenter
 
     def close(self, summary):
-        if self.path is None:
+        if self.format == "csv":
+            write_csv_atomic(self.path, self.events.as_dicts())
             return
         report = {
             **self.header,
             "frame_count": summary.frames,
-            "events": self.tracker.as_dicts(),
+            "events": self.events.as_dicts(),
             "complete": summary.complete,
             "dropped_frames": summary.dropped_frames,
             "elapsed_seconds": round(summary.elapsed, 3),
@@ -143,14 +150,33 @@ class Runner:
         sinks: outputs, fed in order; closed in order at the end, each even if another fails.
         progress: an object with ``update(n)``, ``set_postfix_str(s, refresh)`` and ``close()``
             (a tqdm bar), or ``None``.
+        events: the :class:`~motiondetect.events.EventSegmenter` to feed before the sinks (they
+            read its state), finished before they close; or ``None``.
+        frame_skip: process one frame in ``frame_skip + 1``; the others get the last processed
+            result held over them (:meth:`MotionDetector.repeat`), and the last of them primes
+            the reference (:meth:`MotionDetector.prime`), so a processed frame is compared with
+            its predecessor as in a full run. 0 processes every frame.
+        overlay: an :class:`~motiondetect.overlay.Overlay` drawn on each result's frame before
+            the sinks see it, or ``None``.
     """
 
-    def __init__(self, frames: Iterable[Frame], detector: MotionDetector, sinks: Sequence[Sink], progress=None) -> None:
+    def __init__(
+        self,
+        frames: Iterable[Frame],
+        detector: MotionDetector,
+        sinks: Sequence[Sink],
+        progress=None,
+        events: EventSegmenter | None = None,
+        frame_skip: int = 0,
+        overlay=None,
+    ) -> None:
         self.frames = frames
         self.detector = detector
         self.sinks = list(sinks)
         self.progress = progress
-        self.events = next((s.tracker for s in self.sinks if isinstance(s, EventsSink)), None)
+        self.events = events
+        self.frame_skip = frame_skip
+        self.overlay = overlay
 
     def run(self) -> RunSummary:
         """Process until the input ends, Ctrl-C, or a failure; close every sink; return how it went.
@@ -160,11 +186,25 @@ class Runner:
         """
         summary = RunSummary()
         started = time.perf_counter()
+        held, skipped = None, 0
         try:
             for frame in self.frames:
-                result = self.detector.process(frame.image)
+                if held is not None and skipped < self.frame_skip:
+                    skipped += 1
+                    if skipped == self.frame_skip:  # the next frame is processed: compare it with this one
+                        self.detector.prime(frame.image)
+                    result = self.detector.repeat(frame.image, held)
+                else:
+                    result = self.detector.process(frame.image)
+                    held = result if self.frame_skip else None
+                    skipped = 0
+                if self.overlay is not None:
+                    result = self.overlay.draw(frame, result)
+                if self.events is not None:
+                    self.events.update(frame.index, result.motion_fraction, result.bbox)
                 for sink in self.sinks:
                     sink.consume(frame, result)
+                del frame, result  # free this frame's arrays before the next is decoded
                 summary.frames += 1
                 if self.progress is not None:
                     self.progress.update(1)
@@ -182,6 +222,8 @@ class Runner:
             summary.dropped_frames = getattr(self.frames, "dropped", 0)
             if self.progress is not None:
                 self.progress.close()
+            if self.events is not None:
+                self.events.finish()
             self._close_sinks(summary)
         return summary
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import math
 import re
+import glob
 import time
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator, Sequence
 
 import cv2
 import numpy as np
@@ -48,11 +49,43 @@ def _natural_key(path: Path):
     return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", path.name)]
 
 
+def has_glob(text: str) -> bool:
+    """Whether ``text`` is a glob pattern (``*``, ``?`` or ``[``) rather than a URL or a path."""
+    return "://" not in text and glob.has_magic(text)
+
+
+def expand_inputs(given: Sequence[str]) -> list[str]:
+    """Expand globs among input names (natural order), as a shell would, for quoted globs too;
+    a glob matching only images stays one input (an image sequence). Other names pass unchanged.
+
+    Raises:
+        VideoOpenFailure: a glob matches no file.
+    """
+    inputs = []
+    for text in given:
+        if has_glob(text) and not Path(text).exists():
+            found = sorted((Path(p) for p in glob.glob(text) if Path(p).is_file()), key=_natural_key)
+            if not found:
+                raise VideoOpenFailure(f"no files match {text!r}")
+            if all(p.suffix.lower() in IMAGE_SUFFIXES for p in found):
+                inputs.append(text)
+            else:
+                inputs += [str(p) for p in found]
+        else:
+            inputs.append(text)
+    return inputs
+
+
 def _sequence_files(source: str) -> list[Path] | None:
-    """Image files of a folder or a printf pattern (``in%06d.jpg``), in frame order; else None."""
+    """Image files of a folder, a printf pattern (``in%06d.jpg``) or a glob matching only images
+    (``frames/*.png``), in frame order; else None."""
     path = Path(source)
     if path.is_dir():
         return sorted((p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key)
+    if has_glob(source) and not path.exists():
+        found = [Path(p) for p in glob.glob(source)]
+        if found and all(p.suffix.lower() in IMAGE_SUFFIXES and p.is_file() for p in found):
+            return sorted(found, key=_natural_key)
     match = re.search(r"%0?(\d*)d", path.name)
     if not match:
         return None
@@ -68,8 +101,9 @@ class VideoHandler:
     """Streams BGR frames from a video file, image sequence, camera or URL; writes videos.
 
     Args:
-        source: a video file; a folder of images or a printf pattern such as
-            ``input/in%06d.jpg`` (numbered from anywhere, read in numeric order); a camera index
+        source: a video file; a folder of images, a printf pattern such as
+            ``input/in%06d.jpg`` (numbered from anywhere, read in numeric order) or a glob
+            matching only images (``frames/*.png``, natural order); a camera index
             (``0`` or ``"0"``); or a URL OpenCV can open (``rtsp://``, ``http://``...).
         fps: frame rate to assume, in frames per second (> 0), overriding the container's;
             default: the container's, or :data:`DEFAULT_SEQUENCE_FPS` for image sequences and
@@ -105,6 +139,7 @@ class VideoHandler:
             raise ValueError(f"fps must be a positive number of frames per second; got {fps}")
         self.source = str(source)
         self._capture = None
+        self._position = 0
         self._files: list[Path] | None = None
         text = self.source
         self.is_stream = "://" in text
@@ -125,7 +160,8 @@ class VideoHandler:
             if self._files is not None:
                 if not self._files:
                     raise VideoOpenFailure(f"no images found for image sequence {text!r}")
-                self.name = re.sub(r"%0?\d*d", "", Path(text).stem if not Path(text).is_dir() else Path(text).resolve().name).strip("_-.") or "sequence"
+                stem = Path(text).resolve().name if Path(text).is_dir() else (self._files[0].parent.name if has_glob(text) else Path(text).stem)
+                self.name = re.sub(r"%0?\d*d", "", stem).strip("_-.") or "sequence"
             else:
                 path = Path(text)
                 if not path.exists():
@@ -167,29 +203,48 @@ class VideoHandler:
             self._capture = None
 
     def __iter__(self) -> Iterator[Frame]:
-        """Yield :class:`Frame` s in order until the source ends.
+        """Yield :class:`Frame` s in order from the current position until the source ends.
 
         Raises:
             VideoOpenFailure: an image of a sequence cannot be decoded.
         """
         if self._files is not None:
-            for index, path in enumerate(self._files):
+            while self._position < len(self._files):
+                path = self._files[self._position]
                 image = cv2.imread(str(path), cv2.IMREAD_COLOR)
                 if image is None:
                     raise VideoOpenFailure(f"cannot decode image {str(path)!r}")
+                index = self._position
+                self._position += 1
                 yield Frame(index, index / self.fps, image)
             return
-        index = 0
         while self._capture is not None:
             ok, image = self._capture.read()
             if not ok:
                 if self.is_live:
-                    raise VideoOpenFailure(f"camera {self.source} stopped delivering frames after {index}")
+                    raise VideoOpenFailure(f"camera {self.source} stopped delivering frames after {self._position}")
                 if self.is_stream and self._reconnect():
                     continue
                 return
+            index = self._position
+            self._position += 1
             yield Frame(index, index / self.fps, image)
-            index += 1
+
+    def skip(self, count: int) -> int:
+        """Move ``count`` frames forward without converting them; return how many were skipped.
+
+        Video files are read frame by frame (``grab``: decoded, not converted to BGR), which is
+        exact where container seeking is not; image sequences just move on. Fewer than
+        ``count`` are skipped when the source ends first.
+        """
+        skipped = 0
+        if self._files is not None:
+            skipped = max(0, min(count, len(self._files) - self._position))
+        else:
+            while skipped < count and self._capture is not None and self._capture.grab():
+                skipped += 1
+        self._position += skipped
+        return skipped
 
     def _reconnect(self) -> bool:
         """Reopen a lost network stream, up to :attr:`reconnect_attempts` times.
@@ -209,6 +264,138 @@ class VideoHandler:
     def writer(self, path: str | Path) -> VideoWriter:
         """Open a :class:`VideoWriter` for frames of this source's size and frame rate."""
         return VideoWriter(path, self.fps, self.size)
+
+
+class ConcatSource:
+    """Several inputs read as one stream (``--concat``): frame numbers and times run on.
+
+    Args:
+        handlers: opened :class:`VideoHandler` s, in order, all of one frame size.
+
+    Attributes:
+        fps, size, name: the first input's (DVR-Scan joins inputs the same way).
+        frame_count: the sum of the announced counts, or ``None`` when one is unknown.
+
+    Raises:
+        ValueError: no inputs, or their frame sizes differ (the message names both).
+    """
+
+    def __init__(self, handlers: Sequence[VideoHandler]) -> None:
+        if not handlers:
+            raise ValueError("no inputs to concatenate")
+        first = handlers[0]
+        for other in handlers[1:]:
+            if other.size != first.size:
+                raise ValueError(
+                    f"inputs joined with --concat must have one frame size: {first.source!r} is "
+                    f"{first.size[0]}x{first.size[1]}, {other.source!r} is {other.size[0]}x{other.size[1]}"
+                )
+            if abs(other.fps - first.fps) > 1e-6:
+                log.warning("%s has %.3f fps, %s %.3f; times use %.3f", other.source, other.fps, first.source, first.fps, first.fps)
+        self.handlers = list(handlers)
+        self.fps, self.size, self.name, self.source = first.fps, first.size, first.name, first.source
+        counts = [h.frame_count for h in handlers]
+        self.frame_count = None if None in counts else sum(counts)
+        self.is_live = self.is_stream = False
+        self._current = 0
+        self._offset = 0  # frames of the inputs before the current one
+
+    def __enter__(self) -> ConcatSource:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release every input."""
+        for handler in self.handlers:
+            handler.close()
+
+    def skip(self, count: int) -> int:
+        """Move ``count`` frames forward across inputs; return how many were skipped."""
+        skipped = 0
+        while skipped < count and self._current < len(self.handlers):
+            handler = self.handlers[self._current]
+            skipped += handler.skip(count - skipped)
+            if skipped < count:
+                self._next()
+        return skipped
+
+    def _next(self) -> None:
+        self._offset += self.handlers[self._current]._position
+        self._current += 1
+
+    def __iter__(self) -> Iterator[Frame]:
+        """Yield the frames of every input in turn, numbered and timed as one stream."""
+        while self._current < len(self.handlers):
+            for frame in self.handlers[self._current]:
+                index = self._offset + frame.index
+                yield Frame(index, index / self.fps, frame.image)
+            self._next()
+
+    def writer(self, path: str | Path) -> VideoWriter:
+        """Open a :class:`VideoWriter` for frames of the inputs' size at the first one's rate."""
+        return VideoWriter(path, self.fps, self.size)
+
+
+@dataclass(frozen=True)
+class Position:
+    """A place in the input, for ``--start`` / ``--end``: a time or a frame number.
+
+    Attributes:
+        seconds: time from the start of the input, or ``None``.
+        frame: 0-based frame number, or ``None``.
+    """
+
+    seconds: float | None = None
+    frame: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Position:
+        """Read ``90`` / ``90.5`` / ``90.5s`` (seconds), ``HH:MM:SS[.mmm]`` or ``MM:SS[.mmm]``
+        (a timecode), or ``1234f`` (a frame number).
+
+        Raises:
+            ValueError: anything else, or a negative value.
+        """
+        value = text.strip().lower()
+        try:
+            if value.endswith("f"):
+                frame = int(value[:-1])
+                if frame < 0:
+                    raise ValueError
+                return cls(frame=frame)
+            if ":" in value:
+                parts = value.split(":")
+                if len(parts) > 3 or any(not p for p in parts):
+                    raise ValueError
+                seconds = 0.0
+                for part in parts:
+                    seconds = seconds * 60 + float(part)
+            else:
+                seconds = float(value[:-1] if value.endswith("s") else value)
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"expected seconds (90, 90.5s), a timecode (HH:MM:SS.mmm) or a frame number (1234f); got {text!r}")
+        return cls(seconds=seconds)
+
+    def to_frame(self, fps: float) -> int:
+        """The first frame at or after this place (frame i is at i / fps seconds)."""
+        if self.frame is not None:
+            return self.frame
+        return math.ceil(round(self.seconds * fps, 6))
+
+
+def window(source: VideoHandler | ConcatSource, start: int = 0, stop: int | None = None) -> Iterable[Frame]:
+    """Frames ``start`` <= index < ``stop`` of ``source`` (frames before ``start`` are skipped
+    with :meth:`VideoHandler.skip`); ``stop`` ``None`` reads to the end."""
+    if start and source.skip(start) < start:
+        return
+    for frame in source:
+        if stop is not None and frame.index >= stop:
+            return
+        yield frame
 
 
 class VideoWriter:

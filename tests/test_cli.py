@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import motiondetect
+from helpers import offline_events
 from motiondetect.cli import main
 from motiondetect.filters import REGISTRY
 from motiondetect.platform import cuda_device_error
@@ -21,7 +22,10 @@ from motiondetect.video import VideoWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT_KEYS = {"input", "fps", "frame_count", "backend", "config", "events", "complete"}
-EVENT_KEYS = {"start_frame", "end_frame", "start_time", "end_time", "peak_motion"}
+EVENT_KEYS = {
+    "index", "start_frame", "end_frame", "start_timecode", "end_timecode", "start_time", "end_time", "duration",
+    "motion_start_frame", "motion_end_frame", "peak_motion", "mean_motion", "bbox",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -45,19 +49,6 @@ def integer_luma(bgr: np.ndarray) -> np.ndarray:
 def independent_mask(previous, current, threshold=25):
     diff = cv2.absdiff(integer_luma(current), integer_luma(previous))
     return cv2.erode(cv2.threshold(diff, threshold, 255, cv2.THRESH_BINARY)[1], np.ones((3, 3), np.uint8))
-
-
-def runs(fractions, min_area):
-    """(start, end, peak) of each run of frames with fraction >= min_area (and > 0)."""
-    out, start = [], None
-    for i, f in enumerate([*fractions, 0.0]):
-        moving = f >= min_area and f > 0
-        if moving and start is None:
-            start = i
-        elif not moving and start is not None:
-            out.append((start, i - 1, max(fractions[start:i])))
-            start = None
-    return out
 
 
 def decode(path, upto=None):
@@ -146,16 +137,20 @@ def test_clip_events_json(clip_run, sample_clip, clip_truth):
     assert events, "the highway clip has traffic"
     for e in events:
         assert set(e) == EVENT_KEYS
-        assert 0 <= e["start_frame"] <= e["end_frame"] < 748
+        assert 0 <= e["start_frame"] <= e["motion_start_frame"] <= e["motion_end_frame"] <= e["end_frame"] < 748
         assert e["start_time"] == pytest.approx(e["start_frame"] / 25.0, abs=1e-3)
         assert e["end_time"] == pytest.approx(e["end_frame"] / 25.0, abs=1e-3)
+        assert e["duration"] == pytest.approx((e["end_frame"] - e["start_frame"] + 1) / 25.0, abs=1e-3)
         assert 0.001 <= e["peak_motion"] <= 1
-    # Against runs derived from the independent OpenCV chain over all 748 frames.
+    # Against events derived offline from the independent OpenCV chain over all 748 frames,
+    # with the default settings in frames at 25 fps: 0.1 s -> 3, 2.0 s -> 50, 1.5 s -> 38.
     fractions, _ = clip_truth
     assert len(fractions) == 748
-    expected = runs(fractions, 0.001)
-    assert [(e["start_frame"], e["end_frame"]) for e in events] == [(s, t) for s, t, _ in expected]
-    assert [e["peak_motion"] for e in events] == pytest.approx([p for _, _, p in expected], abs=1e-6)
+    expected = offline_events(fractions, 0.001, 1.0, min_frames=3, gap=50, before=38, after=50)
+    got = [(e["start_frame"], e["end_frame"], e["motion_start_frame"], e["motion_end_frame"]) for e in events]
+    assert got == [w[:4] for w in expected]
+    assert [e["peak_motion"] for e in events] == pytest.approx([w[4] for w in expected], abs=1e-6)
+    assert [e["mean_motion"] for e in events] == pytest.approx([w[5] for w in expected], abs=1e-6)
 
 
 def test_clip_red_where_motion(clip_run, clip_truth):
@@ -225,9 +220,13 @@ def test_sequence_events_by_hand(tmp_path, sequence, monkeypatch, capsys):
     assert rc == 0
     report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
     assert report["frame_count"] == 8 and report["fps"] == 10.0 and report["complete"] is True
-    # The square moves on every frame after the first: one event, frames 1..7.
-    assert [(e["start_frame"], e["end_frame"]) for e in report["events"]] == [(1, 7)]
-    assert report["events"][0]["start_time"] == 0.1 and report["events"][0]["end_time"] == 0.7
+    # The square moves on every frame after the first: one event with motion on frames 1..7,
+    # padded (1.5 s before, 2 s after) to the whole input, 0..7.
+    (event,) = report["events"]
+    assert (event["motion_start_frame"], event["motion_end_frame"]) == (1, 7)
+    assert (event["start_frame"], event["end_frame"]) == (0, 7)
+    assert event["start_time"] == 0.0 and event["end_time"] == 0.7 and event["duration"] == 0.8
+    assert event["start_timecode"] == "00:00:00.000" and event["end_timecode"] == "00:00:00.700"
     frames, fps = decode(tmp_path / "seq_motion.mp4")
     assert len(frames) == 8 and frames[0].shape == (48, 64, 3) and fps == pytest.approx(10.0)
 

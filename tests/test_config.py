@@ -48,7 +48,18 @@ def test_default_config_contents():
         {"filter": "erosion", "kernel_size": 3, "iterations": 1},
         {"filter": "red_blend", "alpha": 0.5},
     ]
-    assert cfg["events"] == {"min_area": 0.001}
+    assert cfg["events"] == {
+        "min_area": 0.001,
+        "min_pixels": None,
+        "min_event_length": 0.1,
+        "merge_gap": 2.0,
+        "time_before": 1.5,
+        "time_after": 2.0,
+        "max_area": 1.0,
+    }
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0}
+    assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
+    assert cfg["roi"] is None
     assert validate(cfg) == []
 
 
@@ -133,8 +144,8 @@ def test_unknown_top_level_key(tmp_path):
 
 
 def test_unknown_event_setting(tmp_path):
-    problems = problems_of(tmp_path, "events:\n  min_pixels: 5\n")
-    assert problems[0].startswith("events:") and "min_pixels" in problems[0] and "min_area" in problems[0]
+    problems = problems_of(tmp_path, "events:\n  min_frames: 5\n")
+    assert problems[0].startswith("events:") and "min_frames" in problems[0] and "min_area" in problems[0]
 
 
 def test_unknown_key_messages_say_unknown_key(tmp_path):
@@ -362,3 +373,59 @@ def test_engine_override_replaces_per_filter_settings():
     kernel = with_overrides(config, engine="kernel")
     assert kernel["engine"] == "kernel" and all("engine" not in e for e in kernel["pipeline"])
     assert [f.engine for f in build_filters(with_overrides(config, engine="cublas"))] == ["cublas", "cublas", "kernel", "kernel", "kernel"]
+
+
+# -- presets (configs/) ----------------------------------------------------------------------
+
+
+def threshold_of(config):
+    return next(e["threshold"] for e in config["pipeline"] if e["filter"] == "threshold")
+
+
+@pytest.mark.parametrize("name", ["high_sensitivity", "low_sensitivity", "fast_scan"])
+def test_presets_load_and_are_documented(name):
+    path = ROOT / "configs" / f"{name}.yaml"
+    text = path.read_text(encoding="utf-8")
+    header = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    assert len(header) >= 6 and "DVR-Scan" in " ".join(header), "the header says what the preset is for and where it comes from"
+    assert f"-c configs/{name}.yaml" in text  # an example command
+    assert load_config(path) != default_config()
+
+
+def test_presets_move_the_way_their_names_say():
+    default = default_config()
+    high, low, fast = (load_config(ROOT / "configs" / f"{n}.yaml") for n in ("high_sensitivity", "low_sensitivity", "fast_scan"))
+    assert threshold_of(high) < threshold_of(default) < threshold_of(low)
+    assert high["events"]["min_area"] < default["events"]["min_area"] < low["events"]["min_area"]
+    assert low["events"]["min_event_length"] > default["events"]["min_event_length"] and low["events"]["max_area"] < 1.0
+    assert fast["scan"] == {"downscale": 2, "frame_skip": 1}
+    assert high["scan"] == low["scan"] == default["scan"]
+
+
+def test_setting_sections_and_with_settings():
+    from motiondetect.config import SECTIONS, with_settings
+
+    config = with_settings(default_config(), "events", {"min_area": 0.02, "merge_gap": None})
+    assert config["events"]["min_area"] == 0.02 and config["events"]["merge_gap"] == 2.0
+    assert default_config()["events"]["min_area"] == 0.001  # the input is not changed
+    with pytest.raises(ConfigError, match=r"scan.downscale: 0 is out of range"):
+        with_settings(default_config(), "scan", {"downscale": 0})
+    with pytest.raises(ConfigError, match="overlays.boxes: expected boolean"):
+        with_settings(default_config(), "overlays", {"boxes": 1})
+    for section, table in SECTIONS.items():
+        for name, (schema, default, text) in table.items():
+            assert validate({section: {name: default}}) == [], (section, name)
+            assert text and text[0].islower(), (section, name)
+
+
+def test_event_setting_errors(tmp_path):
+    problems = problems_of(tmp_path, "events:\n  min_pixels: 0\n  merge_gap: -1\n  max_area: high\n")
+    assert problems == [
+        "events.max_area: expected number, got str 'high'",
+        "events.merge_gap: -1 is out of range (allowed 0.0..86400.0)",
+        "events.min_pixels: 0 is out of range (allowed >= 1)",
+    ]

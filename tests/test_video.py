@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from motiondetect.errors import VideoOpenFailure
-from motiondetect.video import DEFAULT_SEQUENCE_FPS, VideoHandler, VideoWriter
+from motiondetect.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, VideoWriter, window
 
 ROOT = Path(__file__).resolve().parent.parent
 CDNET_CANDIDATES = [ROOT.parent / "shared" / "samples" / "cdnet_highway" / "input", ROOT / "shared" / "samples" / "cdnet_highway" / "input"]
@@ -313,3 +313,100 @@ def test_writer_even_size_has_no_brightness_bias(tmp_path, sample_frames):
     decoded, _ = decode_all(path)
     bias = np.mean([(d.astype(np.int16) - f).mean() for d, f in zip(decoded, sample_frames[:5])])
     assert abs(bias) < 1.0
+
+
+# -- seeking, windows, positions, concatenation, globs (footage scanning) --------------------
+
+
+def test_skip_then_read_matches_decoding_everything(sample_clip):
+    frames, _ = decode_all(sample_clip)
+    with VideoHandler(sample_clip) as video:
+        assert video.skip(100) == 100
+        rest = list(video)
+    assert [f.index for f in rest[:2]] == [100, 101] and rest[0].time == 4.0
+    assert len(rest) == len(frames) - 100
+    for frame in (rest[0], rest[250], rest[-1]):
+        np.testing.assert_array_equal(frame.image, frames[frame.index])
+
+
+def test_skip_past_the_end(png_sequence, sample_clip):
+    with VideoHandler(png_sequence) as video:
+        assert video.skip(50) == 12 and list(video) == []
+    with VideoHandler(sample_clip) as video:
+        assert video.skip(10_000) == 748 and list(video) == []
+
+
+def test_window_of_a_sequence(png_sequence):
+    with VideoHandler(png_sequence) as video:
+        frames = list(window(video, 3, 7))
+    assert [f.index for f in frames] == [3, 4, 5, 6]
+    assert [frame_number(f.image) for f in frames] == [473, 474, 475, 476]
+    with VideoHandler(png_sequence) as video:
+        assert [f.index for f in window(video, 10)] == [10, 11]
+    with VideoHandler(png_sequence) as video:
+        assert list(window(video, 20)) == []
+
+
+@pytest.mark.parametrize(
+    "text, seconds, frame",
+    [
+        ("90", 90.0, None),
+        ("90.5", 90.5, None),
+        ("90.5s", 90.5, None),
+        ("01:02:03.250", 3723.25, None),
+        ("2:30", 150.0, None),
+        ("1234f", None, 1234),
+        (" 0f ", None, 0),
+        ("0", 0.0, None),
+    ],
+)
+def test_position_parse(text, seconds, frame):
+    assert Position.parse(text) == Position(seconds=seconds, frame=frame)
+
+
+@pytest.mark.parametrize("text", ["", "-1", "abc", "1:2:3:4", "12:", "-5f", "1.5f", "nan", "inf", "1:xx"])
+def test_position_parse_rejects(text):
+    with pytest.raises(ValueError, match="HH:MM:SS"):
+        Position.parse(text)
+
+
+def test_position_to_frame():
+    assert Position(seconds=4.0).to_frame(25.0) == 100  # frame 100 is at exactly 4 s
+    assert Position(seconds=4.01).to_frame(25.0) == 101  # the first frame at or after
+    assert Position(seconds=0.1).to_frame(30.0) == 3  # 0.1 * 30 = 3.0000000000000004 in floats
+    assert Position(frame=7).to_frame(25.0) == 7
+
+
+def test_concat_numbers_frames_as_one_stream(png_sequence, tmp_path):
+    second = tmp_path / "second"
+    second.mkdir()
+    for n in range(3):
+        cv2.imwrite(str(second / f"b{n}.png"), numbered_frame(900 + n))
+    with ConcatSource([VideoHandler(png_sequence, fps=10), VideoHandler(second, fps=10)]) as source:
+        assert source.frame_count == 15 and source.size == (32, 24) and source.name == "input"
+        frames = list(source)
+    assert [f.index for f in frames] == list(range(15))
+    assert [frame_number(f.image) for f in frames] == [*range(470, 482), 900, 901, 902]
+    assert frames[13].time == 1.3
+
+
+def test_concat_window_crosses_inputs(png_sequence, tmp_path):
+    second = tmp_path / "second"
+    second.mkdir()
+    for n in range(3):
+        cv2.imwrite(str(second / f"b{n}.png"), numbered_frame(900 + n))
+    with ConcatSource([VideoHandler(png_sequence), VideoHandler(second)]) as source:
+        frames = list(window(source, 11, 14))
+    assert [(f.index, frame_number(f.image)) for f in frames] == [(11, 481), (12, 900), (13, 901)]
+
+
+def test_concat_refuses_other_sizes(png_sequence, tmp_path):
+    cv2.imwrite(str(tmp_path / "big.png"), np.zeros((30, 40, 3), np.uint8))
+    with pytest.raises(ValueError, match="32x24.*40x30"):
+        ConcatSource([VideoHandler(png_sequence), VideoHandler(tmp_path / "big.png")])
+
+
+def test_glob_of_images_is_one_sequence(png_sequence):
+    with VideoHandler(str(png_sequence / "in0004[78]*.png")) as video:
+        assert video.frame_count == 12 and video.name == "input"
+        assert [frame_number(f.image) for f in video] == list(range(470, 482))

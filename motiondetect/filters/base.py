@@ -10,7 +10,9 @@ A :class:`Filter` is one step of the motion pipeline. Each subclass declares
 - ``SIDE_INPUT``: the second image it needs, if any: ``"reference"`` (the grey frame it is
   compared with, i.e. the previous frame) or ``"frame"`` (the original BGR frame);
 - ``ENGINES``: the GPU engines it has: ``"kernel"`` (its own CUDA kernel) and, where the
-  arithmetic is linear algebra, ``"cublas"`` (BLAS calls through scikit-cuda).
+  arithmetic is linear algebra, ``"cublas"`` (BLAS calls through scikit-cuda);
+- ``POINTWISE``: each output pixel depends only on the same pixel of the inputs (see
+  :meth:`Filter.halo`, which filters with a neighbourhood override).
 
 and implements the same function on the CPU with NumPy/OpenCV (:meth:`Filter.reference`) and on
 the GPU through a :class:`~motiondetect.cuda_handler.CUDAHandler` (:meth:`Filter.apply_kernel`,
@@ -97,6 +99,7 @@ class Filter(ABC):
     OUTPUT: ClassVar[Kind]
     SIDE_INPUT: ClassVar[str | None] = None
     ENGINES: ClassVar[tuple[str, ...]] = ("kernel",)
+    POINTWISE: ClassVar[bool] = False
 
     def __init__(self, engine: str = "kernel", **params: Any) -> None:
         known = {p.name: p for p in self.PARAMS}
@@ -118,6 +121,16 @@ class Filter(ABC):
         """Shape of the output image for an input of ``input_shape`` (same H, W)."""
         height, width = input_shape[:2]
         return (height, width, 3) if self.OUTPUT is Kind.BGR else (height, width)
+
+    def halo(self) -> int | None:
+        """How far, in pixels, an output pixel reaches into its input's neighbourhood.
+
+        0 for per-pixel filters (``POINTWISE``), the structuring element's reach for erosion, and
+        ``None`` when unknown (a filter that declares nothing). The detector crops frames to a
+        region of interest plus the pipeline's total halo only when every filter declares one, so
+        cropping never changes a result inside the region.
+        """
+        return 0 if self.POINTWISE else None
 
     @abstractmethod
     def reference(self, src: np.ndarray, side: np.ndarray | None = None) -> np.ndarray:

@@ -21,6 +21,7 @@ class Difference(Filter):
     KERNEL = "difference"
     INPUT = Kind.GRAY
     OUTPUT = Kind.GRAY
+    POINTWISE = True
     SIDE_INPUT = "reference"
     ENGINES = ("kernel", "cublas")
 

@@ -35,6 +35,10 @@ class Erosion(Filter):
         """Half-width of the single structuring element equal to all iterations, in pixels."""
         return self.params["iterations"] * (self.params["kernel_size"] - 1) // 2
 
+    def halo(self) -> int:
+        """The output reaches :attr:`radius` pixels into the input on every side."""
+        return self.radius
+
     def reference(self, src, side=None):
         k = self.params["kernel_size"]
         return cv2.erode(src, np.ones((k, k), np.uint8), iterations=self.params["iterations"])

@@ -31,6 +31,7 @@ class Gray(Filter):
     ENGINES = ("kernel", "cublas")
     INPUT = Kind.BGR
     OUTPUT = Kind.GRAY
+    POINTWISE = True
 
     def reference(self, src, side=None):
         # Integer arithmetic carried out in float32 by cv2.transform (18x faster than NumPy

@@ -20,6 +20,7 @@ class RedBlend(Filter):
     KERNEL = "red_blend"
     INPUT = Kind.MASK
     OUTPUT = Kind.BGR
+    POINTWISE = True
     SIDE_INPUT = "frame"
     PARAMS = (
         Param(

@@ -19,6 +19,7 @@ class Threshold(Filter):
     KERNEL = "threshold"
     INPUT = Kind.GRAY
     OUTPUT = Kind.MASK
+    POINTWISE = True
     PARAMS = (
         Param(
             "threshold", int, 25, 0, 255, "grey levels",

@@ -105,3 +105,38 @@ def test_reference_output_shape_dtype_kind(rng, name, cls, shape):
     np.testing.assert_array_equal(src, src0)
     if side is not None:
         np.testing.assert_array_equal(side, side0)
+
+
+def _random_input(rng, kind, shape):
+    if kind is Kind.BGR:
+        return rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+    if kind is Kind.MASK:
+        return ((rng.random(shape) < 0.7) * 255).astype(np.uint8)
+    return rng.integers(0, 256, shape, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("name, cls", FILTERS, ids=IDS)
+def test_halo_is_declared_and_true(name, cls, rng):
+    """The detector crops frames to a region of interest plus the pipeline's halo; a filter that
+    reaches further than it declares would change results at the crop's edge."""
+    flt = cls()
+    halo = flt.halo()
+    assert isinstance(halo, int) and halo >= 0, f"{name}: declare POINTWISE or override halo()"
+    shape = (41, 53)
+    for _ in range(5):
+        src = _random_input(rng, cls.INPUT, shape)
+        side = None if cls.SIDE_INPUT is None else _random_input(rng, Kind.BGR if cls.SIDE_INPUT == "frame" else Kind.GRAY, shape)
+        y, x = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
+        changed = src.copy()
+        changed[y, x] = 255 - changed[y, x]
+        diff = np.any(np.atleast_3d(flt.reference(changed, side) != flt.reference(src, side)), axis=2)
+        ys, xs = np.nonzero(diff)
+        if ys.size:
+            assert max(np.abs(ys - y).max(), np.abs(xs - x).max()) <= halo, name
+
+
+def test_erosion_halo_is_its_reach():
+    from motiondetect.filters import Erosion
+
+    assert Erosion(kernel_size=5, iterations=2).halo() == 4
+    assert Erosion(kernel_size=1).halo() == 0

@@ -1,0 +1,161 @@
+"""Videos of the motion events: one clip per event (``--clips DIR``), or all events in one file
+(``-o OUT --only-motion``).
+
+Both write the frames of the annotated video (with the overlays switched on; ``--no-blend``
+gives untouched footage) that fall inside the padded events. Frames are routed as they arrive,
+so memory stays bounded: a ring of the last ``time_before + min_event_length`` seconds of
+frames waits for an event to open, and, when ``merge_gap`` is longer than ``time_after``, up to
+``merge_gap - time_after`` seconds of frames past an open event's padding wait to see whether
+motion resumes (in the event) or not (dropped from it; they may still open the next one).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+
+from motiondetect.events import EventSegmenter, MotionEvent
+from motiondetect.runner import Sink
+from motiondetect.video import VideoWriter
+
+
+def clip_name(stem: str, index: int) -> str:
+    """File name of event ``index``'s clip: ``<stem>_event0001.mp4`` (DVR-Scan: ``.DSME_0001``)."""
+    return f"{stem}_event{index:04d}.mp4"
+
+
+class _EventFramesSink(Sink):
+    """Hands each frame of a padded event to :meth:`_write`, in order, exactly once.
+
+    Reads the segmenter's state after the :class:`~motiondetect.runner.Runner` has fed it the
+    frame. Subclasses open and close their files in :meth:`_begin` and :meth:`_end`.
+    """
+
+    def __init__(self, events: EventSegmenter) -> None:
+        self.events = events
+        self._recent: deque[tuple[int, np.ndarray]] = deque(maxlen=events.lookback)
+        self._held: list[tuple[int, np.ndarray]] = []
+        self._event: MotionEvent | None = None
+
+    def consume(self, frame, result):
+        index, image, seg = frame.index, result.frame, self.events
+        event = self._event
+        if event is not None:
+            if seg.ended is event:  # closed by this frame: the held frames are not part of it
+                self._end(event)
+                self._event = None
+                self._recent.extend(self._held)  # but may lead into the next event
+                self._held.clear()
+            elif index <= event.end_frame:
+                for _, held in self._held:  # motion resumed: the pause belongs to the event
+                    self._write(event, held)
+                self._held.clear()
+                self._write(event, image)
+                return
+            else:
+                self._held.append((index, image))
+                return
+        if seg.started is not None:
+            event = seg.started
+            self._begin(event)
+            self._event = event  # only once its file is open
+            for old_index, old in self._recent:
+                if old_index >= event.start_frame:
+                    self._write(event, old)
+            self._recent.clear()
+            self._write(event, image)
+        else:
+            self._recent.append((index, image))
+
+    def close(self, summary):
+        # The segmenter has finished: the open event ends at its padding or at the last frame,
+        # so held frames (past its padding) stay out.
+        self._held.clear()
+        self._recent.clear()
+        event, self._event = self._event, None
+        try:
+            if event is not None:
+                self._end(event)
+        finally:
+            self._finish()
+
+    @abstractmethod
+    def _begin(self, event: MotionEvent) -> None: ...
+
+    @abstractmethod
+    def _write(self, event: MotionEvent, image: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def _end(self, event: MotionEvent) -> None: ...
+
+    def _finish(self) -> None:
+        pass
+
+
+class ClipSink(_EventFramesSink):
+    """Writes one video per motion event, padding included, into a folder.
+
+    Args:
+        folder: existing folder for the clips.
+        stem: file-name prefix (the input's stem); clip ``i`` is :func:`clip_name` ``(stem, i)``.
+        events: the run's segmenter.
+        fps: frames per second of the clips (the input's).
+        size: (width, height) of the frames.
+    """
+
+    def __init__(self, folder: str | Path, stem: str, events: EventSegmenter, fps: float, size: tuple[int, int]) -> None:
+        super().__init__(events)
+        self.folder, self.stem, self.fps, self.size = Path(folder), stem, fps, size
+        self.paths: list[Path] = []
+        self._writer: VideoWriter | None = None
+
+    def _begin(self, event):
+        path = self.folder / clip_name(self.stem, event.index)
+        self._writer = VideoWriter(path, self.fps, self.size)
+        self.paths.append(path)
+
+    def _write(self, event, image):
+        self._writer.write(image)
+
+    def _end(self, event):
+        writer, self._writer = self._writer, None
+        writer.close()
+
+    def describe(self):
+        return f"{len(self.paths)} clips in {self.folder}"
+
+
+class MotionOnlySink(_EventFramesSink):
+    """Writes the frames of every padded event, in order, into one video (``--only-motion``).
+
+    The file is created when the first event opens: a run without events writes none.
+
+    Args:
+        path: the video file.
+        events, fps, size: as :class:`ClipSink`.
+    """
+
+    def __init__(self, path: str | Path, events: EventSegmenter, fps: float, size: tuple[int, int]) -> None:
+        super().__init__(events)
+        self.path, self.fps, self.size = Path(path), fps, size
+        self._writer: VideoWriter | None = None
+
+    def _begin(self, event):
+        if self._writer is None:
+            self._writer = VideoWriter(self.path, self.fps, self.size)
+
+    def _write(self, event, image):
+        self._writer.write(image)
+
+    def _end(self, event):
+        pass
+
+    def _finish(self):
+        if self._writer is not None:
+            self._writer.close()
+
+    def describe(self):
+        return str(self.path) if self._writer is not None else None

@@ -1,0 +1,70 @@
+"""The motion masks as outputs: a mask video (``--mask-out``) for viewing and lossless PNG images
+per frame (``--masks DIR``) for tuning and for scoring against ground truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+
+from motiondetect.errors import MotionDetectError
+from motiondetect.runner import Sink
+from motiondetect.video import VideoWriter
+
+
+def mask_name(stem: str, index: int) -> str:
+    """File name of frame ``index``'s mask image: ``<stem>_000123.png`` (0-based input frame)."""
+    return f"{stem}_{index:06d}.png"
+
+
+class MaskVideoSink(Sink):
+    """Writes the masks (white where moving) as a video, like DVR-Scan's ``--mask-output``.
+
+    H.264 is lossy: use :class:`MaskImagesSink` for exact masks.
+
+    Args:
+        writer: an open :class:`~motiondetect.video.VideoWriter` of the frames' size.
+    """
+
+    def __init__(self, writer: VideoWriter) -> None:
+        self.writer = writer
+
+    def consume(self, frame, result):
+        self.writer.write(cv2.cvtColor(result.mask, cv2.COLOR_GRAY2BGR))
+
+    def close(self, summary):
+        self.writer.close()
+
+    def describe(self):
+        return self.writer.path
+
+
+class MaskImagesSink(Sink):
+    """Writes each frame's mask as an 8-bit greyscale PNG (lossless; 0 or 255) into a folder.
+
+    Args:
+        folder: existing folder.
+        stem: file-name prefix; frame ``i``'s mask is :func:`mask_name` ``(stem, i)``.
+
+    Raises:
+        MotionDetectError: (from :meth:`consume`) an image cannot be written.
+    """
+
+    #: zlib level 1: PNG stays lossless at any level; 1 writes fastest.
+    PNG_OPTIONS = [cv2.IMWRITE_PNG_COMPRESSION, 1]
+
+    def __init__(self, folder: str | Path, stem: str) -> None:
+        self.folder, self.stem = Path(folder), stem
+        self.count = 0
+
+    def consume(self, frame, result):
+        path = self.folder / mask_name(self.stem, frame.index)
+        if not cv2.imwrite(str(path), result.mask, self.PNG_OPTIONS):
+            raise MotionDetectError(f"cannot write mask image {str(path)!r}")
+        self.count += 1
+
+    def close(self, summary):
+        pass
+
+    def describe(self):
+        return f"{self.count} masks in {self.folder}"

@@ -1,0 +1,42 @@
+"""Independent references shared by several test modules (no package code in them)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def offline_events(fractions, trigger, max_area, min_frames, gap, before, after):
+    """Motion events by the README's rules, as whole-array operations (not a stream).
+
+    Finds the runs of moving frames first, then groups runs whose pauses are at most
+    max(gap, after) frames, keeping groups that begin with a run of at least min_frames; pads
+    last. Durations are in frames; fractions index frames from 0.
+
+    Returns:
+        (start, end, motion_start, motion_end, peak, mean) per event.
+    """
+    f = np.asarray(fractions, float)
+    moving = (f > 0) & (f >= trigger) & (f <= max_area)
+    edges = np.diff(np.concatenate([[0], moving.astype(int), [0]]))
+    runs = list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1))
+    groups, current = [], None
+    for s, e in runs:
+        if current is not None and s - current[1] - 1 <= max(gap, after):
+            current[1] = e
+            continue
+        if current is not None:
+            groups.append(current)
+            current = None
+        if e - s + 1 >= min_frames:
+            current = [s, e]
+    if current is not None:
+        groups.append(current)
+    out, previous_end = [], -1
+    for s, e in groups:
+        start, end = max(0, s - before, previous_end + 1), min(len(f) - 1, e + after)
+        span = f[s : e + 1]
+        counted = span[span <= max_area]
+        peak = span[moving[s : e + 1]].max()
+        out.append((start, end, s, e, peak, counted.mean()))
+        previous_end = end
+    return out
