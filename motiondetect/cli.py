@@ -36,6 +36,7 @@ from motiondetect.outputs.masks import mask_name
 from motiondetect.overlay import Overlay
 from motiondetect.platform import cuda_device_error, feature_report
 from motiondetect.live import LatestFrameReader
+from motiondetect.threads import BackgroundWriter, PrefetchReader
 from motiondetect.preview import KEYS, PreviewSink
 from motiondetect.roi import rasterize, roi_from_file
 from motiondetect.runner import EventsSink, Runner, Sink, VideoSink
@@ -353,8 +354,11 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         roi = rasterize(config["roi"], video.size)
         wants_frames = video_path is not None or paths.clips is not None  # annotated frames are written
         cuda = _open_backend(config["backend"], filters, stack)
+        preview = args.preview or realtime_source
+        needs_mask = wants_frames or preview or paths.mask_video is not None or paths.masks is not None
         detector = MotionDetector(
-            filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"], annotate=config["overlays"]["blend"] and wants_frames
+            filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"],
+            annotate=config["overlays"]["blend"] and (wants_frames or preview), masks=needs_mask,
         )
         width, height = video.size
         try:
@@ -375,13 +379,17 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
             "config": config,
         }
         frames = window(video, start, stop)
-        if live:
+        if not live:
+            # Decode ahead on a thread while the main thread detects (never drops a frame).
+            frames = PrefetchReader(frames)
+            stack.callback(frames.stop)
+        else:
             # Camera and stream frames are stamped with the wall clock; a file played as live
             # keeps its media times. Either way a slow consumer drops frames, never lags.
             frames = LatestFrameReader(frames, pace_fps=None if realtime_source else video.fps, wallclock=realtime_source)
             stack.callback(frames.stop)
         sinks: list[Sink] = []
-        if args.preview or realtime_source:
+        if preview:
             # First: a quit ('q') raised while showing a frame leaves that frame out of every output.
             sinks.append(
                 PreviewSink(
@@ -391,7 +399,7 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
                 )
             )
         if video_path and not args.only_motion:
-            sinks.append(VideoSink(video.writer(video_path), timestamps=live))
+            sinks.append(VideoSink(BackgroundWriter(video.writer(video_path)), timestamps=live))  # encodes on its own thread
         sinks += _scan_sinks(paths, video, events)
         sinks += [EventsSink(path, events, header) for path in paths.events]  # last: they record whether the others finished
         total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)

@@ -248,6 +248,9 @@ class MotionDetector:
         annotate: run the annotation filters (the red blend) and return their frame; ``False``
             skips them (and, on the GPU, the frame's download), and ``FrameResult.frame`` is the
             input array itself.
+        masks: return the mask; ``False`` (only the motion fraction and box are wanted, as for
+            an events-only scan) skips the mask's download from the GPU, and
+            ``FrameResult.mask`` is ``None`` on both backends.
 
     Raises:
         ValueError: the filters do not chain into a motion pipeline, ``roi`` is not 2-D, or
@@ -262,7 +265,9 @@ class MotionDetector:
         ((4, 6), 0.0, None)
     """
 
-    def __init__(self, filters: Sequence[Filter], cuda=None, roi: np.ndarray | None = None, downscale: int = 1, annotate: bool = True) -> None:
+    def __init__(
+        self, filters: Sequence[Filter], cuda=None, roi: np.ndarray | None = None, downscale: int = 1, annotate: bool = True, masks: bool = True
+    ) -> None:
         problems = pipeline_problems([type(f) for f in filters])
         if problems:
             raise ValueError("; ".join(problems))
@@ -282,6 +287,7 @@ class MotionDetector:
         self.roi = roi
         self.downscale = int(downscale)
         self.annotate = annotate
+        self.masks = masks
         self.backend = "cpu" if cuda is None else "cuda"
         self._executor = _CpuExecutor() if cuda is None else _CudaExecutor(cuda)
         self._geometries: dict[tuple[int, int], Geometry] = {}
@@ -357,7 +363,8 @@ class MotionDetector:
                     return None
                 if previous is None:
                     run.synchronize()
-                    return FrameResult(np.zeros(frame.shape[:2], np.uint8), frame.copy() if self.annotate else frame, 0.0, None)
+                    empty = np.zeros(frame.shape[:2], np.uint8) if self.masks else None
+                    return FrameResult(empty, frame.copy() if self.annotate else frame, 0.0, None)
                 image = run.run(stage, flt, image, previous)
             else:
                 image = run.run(stage, flt, image, original if flt.SIDE_INPUT == "frame" else None)
@@ -371,7 +378,7 @@ class MotionDetector:
                 image = run.run(offset, flt, image, full_frame if flt.SIDE_INPUT == "frame" else None)
                 if flt.OUTPUT is Kind.BGR:
                     out = image
-        mask_host, frame_host, moving, box = run.finish(mask, full_mask, out)
+        mask_host, frame_host, moving, box = run.finish(mask, full_mask if self.masks else None, out)
         if frame_host is None:
             frame_host = frame.copy() if self.annotate else frame
         return FrameResult(mask_host, frame_host, moving / geo.area, geo.map_box(box) if moving else None)
@@ -522,10 +529,11 @@ class _CudaExecutor:
     def finish(self, mask, full_mask, out):
         cuda = self.cuda
         total, box = queue_mask_stats(cuda, mask)
-        mask_host = cuda.download("mask", full_mask)
+        mask_host = None if full_mask is None else cuda.download("mask", full_mask)
         frame_host = None if out is None else cuda.download("frame", out)
         total_host = cuda.download("mask_total", total)
         box_host = cuda.download("mask_box", box)
         cuda.synchronize()
         count = int(total_host[0])
-        return mask_host.copy(), (None if frame_host is None else frame_host.copy()), count, box_from_corners(count, box_host)
+        owned = [None if host is None else host.copy() for host in (mask_host, frame_host)]  # the pinned buffers are reused
+        return owned[0], owned[1], count, box_from_corners(count, box_host)
