@@ -183,7 +183,10 @@ def test_buffers_reused_with_roi_and_downscale(cuda, sample_frames):
     before = {key: int(buf.gpudata) for key, buf in cuda._buffers.items()}
     for frame in sample_frames[3:10]:
         detector.process(frame)
-    assert {key: int(buf.gpudata) for key, buf in cuda._buffers.items()} == before
+    after = {key: int(buf.gpudata) for key, buf in cuda._buffers.items()}
+    # Same keys and the same allocations; the reference and the grey stage swap theirs each
+    # frame (the zero-copy ping-pong), so compare the sets of pointers, not key by key.
+    assert set(after) == set(before) and set(after.values()) == set(before.values())
 
 
 ROOT = Path(__file__).resolve().parent.parent
