@@ -20,6 +20,8 @@ from motiondetect.platform import cuda_device_error
 from motiondetect.video import VideoWriter
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The case study's pipeline, which independent_mask() below reproduces with OpenCV.
+SEED_YAML = ROOT / "configs" / "seed.yaml"
 REPORT_KEYS = {"input", "fps", "frame_count", "backend", "config", "events", "complete"}
 EVENT_KEYS = {"start_frame", "end_frame", "start_time", "end_time", "peak_motion"}
 
@@ -90,7 +92,7 @@ def clip_run(sample_clip, tmp_path_factory):
     folder = tmp_path_factory.mktemp("clip_run")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(folder)
-        rc = main([str(sample_clip), "--backend", "cpu"])
+        rc = main([str(sample_clip), "--backend", "cpu", "-c", str(SEED_YAML)])
     return folder, rc
 
 
@@ -140,7 +142,7 @@ def test_clip_events_json(clip_run, sample_clip, clip_truth):
     assert report["frame_count"] == 748
     assert report["backend"] == "cpu"
     assert report["complete"] is True
-    assert report["config"]["pipeline"] == motiondetect.default_config()["pipeline"]
+    assert report["config"]["pipeline"] == motiondetect.load_config(SEED_YAML)["pipeline"]
     assert report["output_video"] == str(folder / "highway_traffic_320x240_motion.mp4")
     events = report["events"]
     assert events, "the highway clip has traffic"
@@ -243,7 +245,7 @@ def test_refuses_to_overwrite_then_overwrite_works(tmp_path, sequence, monkeypat
     # Only the events file in the way (video elsewhere) is refused too.
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", tmp_path / "other.mp4")
     assert rc == 2 and "--overwrite" in one_line_error(err) and not (tmp_path / "other.mp4").exists()
-    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--overwrite", "--threshold", "200")
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--overwrite", "--threshold", "200", "-c", SEED_YAML)
     assert rc == 0
     report = json.loads(events.read_text(encoding="utf-8"))
     assert report["complete"] is True
