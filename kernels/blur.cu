@@ -1,7 +1,7 @@
 // Blur filter: box (mean) filter over a square window of (2 * radius + 1) pixels a side, with
 // replicated borders (a window index outside the frame is clamped to the nearest edge pixel).
-// Integer sums, rounded half up: out = (sum + n / 2) / n with n = (2 * radius + 1)^2, so the
-// CPU reference computes the same bits. Two separable passes; the row pass keeps exact sums in
+// Integer sums, rounded to nearest: out = (sum + n / 2) / n with n = (2 * radius + 1)^2 (odd, so
+// no ties), the same bits as the CPU reference and cv2.blur. Two separable passes; the row pass keeps exact sums in
 // 16 bits (at most 31 * 255 = 7905).
 
 __global__ void md_box_rows_u8(const unsigned char* __restrict__ src,

@@ -13,9 +13,9 @@ class Blur(Filter):
 
     Input and output ``(H, W)`` uint8 grey images. Borders are replicated (a window position
     outside the frame reads the nearest edge pixel, OpenCV's ``BORDER_REPLICATE``). The sums are
-    exact integers and the division rounds half up, ``(sum + n // 2) // n`` with ``n = k * k``,
-    on both backends; ``cv2.blur(src, (k, k), borderType=cv2.BORDER_REPLICATE)`` rounds half to
-    even instead, so it differs by at most 1 grey level on exact halves.
+    exact integers and the division rounds to nearest, ``(sum + n // 2) // n`` with ``n = k * k``
+    (odd, so there are no ties), on both backends: the same values as
+    ``cv2.blur(src, (k, k), borderType=cv2.BORDER_REPLICATE)`` (a test checks it).
     Placed before the frame-pair filter it smooths sensor noise and JPEG blocking, as Frigate's
     Gaussian blur does; after it, it averages the difference over a neighbourhood.
     """
