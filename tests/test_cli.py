@@ -535,3 +535,22 @@ def test_cublas_from_config_file_without_gpu(tmp_path, sequence, monkeypatch, ca
     config.write_text("pipeline:\n  - {filter: gray, engine: cublas}\n  - filter: difference\n  - filter: threshold\n")
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "-c", config, "--no-video")
     assert rc == 1 and "cuBLAS" in one_line_error(err)
+
+
+# -- the default pipeline (issue 8) ----------------------------------------------------------
+
+
+def test_default_run_records_the_default_pipeline(tmp_path, sequence, monkeypatch, capsys):
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--no-video")
+    assert rc == 0
+    report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
+    assert report["config"]["pipeline"] == motiondetect.default_config()["pipeline"]
+    assert [e["filter"] for e in report["config"]["pipeline"]][:3] == ["gray", "downscale", "gaussian_background"]
+
+
+def test_threshold_flag_needs_a_threshold_filter(tmp_path, sequence, monkeypatch, capsys):
+    # The default pipeline thresholds in standard deviations (gaussian_background), not grey
+    # levels: --threshold is refused with a one-line pointer, before any output is written.
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--threshold", "30")
+    assert rc == 2 and "no 'threshold' filter" in one_line_error(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seq"]
