@@ -60,11 +60,13 @@ class Downscale(Filter):
     def reference(self, src, side=None):
         out_h, out_w = self.output_shape(src.shape)
         height, width = src.shape
+        if (out_h, out_w) == (height, width):
+            return src.copy()  # factor 1: every block is one pixel
         rows = np.append(block_starts(height, out_h), height)
         cols = np.append(block_starts(width, out_w), width)
         # Block sums from the summed-area table (exact int32 for frames below 2**31 / 255 pixels).
-        table = cv2.integral(src, sdepth=cv2.CV_32S).astype(np.int64)
-        corners = table[rows[:, None], cols[None, :]]
+        table = cv2.integral(src, sdepth=cv2.CV_32S)
+        corners = table[rows[:, None], cols[None, :]].astype(np.int64)
         sums = corners[1:, 1:] - corners[:-1, 1:] - corners[1:, :-1] + corners[:-1, :-1]
         counts = np.outer(np.diff(rows), np.diff(cols))
         return ((sums + counts // 2) // counts).astype(np.uint8)
