@@ -218,17 +218,21 @@ class FrameScore:
 
     @property
     def precision(self) -> float:
+        """Flagged frames that have motion, as a share of the flagged frames."""
         return _ratio(self.tp, self.tp + self.fp)
 
     @property
     def recall(self) -> float:
+        """Frames with motion that were flagged, as a share of the frames with motion."""
         return _ratio(self.tp, self.tp + self.fn)
 
     @property
     def f1(self) -> float:
+        """2 P R / (P + R)."""
         return _f1(self.precision, self.recall)
 
     def as_dict(self) -> dict[str, Any]:
+        """Counts and measures, JSON-ready."""
         return {**asdict(self), "precision": self.precision, "recall": self.recall, "f1": self.f1}
 
 
@@ -266,6 +270,7 @@ class EventScore:
         return sum(not any(self._overlaps(d, t) for t in self.truth) for d in self.detected)
 
     def as_dict(self) -> dict[str, Any]:
+        """Event counts, hits, false events and both event lists (frame numbers), JSON-ready."""
         return {
             "truth_events": len(self.truth),
             "detected_events": len(self.detected),
