@@ -26,8 +26,11 @@ from motiondetect.evaluate import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_YAML = ROOT / "configs" / "seed.yaml"
-#: The team's CDnet clips (../shared/samples from the repository), or MOTIONDETECT_SAMPLES.
-SAMPLES = Path(os.environ.get("MOTIONDETECT_SAMPLES", ROOT.parent / "shared" / "samples"))
+#: The team's CDnet clips: MOTIONDETECT_SAMPLES, else ../shared/samples or shared/samples beside the tests.
+SAMPLES = Path(
+    os.environ.get("MOTIONDETECT_SAMPLES")
+    or next((p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples")
+)
 
 
 @pytest.fixture(autouse=True)

@@ -42,7 +42,10 @@ pytestmark = pytest.mark.gpu
 SIZES = [(1, 1), (7, 13), (479, 641), (1080, 1920)]
 SIZE_IDS = [f"{w}x{h}" for h, w in SIZES]
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = Path(os.environ.get("MOTIONDETECT_SAMPLES", ROOT.parent / "shared" / "samples"))
+SAMPLES = Path(
+    os.environ.get("MOTIONDETECT_SAMPLES")
+    or next((p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples")
+)
 
 
 def assert_same(got, expected):
