@@ -4,7 +4,9 @@ Decodes a clip into memory, then runs ``MotionDetector.process`` over all of its
 host memory -> mask and blended frame back in host memory), after one warm-up pass, and prints
 the median of ``--repeats`` passes per backend. Usage::
 
-    python benchmarks/bench_backends.py VIDEO [--repeats 5] [--max-frames 1000]
+    python benchmarks/bench_backends.py VIDEO [--repeats 5] [--max-frames 1000] [-c CONFIG]
+
+``-c configs/seed.yaml`` times the case study's pipeline; the default is the built-in one.
 """
 
 from __future__ import annotations
@@ -13,16 +15,16 @@ import argparse
 import statistics
 import time
 
-from motiondetect.config import build_filters, default_config
+from motiondetect.config import build_filters, load_config
 from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
 from motiondetect.platform import cuda_device_error
 from motiondetect.video import VideoHandler
 
 
-def time_backend(frames, cuda, repeats: int) -> float:
+def time_backend(frames, cuda, repeats: int, config: dict) -> float:
     """Median seconds for one pass over ``frames``; the first (warm-up) pass is not counted."""
-    detector = MotionDetector(build_filters(default_config()), cuda=cuda)
+    detector = MotionDetector(build_filters(config), cuda=cuda)
     passes = []
     for _ in range(repeats + 1):
         detector.reset()
@@ -38,17 +40,19 @@ def main() -> None:
     parser.add_argument("video")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--max-frames", type=int, default=1000)
+    parser.add_argument("-c", "--config", help="YAML config [default: built-in defaults]")
     args = parser.parse_args()
+    config = load_config(args.config)
     with VideoHandler(args.video) as video:
         frames = [f.image for _, f in zip(range(args.max_frames), video)]
     height, width = frames[0].shape[:2]
-    print(f"{args.video}: {len(frames)} frames of {width}x{height}, median of {args.repeats} passes")
+    print(f"{args.video}: {len(frames)} frames of {width}x{height}, config {args.config or 'built-in defaults'}, median of {args.repeats} passes")
     print("| backend | device | fps |\n| --- | --- | --- |")
-    seconds = time_backend(frames, None, args.repeats)
+    seconds = time_backend(frames, None, args.repeats, config)
     print(f"| cpu | - | {len(frames) / seconds:,.0f} |")
     if cuda_device_error() is None:
         with CUDAHandler() as cuda:
-            seconds = time_backend(frames, cuda, args.repeats)
+            seconds = time_backend(frames, cuda, args.repeats, config)
             print(f"| cuda | {cuda.device_name} | {len(frames) / seconds:,.0f} |")
     else:
         print(f"| cuda | unavailable: {cuda_device_error()} | - |")

@@ -36,7 +36,7 @@ def time_filter(cuda, flt, size, runs, warmup, repeats) -> float:
     src = device_image(rng, flt.INPUT, size)
     side = {"reference": Kind.GRAY, "frame": Kind.BGR}.get(flt.SIDE_INPUT)
     side = None if side is None else device_image(rng, side, size)
-    dst = gpuarray.empty(flt.output_shape(src.shape), np.uint8)
+    dst = gpuarray.empty(flt.output_shape(src.shape, None if side is None else side.shape), np.uint8)
     for _ in range(warmup):
         flt.apply(cuda, src, dst, side)
     start, stop = drv.Event(), drv.Event()

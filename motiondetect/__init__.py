@@ -1,4 +1,4 @@
-"""motiondetect: GPU video motion detection (grayscale, absdiff, threshold, erosion, red blend).
+"""motiondetect: GPU video motion detection (background model or frame pairs, mask clean-up, red blend).
 
 Importing this package never touches CUDA; the GPU is used only when a
 :class:`~motiondetect.cuda_handler.CUDAHandler` is entered.

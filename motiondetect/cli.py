@@ -80,6 +80,7 @@ def _filters_help() -> str:
         lines.append(f"{section} settings (YAML '{section}:'; flags above set them):")
         lines += [f"  {name}={default}: {text}" for name, (_, default, text) in table.items()]
     lines.append("preview window keys: " + ", ".join(f"{key} {action}" for key, action in KEYS))
+    lines.append("score against ground truth (CDnet layout): motiondetect evaluate GT_FOLDER [--baselines] (see its --help)")
     return "\n".join(lines)
 
 
@@ -88,8 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     threshold = Threshold.PARAMS[0]
     parser = argparse.ArgumentParser(
         prog="motiondetect",
-        description="Detect motion in a video on the GPU (CUDA) or CPU: grayscale, absdiff of frame "
-        "pairs, threshold, erosion, and the motion blended into the red channel.",
+        description="Detect motion in a video on the GPU (CUDA) or CPU: by default a per-pixel background "
+        "model at a working resolution and mask clean-up (configs/seed.yaml: the case study's frame pairs, "
+        "threshold and erosion), with the motion blended into the red channel.",
         epilog=_filters_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -99,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--events", action="append", metavar="FILE", help="events report to write: JSON, or CSV for a name ending in .csv; repeat for both [default: <stem>_motion.json in the current folder]")
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]")
     parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference: their CUDA kernels or cuBLAS (scikit-cuda) [setting: config 'engine', default kernel]")
-    parser.add_argument("--threshold", type=_param_arg(threshold), metavar="T", help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) [setting: config, default {threshold.default}]")
+    parser.add_argument("--threshold", type=_param_arg(threshold), metavar="T", help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) of the pipeline's 'threshold' filter (e.g. -c configs/seed.yaml) [setting: config]")
     parser.add_argument("--fps", type=_positive_fps, help="frame rate to assume, frames/s, overriding the container's [default: the container's; 25 for image sequences]")
     parser.add_argument("--no-video", action="store_true", help="write only the events file, no annotated video")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
@@ -445,6 +447,11 @@ def _progress(total: int | None, quiet: bool):
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["evaluate"]:  # the scoring subcommand lives in its own module
+        from motiondetect.evaluate import main as evaluate_main
+
+        return evaluate_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO

@@ -59,10 +59,13 @@ def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
 
     A valid pipeline starts from the BGR frame, each filter's ``INPUT`` kind matches the previous
     ``OUTPUT``, exactly one filter compares the frame with its reference (``SIDE_INPUT ==
-    "reference"``), and a mask is produced.
+    "reference"``), and a mask is produced. A filter that reduces the resolution (``RESAMPLE ==
+    "down"``) must be followed by one that restores it (``"up"``) before any filter that needs
+    the frame's size (``SIDE_INPUT == "frame"``) and before the end, and the two do not nest.
     """
     problems = []
     kind = Kind.BGR
+    reduced_at: int | None = None  # index of the open "down" filter, if any
     for i, cls in enumerate(filters):
         if cls.INPUT is not kind:
             problems.append(
@@ -70,6 +73,21 @@ def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
                 f"giving {kind.name}"
             )
         kind = cls.OUTPUT
+        if cls.RESAMPLE == "down":
+            if reduced_at is not None:
+                problems.append(f"pipeline[{i}]: '{cls.NAME}' follows pipeline[{reduced_at}] '{filters[reduced_at].NAME}' with no upscale between")
+            reduced_at = i
+        elif cls.RESAMPLE == "up":
+            if reduced_at is None:
+                problems.append(f"pipeline[{i}]: '{cls.NAME}' has no earlier 'downscale' to undo")
+            reduced_at = None
+        elif cls.SIDE_INPUT == "frame" and reduced_at is not None:
+            problems.append(
+                f"pipeline[{i}]: filter '{cls.NAME}' needs the frame's size but follows pipeline[{reduced_at}] "
+                f"'{filters[reduced_at].NAME}'; add 'upscale' before it"
+            )
+    if reduced_at is not None:
+        problems.append(f"pipeline: the mask stays at the reduced size of pipeline[{reduced_at}] '{filters[reduced_at].NAME}'; add 'upscale' after the last mask filter")
     pairs = [cls.NAME for cls in filters if cls.SIDE_INPUT == "reference"]
     if len(pairs) != 1:
         problems.append(f"pipeline: needs exactly one frame-pair filter (e.g. 'difference'); got {len(pairs)}")
@@ -295,9 +313,12 @@ class MotionDetector:
         self._reference = None
 
     def reset(self) -> None:
-        """Forget the reference frame: the next frame is treated as the first of a new stream."""
+        """Forget the reference frame and every filter's state (background models): the next
+        frame is treated as the first of a new stream."""
         self._shape = None
         self._reference = None
+        for flt in self.filters:
+            flt.reset()
 
     def geometry(self, shape: tuple[int, ...]) -> Geometry:
         """The processing plan for frames of ``shape`` ((H, W) or (H, W, 3)), made once per size.
@@ -495,7 +516,7 @@ class _CudaExecutor:
         return self.cuda.upload(key, frame)
 
     def run(self, stage, flt, src, side):
-        dst = self.cuda.buffer(("stage", stage), flt.output_shape(src.shape))
+        dst = self.cuda.buffer(("stage", stage), flt.output_shape(src.shape, None if side is None else side.shape))
         flt.apply(self.cuda, src, dst, side)
         return dst
 

@@ -18,7 +18,6 @@ import cv2
 import numpy as np
 
 from motiondetect.errors import MotionDetectError
-from motiondetect.filters import Threshold
 from motiondetect.runner import Sink, StopRequested
 
 log = logging.getLogger("motiondetect")
@@ -53,9 +52,10 @@ class PreviewSink(Sink):
 
     Args:
         title: window title.
-        detector: the running :class:`~motiondetect.detector.MotionDetector`; ``+``/``-`` change
-            the ``threshold`` of its Threshold filters live (grey levels, 0..255).
-        events: the run's :class:`~motiondetect.events.EventTracker`, for the REC mark, or None.
+        detector: the running :class:`~motiondetect.detector.MotionDetector`; ``+``/``-`` move
+            the sensitivity parameter of its first filter that has one (``Filter.SENSITIVITY``:
+            a Threshold's grey levels by 1, the Gaussian model's ``sigmas`` by 0.1), within its range.
+        events: the run's :class:`~motiondetect.events.EventSegmenter`, for the REC mark, or None.
         snapshot_stem: ``s`` writes what the window shows to ``<snapshot_stem>_snapshot_<frame>.png``
             (``..._mask.png`` in the mask view) in the current folder.
         realtime_fps: pace the display at this rate (frames/s); ``None`` shows frames as fast as
@@ -97,17 +97,26 @@ class PreviewSink(Sink):
 
     # -- keys -------------------------------------------------------------------------------
     @property
-    def threshold(self) -> int | None:
-        """Threshold of the first Threshold filter (grey levels), or ``None`` when there is none."""
-        found = [f for f in self.detector.filters if isinstance(f, Threshold)]
-        return found[0].params["threshold"] if found else None
+    def _sensitive(self):
+        """The first filter with a sensitivity parameter (threshold, Gaussian sigmas), or None."""
+        return next((f for f in self.detector.filters if f.SENSITIVITY), None)
 
-    def _change_threshold(self, step: int) -> None:
-        for flt in self.detector.filters:
-            if isinstance(flt, Threshold):
-                old = flt.params["threshold"]
-                flt.params["threshold"] = int(np.clip(old + step, 0, 255))
-                log.info("threshold %d -> %d", old, flt.params["threshold"])
+    @property
+    def threshold(self) -> str:
+        """``name=value`` of the sensitivity parameter shown in the overlay, or ``"-"``."""
+        flt = self._sensitive
+        return "-" if flt is None else f"{flt.SENSITIVITY[0]}={flt.params[flt.SENSITIVITY[0]]:g}"
+
+    def _change_threshold(self, direction: int) -> None:
+        flt = self._sensitive
+        if flt is None:
+            log.info("this pipeline has no threshold to change")
+            return
+        name, step = flt.SENSITIVITY
+        spec = next(p for p in flt.PARAMS if p.name == name)
+        old = flt.params[name]
+        flt.params[name] = spec.type(min(spec.maximum, max(spec.minimum, round(old + direction * step, 6))))
+        log.info("%s %g -> %g", name, old, flt.params[name])
 
     def _handle_key(self, key: int, frame, shown) -> None:
         if key in (ord("q"), _ESC):
@@ -140,7 +149,7 @@ class PreviewSink(Sink):
             stamp = f"{int(frame.time // 3600):02d}:{int(frame.time % 3600 // 60):02d}:{frame.time % 60:06.3f}"
         threshold = self.threshold
         lines = [
-            f"{self._fps:5.1f} fps  {self.detector.backend}  T={threshold if threshold is not None else '-'}",
+            f"{self._fps:5.1f} fps  {self.detector.backend}  {threshold}",
             f"motion {100 * result.motion_fraction:5.2f}%" + (f"  dropped {self.reader.dropped}" if self.reader else ""),
             f"{stamp}  frame {frame.index}" + ("  PAUSED" if self.paused else "") + ("  MASK" if self.show_mask else ""),
         ]

@@ -21,6 +21,8 @@ from motiondetect.platform import cuda_device_error
 from motiondetect.video import VideoWriter
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The case study's pipeline, which independent_mask() below reproduces with OpenCV.
+SEED_YAML = ROOT / "configs" / "seed.yaml"
 REPORT_KEYS = {"input", "fps", "frame_count", "backend", "config", "events", "complete"}
 EVENT_KEYS = {
     "index", "start_frame", "end_frame", "start_timecode", "end_timecode", "start_time", "end_time", "duration",
@@ -81,7 +83,7 @@ def clip_run(sample_clip, tmp_path_factory):
     folder = tmp_path_factory.mktemp("clip_run")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(folder)
-        rc = main([str(sample_clip), "--backend", "cpu"])
+        rc = main([str(sample_clip), "--backend", "cpu", "-c", str(SEED_YAML)])
     return folder, rc
 
 
@@ -131,7 +133,7 @@ def test_clip_events_json(clip_run, sample_clip, clip_truth):
     assert report["frame_count"] == 748
     assert report["backend"] == "cpu"
     assert report["complete"] is True
-    assert report["config"]["pipeline"] == motiondetect.default_config()["pipeline"]
+    assert report["config"]["pipeline"] == motiondetect.load_config(SEED_YAML)["pipeline"]
     assert report["output_video"] == str(folder / "highway_traffic_320x240_motion.mp4")
     events = report["events"]
     assert events, "the highway clip has traffic"
@@ -242,7 +244,7 @@ def test_refuses_to_overwrite_then_overwrite_works(tmp_path, sequence, monkeypat
     # Only the events file in the way (video elsewhere) is refused too.
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", tmp_path / "other.mp4")
     assert rc == 2 and "--overwrite" in one_line_error(err) and not (tmp_path / "other.mp4").exists()
-    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--overwrite", "--threshold", "200")
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--overwrite", "--threshold", "200", "-c", SEED_YAML)
     assert rc == 0
     report = json.loads(events.read_text(encoding="utf-8"))
     assert report["complete"] is True
@@ -532,3 +534,22 @@ def test_cublas_from_config_file_without_gpu(tmp_path, sequence, monkeypatch, ca
     config.write_text("pipeline:\n  - {filter: gray, engine: cublas}\n  - filter: difference\n  - filter: threshold\n")
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "-c", config, "--no-video")
     assert rc == 1 and "cuBLAS" in one_line_error(err)
+
+
+# -- the default pipeline (issue 8) ----------------------------------------------------------
+
+
+def test_default_run_records_the_default_pipeline(tmp_path, sequence, monkeypatch, capsys):
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--no-video")
+    assert rc == 0
+    report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
+    assert report["config"]["pipeline"] == motiondetect.default_config()["pipeline"]
+    assert [e["filter"] for e in report["config"]["pipeline"]][:3] == ["gray", "downscale", "gaussian_background"]
+
+
+def test_threshold_flag_needs_a_threshold_filter(tmp_path, sequence, monkeypatch, capsys):
+    # The default pipeline thresholds in standard deviations (gaussian_background), not grey
+    # levels: --threshold is refused with a one-line pointer, before any output is written.
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--threshold", "30")
+    assert rc == 2 and "no 'threshold' filter" in one_line_error(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seq"]

@@ -10,10 +10,23 @@ import yaml
 
 from motiondetect.config import build_filters, default_config, load_config, merge, validate, with_overrides
 from motiondetect.errors import ConfigError
-from motiondetect.filters import REGISTRY, Difference, Erosion, Gray, RedBlend, Threshold
+from motiondetect.filters import (
+    REGISTRY,
+    Difference,
+    Dilation,
+    Downscale,
+    Erosion,
+    GaussianBackground,
+    Gray,
+    Median,
+    RedBlend,
+    Threshold,
+    Upscale,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_YAML = ROOT / "configs" / "default.yaml"
+SEED_YAML = ROOT / "configs" / "seed.yaml"
 
 BASE = [{"filter": "gray"}, {"filter": "difference"}, {"filter": "threshold"}]
 
@@ -39,8 +52,45 @@ def problems_of(tmp_path, text) -> list[str]:
 
 
 def test_default_config_contents():
+    # The pipeline chosen by measurement on the CDnet clips (README, "Detection quality").
     cfg = default_config()
     assert cfg["backend"] == "auto"
+    assert cfg["pipeline"] == [
+        {"filter": "gray"},
+        {"filter": "downscale", "height": 240},
+        {
+            "filter": "gaussian_background",
+            "sigmas": 3.0,
+            "min_sigma": 6.0,
+            "alpha": 0.01,
+            "alpha_foreground": 0.002,
+            "variance_alpha": 0.02,
+            "variance_alpha_foreground": 0.0025,
+            "warmup": 50,
+        },
+        {"filter": "median", "kernel_size": 5},
+        {"filter": "erosion", "kernel_size": 3, "iterations": 1},
+        {"filter": "dilation", "kernel_size": 5, "iterations": 1},
+        {"filter": "upscale"},
+        {"filter": "red_blend", "alpha": 0.5},
+    ]
+    assert cfg["events"] == {
+        "min_area": 0.001,
+        "min_pixels": None,
+        "min_event_length": 0.1,
+        "merge_gap": 2.0,
+        "time_before": 1.5,
+        "time_after": 2.0,
+        "max_area": 1.0,
+    }
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0}
+    assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
+    assert cfg["roi"] is None
+    assert validate(cfg) == []
+
+
+def test_seed_preset_is_the_case_study_pipeline():
+    cfg = load_config(SEED_YAML)
     assert cfg["pipeline"] == [
         {"filter": "gray"},
         {"filter": "difference"},
@@ -65,8 +115,8 @@ def test_default_config_contents():
 
 def test_default_config_is_a_fresh_copy():
     cfg = default_config()
-    cfg["pipeline"][2]["threshold"] = 99
-    assert default_config()["pipeline"][2]["threshold"] == 25
+    cfg["pipeline"][2]["sigmas"] = 9.0
+    assert default_config()["pipeline"][2]["sigmas"] == 3.0
 
 
 def test_default_yaml_matches_builtin_defaults():
@@ -101,9 +151,10 @@ def test_pipeline_replaced_whole(tmp_path):
 
 def test_build_filters_from_defaults():
     filters = build_filters(default_config())
-    assert [type(f) for f in filters] == [Gray, Difference, Threshold, Erosion, RedBlend]
-    assert filters[3].params == {"kernel_size": 3, "iterations": 1}
-    assert filters[4].params == {"alpha": 0.5}
+    assert [type(f) for f in filters] == [Gray, Downscale, GaussianBackground, Median, Erosion, Dilation, Upscale, RedBlend]
+    assert filters[4].params == {"kernel_size": 3, "iterations": 1}
+    assert filters[5].params == {"kernel_size": 5, "iterations": 1}
+    assert filters[7].params == {"alpha": 0.5}
 
 
 def test_merge_does_not_modify_its_inputs():
@@ -118,10 +169,10 @@ def test_merge_does_not_modify_its_inputs():
 
 
 def test_unknown_filter_name(tmp_path):
-    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: blur\n")
+    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: sharpen\n")
     assert len(problems) == 1
     assert problems[0].startswith("pipeline[1].filter:")
-    assert "'blur'" in problems[0]
+    assert "'sharpen'" in problems[0]
     for name in REGISTRY:  # the allowed names come from the registry
         assert name in problems[0]
 
@@ -328,7 +379,7 @@ def test_unhashable_filter_value_is_a_config_error(tmp_path):
 
 
 def test_with_overrides_sets_every_threshold_and_backend():
-    cfg = default_config()
+    cfg = load_config(SEED_YAML)
     cfg["pipeline"].insert(3, {"filter": "threshold", "threshold": 7})
     out = with_overrides(cfg, backend="cpu", threshold=99)
     assert [e["threshold"] for e in out["pipeline"] if e["filter"] == "threshold"] == [99, 99]
@@ -368,7 +419,7 @@ def test_engine_errors_name_the_allowed_engines(tmp_path):
 
 
 def test_engine_override_replaces_per_filter_settings():
-    config = default_config()
+    config = load_config(SEED_YAML)
     config["pipeline"][0]["engine"] = "cublas"
     kernel = with_overrides(config, engine="kernel")
     assert kernel["engine"] == "kernel" and all("engine" not in e for e in kernel["pipeline"])
@@ -397,9 +448,10 @@ def test_presets_load_and_are_documented(name):
 
 
 def test_presets_move_the_way_their_names_say():
-    default = default_config()
+    default, seed = default_config(), load_config(SEED_YAML)
     high, low, fast = (load_config(ROOT / "configs" / f"{n}.yaml") for n in ("high_sensitivity", "low_sensitivity", "fast_scan"))
-    assert threshold_of(high) < threshold_of(default) < threshold_of(low)
+    # The sensitivity presets are frame-pair pipelines: compare them with the case study's.
+    assert threshold_of(high) < threshold_of(seed) < threshold_of(low)
     assert high["events"]["min_area"] < default["events"]["min_area"] < low["events"]["min_area"]
     assert low["events"]["min_event_length"] > default["events"]["min_event_length"] and low["events"]["max_area"] < 1.0
     assert fast["scan"] == {"downscale": 2, "frame_skip": 1}

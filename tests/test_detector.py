@@ -1,14 +1,35 @@
-"""MotionDetector on the CPU backend against hand-computed results and an independent OpenCV chain."""
+"""MotionDetector on the CPU backend against hand-computed results and an independent OpenCV chain.
+
+Most tests run the PyCUDA case study's pipeline (configs/seed.yaml), which an independent OpenCV
+chain reproduces; the default pipeline (a background model at a working resolution) is checked
+against its filters chained by hand and on behaviour (see the end of the file).
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
-from motiondetect.config import build_filters, default_config
+from motiondetect.config import build_filters, default_config, load_config
 from motiondetect.detector import FrameResult, MotionDetector, pipeline_problems
-from motiondetect.filters import Difference, Erosion, Gray, RedBlend, Threshold
+from motiondetect.filters import (
+    Difference,
+    Dilation,
+    Downscale,
+    Erosion,
+    GaussianBackground,
+    Gray,
+    Median,
+    RedBlend,
+    RunningAverage,
+    Threshold,
+    Upscale,
+)
+
+SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
 
 
 def integer_luma(bgr: np.ndarray) -> np.ndarray:
@@ -30,8 +51,14 @@ def independent_blend(frame, mask, alpha=0.5):
     return out
 
 
-def default_detector() -> MotionDetector:
-    return MotionDetector(build_filters(default_config()))
+def seed_config() -> dict:
+    """The case study's pipeline: gray, difference, threshold 25, 3x3 erosion, red_blend 0.5."""
+    return load_config(SEED_YAML)
+
+
+def seed_detector() -> MotionDetector:
+    """A detector running the seed pipeline (the one the independent chain above reproduces)."""
+    return MotionDetector(build_filters(seed_config()))
 
 
 def square_frames(height=40, width=50, background=30, level=200, top=10, lefts=(10, 14), side=8):
@@ -45,7 +72,7 @@ def square_frames(height=40, width=50, background=30, level=200, top=10, lefts=(
 
 def test_first_frame_is_empty_and_passed_through(rng):
     frame = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
-    result = default_detector().process(frame)
+    result = seed_detector().process(frame)
     assert isinstance(result, FrameResult)
     assert result.mask.shape == (24, 32) and result.mask.dtype == np.uint8
     assert not result.mask.any()
@@ -56,7 +83,7 @@ def test_first_frame_is_empty_and_passed_through(rng):
 
 def test_moving_square_by_hand():
     first, second = square_frames()
-    detector = default_detector()
+    detector = seed_detector()
     detector.process(first)
     result = detector.process(second)
     # Grey levels are 30 and 200 (equal channels), the difference 170 > 25 where exactly one
@@ -79,7 +106,7 @@ def test_moving_square_by_hand():
 
 def test_moving_square_against_independent_chain():
     first, second = square_frames(height=33, width=47, background=60, level=90, lefts=(5, 9))
-    detector = default_detector()
+    detector = seed_detector()
     detector.process(first)
     result = detector.process(second)
     mask = independent_mask(first, second)
@@ -92,7 +119,7 @@ def test_threshold_boundary_in_the_pipeline():
     # A difference of exactly the threshold does not move; one more does.
     base = np.full((9, 9, 3), 100, np.uint8)
     for delta, moving in ((25, False), (26, True)):
-        detector = default_detector()
+        detector = seed_detector()
         detector.process(base)
         result = detector.process(base + np.uint8(delta))
         assert result.mask.all() == moving and result.mask.any() == moving
@@ -100,7 +127,7 @@ def test_threshold_boundary_in_the_pipeline():
 
 
 def test_real_frames_match_independent_opencv_chain(sample_frames):
-    detector = default_detector()
+    detector = seed_detector()
     previous = None
     moving_frames = 0
     for frame in sample_frames:
@@ -119,7 +146,7 @@ def test_real_frames_match_independent_opencv_chain(sample_frames):
 
 
 def test_real_frames_with_other_parameters(sample_frames):
-    cfg = default_config()
+    cfg = seed_config()
     cfg["pipeline"][2]["threshold"] = 10
     cfg["pipeline"][3].update(kernel_size=5, iterations=2)
     cfg["pipeline"][4]["alpha"] = 0.3
@@ -133,7 +160,7 @@ def test_real_frames_with_other_parameters(sample_frames):
 
 
 def test_results_are_owned_by_the_caller(sample_frames):
-    detector = default_detector()
+    detector = seed_detector()
     detector.process(sample_frames[0])
     kept = detector.process(sample_frames[9])
     mask, frame = kept.mask.copy(), kept.frame.copy()
@@ -145,7 +172,7 @@ def test_results_are_owned_by_the_caller(sample_frames):
 
 def test_input_frames_not_modified(sample_frames):
     frames = [f.copy() for f in sample_frames[8:11]]
-    detector = default_detector()
+    detector = seed_detector()
     for f in frames:
         detector.process(f)
     for f, original in zip(frames, sample_frames[8:11]):
@@ -154,7 +181,7 @@ def test_input_frames_not_modified(sample_frames):
 
 def test_non_contiguous_frame(rng):
     big = rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)
-    detector = default_detector()
+    detector = seed_detector()
     detector.process(np.ascontiguousarray(big[:, ::-1]))
     other = big.copy()
     other[5:15, 5:15] = 255
@@ -164,7 +191,7 @@ def test_non_contiguous_frame(rng):
 
 
 def test_size_change_raises_value_error():
-    detector = default_detector()
+    detector = seed_detector()
     detector.process(np.zeros((10, 12, 3), np.uint8))
     with pytest.raises(ValueError, match="12x10 to 13x10"):
         detector.process(np.zeros((10, 13, 3), np.uint8))
@@ -173,23 +200,23 @@ def test_size_change_raises_value_error():
 @pytest.mark.parametrize("frame", [np.zeros((4, 5, 3), np.float32), np.zeros((4, 5, 3), np.uint16), np.zeros((4, 5, 3), np.int8)])
 def test_wrong_dtype_raises_type_error(frame):
     with pytest.raises(TypeError, match="uint8"):
-        default_detector().process(frame)
+        seed_detector().process(frame)
 
 
 def test_non_array_raises_type_error():
     with pytest.raises(TypeError):
-        default_detector().process([[[0, 0, 0]]])
+        seed_detector().process([[[0, 0, 0]]])
 
 
 @pytest.mark.parametrize("shape", [(4, 5), (4, 5, 4), (4, 5, 1), (0, 5, 3), (4, 0, 3), (2, 4, 5, 3)])
 def test_wrong_shape_raises_value_error(shape):
     with pytest.raises(ValueError, match="shape"):
-        default_detector().process(np.zeros(shape, np.uint8))
+        seed_detector().process(np.zeros(shape, np.uint8))
 
 
 def test_bad_frame_does_not_disturb_the_stream():
     first, second = square_frames()
-    detector = default_detector()
+    detector = seed_detector()
     detector.process(first)
     with pytest.raises(TypeError):
         detector.process(second.astype(np.float32))
@@ -198,7 +225,7 @@ def test_bad_frame_does_not_disturb_the_stream():
 
 def test_reset_makes_the_next_frame_a_first_frame():
     first, second = square_frames()
-    detector = default_detector()
+    detector = seed_detector()
     detector.process(first)
     detector.reset()
     result = detector.process(second)
@@ -233,7 +260,7 @@ def test_pipeline_without_erosion_keeps_thin_motion():
 
 
 def test_backend_is_cpu_without_a_handler():
-    assert default_detector().backend == "cpu"
+    assert seed_detector().backend == "cpu"
 
 
 # -- pipeline_problems --------------------------------------------------------------------
@@ -268,3 +295,107 @@ def test_detector_refuses_a_broken_pipeline():
         MotionDetector([Gray(), Threshold()])
     with pytest.raises(ValueError, match=r"pipeline\[0\]"):
         MotionDetector([Threshold(), Gray(), Difference()])
+
+
+def test_pipeline_problems_resolution():
+    assert pipeline_problems([Gray, Downscale, GaussianBackground, Median, Upscale, RedBlend]) == []
+    # red_blend needs the frame's size: the mask must be upscaled first.
+    problems = pipeline_problems([Gray, Downscale, Difference, Threshold, RedBlend])
+    assert problems == [
+        "pipeline[4]: filter 'red_blend' needs the frame's size but follows pipeline[1] 'downscale'; add 'upscale' before it",
+        "pipeline: the mask stays at the reduced size of pipeline[1] 'downscale'; add 'upscale' after the last mask filter",
+    ]
+    assert pipeline_problems([Gray, Downscale, Difference, Threshold]) == [
+        "pipeline: the mask stays at the reduced size of pipeline[1] 'downscale'; add 'upscale' after the last mask filter"
+    ]
+    assert pipeline_problems([Gray, Difference, Threshold, Upscale]) == ["pipeline[3]: 'upscale' has no earlier 'downscale' to undo"]
+    nested = pipeline_problems([Gray, Downscale, Downscale, Difference, Threshold, Upscale])
+    assert nested == ["pipeline[2]: 'downscale' follows pipeline[1] 'downscale' with no upscale between"]
+
+
+def test_pipeline_problems_background_models_are_frame_pair_filters():
+    assert pipeline_problems([Gray, RunningAverage, Threshold]) == []
+    assert pipeline_problems([Gray, GaussianBackground]) == []
+    assert any("got 2" in p for p in pipeline_problems([Gray, RunningAverage, GaussianBackground]))
+
+
+# -- the default pipeline -----------------------------------------------------------------
+
+
+def default_pipeline_by_hand(frames):
+    """The default pipeline's filters called one by one, outside the detector: the wiring (working
+    resolution, the reference frame, the frame as side input, state across frames) is done here
+    by hand, so a detector bug in any of it shows."""
+    cfg = {e["filter"]: {k: v for k, v in e.items() if k != "filter"} for e in default_config()["pipeline"]}
+    gray, down, model = Gray(), Downscale(**cfg["downscale"]), GaussianBackground(**cfg["gaussian_background"])
+    median, erosion, dilation = Median(**cfg["median"]), Erosion(**cfg["erosion"]), Dilation(**cfg["dilation"])
+    upscale, blend = Upscale(), RedBlend(**cfg["red_blend"])
+    previous, out = None, []
+    for frame in frames:
+        small = down.reference(gray.reference(frame))
+        if previous is None:
+            out.append((np.zeros(frame.shape[:2], np.uint8), frame))
+        else:
+            mask = model.reference(small, previous)
+            mask = upscale.reference(dilation.reference(erosion.reference(median.reference(mask))), frame)
+            out.append((mask, blend.reference(mask, frame)))
+        previous = small
+    return out
+
+
+def moving_square_video(count=80, height=96, width=128, seed=5):
+    """Static noisy scene (sensor noise sigma 2), then a bright 16x16 square crossing it."""
+    rng = np.random.default_rng(seed)
+    scene = rng.integers(40, 200, (height, width, 3), dtype=np.uint8)
+    frames = []
+    for i in range(count):
+        f = np.clip(scene.astype(np.int16) + rng.normal(0, 2, scene.shape).round().astype(np.int16), 0, 255).astype(np.uint8)
+        if i >= 60:
+            left = 10 + 4 * (i - 60)
+            f[40:56, left : left + 16] = 250
+        frames.append(f)
+    return frames
+
+
+def test_default_pipeline_matches_its_filters_chained_by_hand(sample_frames):
+    for frames in (sample_frames[:40], moving_square_video(count=70, height=481, width=250)):
+        detector = MotionDetector(build_filters(default_config()))
+        for frame, (mask, blended) in zip(frames, default_pipeline_by_hand(frames)):
+            result = detector.process(frame)
+            np.testing.assert_array_equal(result.mask, mask)
+            np.testing.assert_array_equal(result.frame, blended)
+            assert result.motion_fraction == np.count_nonzero(mask) / mask.size
+    assert Downscale().factor(481) == 2  # the second clip runs at a reduced, uneven size
+
+
+def test_default_pipeline_finds_the_square_and_ignores_noise():
+    frames = moving_square_video()
+    detector = MotionDetector(build_filters(default_config()))
+    results = [detector.process(f) for f in frames]
+    # The noisy static scene (after the model's first frames) gives empty masks.
+    assert all(r.motion_fraction == 0.0 for r in results[5:60])
+    for i in range(62, 80):
+        mask = results[i].mask != 0
+        square = np.zeros_like(mask)
+        left = 10 + 4 * (i - 60)
+        square[40:56, left : left + 16] = True
+        # Most of the square is found and little else: the mask is within a few pixels of it.
+        assert np.count_nonzero(mask & square) >= 0.8 * square.sum(), i
+        assert np.count_nonzero(mask & ~cv2.dilate(square.astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)) == 0, i
+
+
+def test_reset_restarts_background_models():
+    frames = moving_square_video(count=66)
+    detector = MotionDetector(build_filters(default_config()))
+    for f in frames[:30]:
+        detector.process(f)
+    detector.reset()
+    fresh = MotionDetector(build_filters(default_config()))
+    for f in frames[30:]:
+        got, want = detector.process(f), fresh.process(f)
+        np.testing.assert_array_equal(got.mask, want.mask)
+    assert want.motion_fraction > 0  # the comparison covered motion
+    # After a reset a frame of another size starts a new stream.
+    detector.reset()
+    assert detector.process(np.zeros((50, 70, 3), np.uint8)).mask.shape == (50, 70)
+    assert detector.process(np.zeros((50, 70, 3), np.uint8)).motion_fraction == 0.0

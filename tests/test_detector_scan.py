@@ -4,13 +4,23 @@ downscaling with the mask mapped back, the annotate switch and held results (fra
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import cv2
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from motiondetect.config import build_filters, default_config
+from motiondetect.config import build_filters, load_config
+
+SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
+
+
+def seed_config() -> dict:
+    """The case study's pipeline (configs/seed.yaml): these tests check ROI, downscale and frame
+    skip against an independent chain of its steps."""
+    return load_config(SEED_YAML)
 from motiondetect.detector import Geometry, MotionDetector, mask_stats_reference
 from motiondetect.filters import Difference, Gray, Threshold
 
@@ -48,7 +58,7 @@ def triangle_roi(shape=(240, 320)):
 
 
 def config_with(threshold=25, k=3, iterations=1):
-    cfg = default_config()
+    cfg = seed_config()
     cfg["pipeline"][2]["threshold"] = threshold
     cfg["pipeline"][3].update(kernel_size=k, iterations=iterations)
     return cfg
@@ -58,7 +68,7 @@ def config_with(threshold=25, k=3, iterations=1):
 
 
 def test_bbox_on_real_frames(sample_frames):
-    detector = MotionDetector(build_filters(default_config()))
+    detector = MotionDetector(build_filters(seed_config()))
     boxes = 0
     for frame in sample_frames[:30]:
         result = detector.process(frame)
@@ -78,7 +88,7 @@ def test_mask_stats_reference_edge_cases(rng):
 
 
 def test_first_frame_has_no_box():
-    result = MotionDetector(build_filters(default_config())).process(np.zeros((4, 6, 3), np.uint8))
+    result = MotionDetector(build_filters(seed_config())).process(np.zeros((4, 6, 3), np.uint8))
     assert result.bbox is None and result.motion_fraction == 0.0
 
 
@@ -125,7 +135,7 @@ def test_roi_without_known_halo_is_not_cropped(sample_frames):
 
 
 def test_roi_errors():
-    filters = build_filters(default_config())
+    filters = build_filters(seed_config())
     with pytest.raises(ValueError, match="320x240"):
         MotionDetector(filters, roi=triangle_roi()).process(np.zeros((100, 100, 3), np.uint8))
     with pytest.raises(TypeError, match="uint8"):
@@ -147,7 +157,7 @@ def test_roi_errors():
 def test_downscale_maps_the_small_mask_back(sample_frames, factor):
     height, width = sample_frames[0].shape[:2]
     small_size = (width // factor, height // factor)
-    detector = MotionDetector(build_filters(default_config()), downscale=factor)
+    detector = MotionDetector(build_filters(seed_config()), downscale=factor)
     previous = None
     for frame in sample_frames[:15]:
         result = detector.process(frame)
@@ -165,7 +175,7 @@ def test_downscale_maps_the_small_mask_back(sample_frames, factor):
 
 def test_downscale_with_roi(sample_frames):
     roi = triangle_roi()
-    detector = MotionDetector(build_filters(default_config()), roi=roi, downscale=2)
+    detector = MotionDetector(build_filters(seed_config()), roi=roi, downscale=2)
     geo = detector.geometry((240, 320))
     x0, y0, x1, y1 = geo.crop
     small_roi = np.where(cv2.resize(roi[y0:y1, x0:x1], geo.work_size, interpolation=cv2.INTER_AREA) > 127, 255, 0).astype(np.uint8)
@@ -231,8 +241,8 @@ def test_downscale_against_the_full_size_run(sample_clip):
     from motiondetect.events import EventSegmenter
 
     settings = dict(min_area=0.004, min_event_length=0.2, merge_gap=0.5, time_before=0, time_after=0.5)
-    full, full_events = run_clip(sample_clip, MotionDetector(build_filters(default_config()), annotate=False), EventSegmenter(25, **settings))
-    half, half_events = run_clip(sample_clip, MotionDetector(build_filters(default_config()), downscale=2, annotate=False), EventSegmenter(25, **settings))
+    full, full_events = run_clip(sample_clip, MotionDetector(build_filters(seed_config()), annotate=False), EventSegmenter(25, **settings))
+    half, half_events = run_clip(sample_clip, MotionDetector(build_filters(seed_config()), downscale=2, annotate=False), EventSegmenter(25, **settings))
     assert np.corrcoef(full, half)[0, 1] > 0.9
     assert 0.2 < half.sum() / full.sum() < 1.0
     assert len(full_events) >= 5 and len(half_events) >= 3
@@ -244,7 +254,7 @@ def test_downscale_against_the_full_size_run(sample_clip):
 
 
 def test_annotate_false_returns_the_input_frame(sample_frames):
-    detector = MotionDetector(build_filters(default_config()), annotate=False)
+    detector = MotionDetector(build_filters(seed_config()), annotate=False)
     for frame in sample_frames[:3]:
         result = detector.process(frame)
         assert result.frame is frame
@@ -253,7 +263,7 @@ def test_annotate_false_returns_the_input_frame(sample_frames):
 
 
 def test_repeat_holds_the_mask_and_blends_the_new_frame(sample_frames):
-    detector = MotionDetector(build_filters(default_config()))
+    detector = MotionDetector(build_filters(seed_config()))
     detector.process(sample_frames[0])
     held = detector.process(sample_frames[1])
     repeated = detector.repeat(sample_frames[2], held)
@@ -262,5 +272,5 @@ def test_repeat_holds_the_mask_and_blends_the_new_frame(sample_frames):
     np.testing.assert_array_equal(repeated.frame, independent_blend(sample_frames[2], held.mask))
     # The reference is untouched: the next processed frame is compared with frame 1.
     np.testing.assert_array_equal(detector.process(sample_frames[3]).mask, independent_mask(sample_frames[1], sample_frames[3]))
-    plain = MotionDetector(build_filters(default_config()), annotate=False)
+    plain = MotionDetector(build_filters(seed_config()), annotate=False)
     assert plain.repeat(sample_frames[2], held).frame is sample_frames[2]

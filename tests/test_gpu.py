@@ -7,11 +7,12 @@ the GPU machine with ``python3 -m pytest -m gpu``.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from motiondetect.config import build_filters, default_config
+from motiondetect.config import build_filters, default_config, load_config
 from motiondetect.detector import MotionDetector
 from motiondetect.filters import REGISTRY, Erosion, Kind, RedBlend, Threshold
 
@@ -20,6 +21,9 @@ pytestmark = pytest.mark.gpu
 #: Frame sizes (H, W): degenerate, not multiples of any block size, odd, 1080p and 2160p.
 GPU_SIZES = [(1, 1), (7, 13), (479, 641), (1080, 1920), (2160, 3840)]
 POISON = 0xAB  # outputs are filled with this first, so a kernel that skips pixels is caught
+SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
+#: Whole-pipeline tests run the default pipeline and the case study's (configs/seed.yaml).
+PIPELINES = {"default": default_config, "seed": lambda: load_config(SEED_YAML)}
 
 
 def random_image(rng, kind: Kind, size):
@@ -37,7 +41,7 @@ def run_on_gpu(cuda, flt, src, side):
 
     d_src = gpuarray.to_gpu(src)
     d_side = None if side is None else gpuarray.to_gpu(side)
-    d_dst = gpuarray.empty(flt.output_shape(src.shape), np.uint8)
+    d_dst = gpuarray.empty(flt.output_shape(src.shape, None if side is None else side.shape), np.uint8)
     drv.memset_d8(d_dst.gpudata, POISON, d_dst.nbytes)
     flt.apply(cuda, d_src, d_dst, d_side)
     cuda.synchronize()
@@ -67,6 +71,7 @@ FILTER_CASES = [cls() for cls in REGISTRY.values()] + [
 @pytest.mark.parametrize("size", GPU_SIZES, ids=lambda s: f"{s[1]}x{s[0]}")
 @pytest.mark.parametrize("flt", FILTER_CASES, ids=repr)
 def test_kernel_matches_reference_bit_for_bit(cuda, rng, flt, size):
+    flt.reset()  # background models: both backends start a new stream from the side input
     src = random_image(rng, flt.INPUT, size)
     side = side_input(rng, flt, size)
     expected = flt.reference(src, side)
@@ -97,11 +102,12 @@ def test_gray_kernel_within_one_level_of_opencv(cuda, rng, size):
     assert np.mean(got != opencv) < 0.01
 
 
-def test_detector_matches_cpu_on_random_frames_of_every_size(cuda, rng):
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_detector_matches_cpu_on_random_frames_of_every_size(cuda, rng, pipeline):
     for size in GPU_SIZES:
         frames = [random_image(rng, Kind.BGR, size) for _ in range(3)]
-        cpu = MotionDetector(build_filters(default_config()))
-        gpu = MotionDetector(build_filters(default_config()), cuda=cuda)
+        cpu = MotionDetector(build_filters(PIPELINES[pipeline]()))
+        gpu = MotionDetector(build_filters(PIPELINES[pipeline]()), cuda=cuda)
         for frame in frames:
             want, got = cpu.process(frame), gpu.process(frame)
             assert np.array_equal(got.mask, want.mask)
@@ -109,11 +115,12 @@ def test_detector_matches_cpu_on_random_frames_of_every_size(cuda, rng):
             assert got.motion_fraction == want.motion_fraction
 
 
-def test_whole_pipeline_on_real_clip_identical_to_cpu(cuda, sample_clip):
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_whole_pipeline_on_real_clip_identical_to_cpu(cuda, sample_clip, pipeline):
     from motiondetect.video import VideoHandler
 
-    cpu = MotionDetector(build_filters(default_config()))
-    gpu = MotionDetector(build_filters(default_config()), cuda=cuda)
+    cpu = MotionDetector(build_filters(PIPELINES[pipeline]()))
+    gpu = MotionDetector(build_filters(PIPELINES[pipeline]()), cuda=cuda)
     moving_frames = 0
     with VideoHandler(sample_clip) as video:
         for frame in video:

@@ -9,11 +9,12 @@ engine is bit-exact by construction. These tests would show the first pixel wher
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from motiondetect.config import build_filters, default_config, with_overrides
+from motiondetect.config import build_filters, load_config, with_overrides
 from motiondetect.detector import MotionDetector
 from motiondetect.filters import REGISTRY
 from tests.test_gpu import GPU_SIZES, random_image, run_on_gpu, side_input
@@ -21,6 +22,8 @@ from tests.test_gpu import GPU_SIZES, random_image, run_on_gpu, side_input
 pytestmark = pytest.mark.gpu
 
 CUBLAS_FILTERS = [name for name, cls in REGISTRY.items() if "cublas" in cls.ENGINES]
+#: The case study's pipeline: gray and difference, the two filters with a cuBLAS form, both in it.
+SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +69,10 @@ def test_pipeline_on_real_clip_same_events_as_kernel_engine(blas_cuda, sample_cl
     from motiondetect.cli import main
     from motiondetect.video import VideoHandler
 
-    config = with_overrides(default_config(), engine="cublas")
+    config = with_overrides(load_config(SEED_YAML), engine="cublas")
     assert [f.engine for f in build_filters(config)][:2] == ["cublas", "cublas"]
     cublas = MotionDetector(build_filters(config), cuda=blas_cuda)
-    cpu = MotionDetector(build_filters(default_config()))
+    cpu = MotionDetector(build_filters(load_config(SEED_YAML)))
     with VideoHandler(sample_clip) as video:
         for frame in video:
             want, got = cpu.process(frame.image), cublas.process(frame.image)
@@ -79,7 +82,7 @@ def test_pipeline_on_real_clip_same_events_as_kernel_engine(blas_cuda, sample_cl
     monkeypatch.chdir(tmp_path)
     events = {}
     for engine in ("kernel", "cublas"):
-        assert main([str(sample_clip), "--backend", "cuda", "--engine", engine, "--no-video", "--events", f"{engine}.json", "-q"]) == 0
+        assert main([str(sample_clip), "-c", str(SEED_YAML), "--backend", "cuda", "--engine", engine, "--no-video", "--events", f"{engine}.json", "-q"]) == 0
         report = json.loads((tmp_path / f"{engine}.json").read_text())
         assert report["config"]["engine"] == engine
         events[engine] = report["events"]

@@ -168,9 +168,10 @@ def test_preview_window_overlay_keys_and_outputs(preview, tmp_path):
     assert (red & white).sum() >= 0.8 * red.sum(), "red pixels are not where the mask is set"
     preview.key("m")
 
-    # Threshold up and down, resume, quit.
-    preview.key("plus", until="threshold 25 -> 26")
-    preview.key("minus", until="threshold 26 -> 25")
+    # Sensitivity up and down, resume, quit.
+    # The default pipeline's sensitivity is the Gaussian model's sigmas (0.1 a key press).
+    preview.key("plus", until="sigmas 3 -> 3.1")
+    preview.key("minus", until="sigmas 3.1 -> 3")
     preview.key("space", until="resumed\n")
     time.sleep(0.5)
     assert preview.quit("q") == 0

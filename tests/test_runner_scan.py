@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import csv
 import json
 
@@ -10,7 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from motiondetect.config import build_filters, default_config
+from motiondetect.config import build_filters, load_config
+
+SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
+
+
+def seed_config() -> dict:
+    """The case study's pipeline (configs/seed.yaml): these tests check ROI, downscale and frame
+    skip against an independent chain of its steps."""
+    return load_config(SEED_YAML)
 from motiondetect.detector import FrameResult, MotionDetector
 from motiondetect.events import EventSegmenter
 from motiondetect.outputs.clips import _EventFramesSink
@@ -42,12 +52,12 @@ def frames_of(images, fps=25.0):
 @pytest.mark.parametrize("skip", [1, 2])
 def test_frame_skip_processes_one_in_n_plus_one_and_holds(sample_frames, skip):
     recorder = Recorder()
-    detector = MotionDetector(build_filters(default_config()))
+    detector = MotionDetector(build_filters(seed_config()))
     summary = Runner(frames_of(sample_frames[:20]), detector, [recorder], frame_skip=skip).run()
     assert summary.complete and summary.frames == 20 and len(recorder.results) == 20
     # A processed frame is compared with its predecessor, as in a full run ...
-    full = [MotionDetector(build_filters(default_config())).process(sample_frames[0])]
-    reference = MotionDetector(build_filters(default_config()))
+    full = [MotionDetector(build_filters(seed_config())).process(sample_frames[0])]
+    reference = MotionDetector(build_filters(seed_config()))
     reference.process(sample_frames[0])
     full += [reference.process(frame) for frame in sample_frames[1:20]]
     for i in range(0, 20, skip + 1):
@@ -74,7 +84,7 @@ def test_frame_skip_events_against_the_full_run(sample_clip):
     for skip in (0, 1):
         events = EventSegmenter(25.0, **params)
         with VideoHandler(sample_clip) as video:
-            Runner(video, MotionDetector(build_filters(default_config()), annotate=False), [], events=events, frame_skip=skip).run()
+            Runner(video, MotionDetector(build_filters(seed_config()), annotate=False), [], events=events, frame_skip=skip).run()
         spans[skip] = [(e.motion_start_frame, e.motion_end_frame) for e in events.events]
     assert len(spans[0]) >= 5
     near = [any(abs(s - start) <= 2 and abs(e - end) <= 2 for s, e in spans[0]) for start, end in spans[1]]
@@ -150,7 +160,7 @@ def test_events_sinks_write_json_and_csv_that_agree(tmp_path, sample_frames):
     events = EventSegmenter(25.0, min_area=0.001, time_before=0.1, time_after=0.1)
     sinks = [EventsSink(tmp_path / "e.json", events, {"input": "x"}), EventsSink(tmp_path / "e.CSV", events, {})]
     assert [s.format for s in sinks] == ["json", "csv"]
-    summary = Runner(frames_of(sample_frames[:30]), MotionDetector(build_filters(default_config())), sinks, events=events).run()
+    summary = Runner(frames_of(sample_frames[:30]), MotionDetector(build_filters(seed_config())), sinks, events=events).run()
     report = json.loads((tmp_path / "e.json").read_text())
     assert report["input"] == "x" and report["complete"] is True and report["frame_count"] == summary.frames == 30
     rows = list(csv.DictReader(open(tmp_path / "e.CSV", newline="")))
@@ -172,7 +182,7 @@ def test_interrupted_run_finishes_the_open_event(tmp_path, sample_frames):
             pass
 
     sink = EventsSink(tmp_path / "e.json", events, {})
-    summary = Runner(frames_of(sample_frames[:30]), MotionDetector(build_filters(default_config())), [Stop(), sink], events=events).run()
+    summary = Runner(frames_of(sample_frames[:30]), MotionDetector(build_filters(seed_config())), [Stop(), sink], events=events).run()
     assert summary.interrupted and summary.frames == 12
     report = json.loads((tmp_path / "e.json").read_text())
     assert report["complete"] is False
@@ -191,6 +201,6 @@ def test_clip_that_cannot_be_written_stops_the_run_cleanly(tmp_path, sample_fram
     events = EventSegmenter(25.0, min_area=0.001, min_event_length=0)
     report = EventsSink(tmp_path / "e.json", events, {})
     sink = ClipSink(tmp_path, "x", events, 25.0, (320, 240))
-    summary = Runner(frames_of(sample_frames[:10]), MotionDetector(build_filters(default_config())), [sink, report], events=events).run()
+    summary = Runner(frames_of(sample_frames[:10]), MotionDetector(build_filters(seed_config())), [sink, report], events=events).run()
     assert isinstance(summary.error, VideoOpenFailure) and not summary.complete
     assert json.loads((tmp_path / "e.json").read_text())["complete"] is False

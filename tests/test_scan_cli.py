@@ -58,6 +58,10 @@ def read_csv(path):
         return list(csv.DictReader(handle))
 
 
+#: The case study's pipeline: the scan's expectations are an independent chain of its steps.
+SEED_YAML = str(Path(__file__).resolve().parent.parent / "configs" / "seed.yaml")
+
+
 def one_line_error(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("motiondetect: error: ") and "Traceback" not in err, err
@@ -81,7 +85,7 @@ def run(monkeypatch, capsys, cwd, *argv):
 def scan(sample_clip, tmp_path_factory):
     folder = tmp_path_factory.mktemp("scan")
     argv = [
-        str(sample_clip), "--backend", "cpu", "--boxes", "--timecode", "--fraction",
+        str(sample_clip), "-c", SEED_YAML, "--backend", "cpu", "--boxes", "--timecode", "--fraction",
         "--events", "report.json", "--events", "report.csv", "--clips", "clips", "--masks", "masks",
         "--mask-out", "mask.mp4", *SPLIT, "-q",
     ]
@@ -179,7 +183,7 @@ def test_scan_overlays_on_the_annotated_video(scan, frames):
 
 def test_only_motion_video_holds_the_events_frames(sample_clip, tmp_path, monkeypatch, capsys, scan):
     _, _, report = scan
-    rc, _ = run(monkeypatch, capsys, tmp_path, sample_clip, "--backend", "cpu", "-o", "only.mp4", "--only-motion", "--no-blend", *SPLIT, "--events", "e.json", "-q")
+    rc, _ = run(monkeypatch, capsys, tmp_path, sample_clip, "-c", SEED_YAML, "--backend", "cpu", "-o", "only.mp4", "--only-motion", "--no-blend", *SPLIT, "--events", "e.json", "-q")
     assert rc == 0
     frames, _ = decode(tmp_path / "only.mp4")
     assert len(frames) == sum(e["end_frame"] - e["start_frame"] + 1 for e in report["events"])

@@ -13,6 +13,11 @@ A :class:`Filter` is one step of the motion pipeline. Each subclass declares
   arithmetic is linear algebra, ``"cublas"`` (BLAS calls through scikit-cuda);
 - ``POINTWISE``: each output pixel depends only on the same pixel of the inputs (see
   :meth:`Filter.halo`, which filters with a neighbourhood override).
+- ``RESAMPLE``: ``"down"`` for a filter whose output is smaller than its input, ``"up"`` for the
+  one that brings a mask back to the frame's size, ``None`` (most filters) for same-size output.
+
+A filter may keep state from frame to frame (a background model): it then overrides
+:meth:`Filter.reset`, which the detector calls when a new stream starts.
 
 and implements the same function on the CPU with NumPy/OpenCV (:meth:`Filter.reference`) and on
 the GPU through a :class:`~motiondetect.cuda_handler.CUDAHandler` (:meth:`Filter.apply_kernel`,
@@ -23,6 +28,7 @@ The registry, config schema, CLI help and error messages are all derived from th
 from __future__ import annotations
 
 import enum
+import itertools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -31,6 +37,10 @@ import numpy as np
 
 if TYPE_CHECKING:
     from motiondetect.cuda_handler import CUDAHandler
+
+#: Serial numbers of filter instances: device buffers holding a filter's state are keyed on them
+#: (unlike ``id()``, a number is never reused by a later instance).
+_SERIALS = itertools.count()
 
 
 class Kind(enum.Enum):
@@ -100,6 +110,10 @@ class Filter(ABC):
     SIDE_INPUT: ClassVar[str | None] = None
     ENGINES: ClassVar[tuple[str, ...]] = ("kernel",)
     POINTWISE: ClassVar[bool] = False
+    RESAMPLE: ClassVar[str | None] = None
+    #: The parameter that sets how much change counts as motion, and the step the preview's
+    #: ``+``/``-`` keys move it by (higher = less sensitive); ``None`` for filters without one.
+    SENSITIVITY: ClassVar[tuple[str, float] | None] = None
 
     def __init__(self, engine: str = "kernel", **params: Any) -> None:
         known = {p.name: p for p in self.PARAMS}
@@ -110,6 +124,7 @@ class Filter(ABC):
             raise ValueError(f"{self.NAME}: engine must be one of {', '.join(self.ENGINES)}; got {engine!r}")
         self.engine = engine
         self.params = {name: p.type(params.get(name, p.default)) for name, p in known.items()}
+        self.serial = next(_SERIALS)
 
     def __repr__(self) -> str:
         args = [f"{k}={v!r}" for k, v in self.params.items()]
@@ -117,8 +132,14 @@ class Filter(ABC):
             args.append(f"engine={self.engine!r}")
         return f"{type(self).__name__}({', '.join(args)})"
 
-    def output_shape(self, input_shape: tuple[int, ...]) -> tuple[int, ...]:
-        """Shape of the output image for an input of ``input_shape`` (same H, W)."""
+    def output_shape(self, input_shape: tuple[int, ...], side_shape: tuple[int, ...] | None = None) -> tuple[int, ...]:
+        """Shape of the output image for an input of ``input_shape`` (same H, W by default).
+
+        Args:
+            input_shape: shape of the input image, (H, W) or (H, W, 3).
+            side_shape: shape of the side input, where the filter has one (a filter that
+                resizes to the frame's size reads it from there); ``None`` otherwise.
+        """
         height, width = input_shape[:2]
         return (height, width, 3) if self.OUTPUT is Kind.BGR else (height, width)
 
@@ -131,6 +152,20 @@ class Filter(ABC):
         cropping never changes a result inside the region.
         """
         return 0 if self.POINTWISE else None
+
+    def reset(self) -> None:
+        """Forget any state kept from earlier frames (no-op for stateless filters).
+
+        Filters with a background model override this; :meth:`MotionDetector.reset
+        <motiondetect.detector.MotionDetector.reset>` calls it so that the next frame starts a
+        new stream on both backends.
+        """
+
+    def state_key(self, name: str) -> tuple:
+        """Key of this instance's device buffer ``name`` in :meth:`CUDAHandler.buffer
+        <motiondetect.cuda_handler.CUDAHandler.buffer>` (per instance, so two detectors sharing a
+        handler keep separate background models)."""
+        return ("state", self.NAME, self.serial, name)
 
     @abstractmethod
     def reference(self, src: np.ndarray, side: np.ndarray | None = None) -> np.ndarray:

@@ -19,6 +19,7 @@ class Threshold(Filter):
     KERNEL = "threshold"
     INPUT = Kind.GRAY
     OUTPUT = Kind.MASK
+    SENSITIVITY = ("threshold", 1)
     POINTWISE = True
     PARAMS = (
         Param(

@@ -1,0 +1,38 @@
+// Gaussian-background filter: a per-pixel background model compared with the current frame.
+// Integer fixed point throughout, so the CPU reference computes the same bits: the background
+// mean is kept in Q16 (grey level * 2^16, int), variances in Q8 (grey level^2 * 2^8, int),
+// learning rates in Q16 (rate * 2^16, 0..65536). Products are 64-bit; ">>" of a negative
+// 64-bit value is an arithmetic shift (floor) in nvcc, as in NumPy, and adding 2^(s-1) before a
+// shift by s rounds half up.
+
+// Per-pixel Gaussian background (running Gaussian average, Wren et al. 1997) with selective
+// update (Koller et al. 1994): foreground where (x - mean)^2 > k^2 * max(var, min_var); the
+// mean and variance then learn at the background rates where the pixel is background and at
+// the (slower) foreground rates where it is foreground; the variance learns from
+// min(d^2, k^2 * max(var, min_var)), so one outlier cannot inflate it beyond the threshold.
+__global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
+                                          const unsigned char* __restrict__ reference,
+                                          int* __restrict__ mean,
+                                          int* __restrict__ var,
+                                          unsigned char* __restrict__ dst,
+                                          int count, int init,
+                                          int k2_q8, int min_var_q8,
+                                          int alpha_q16, int alpha_fg_q16,
+                                          int var_alpha_q16, int var_alpha_fg_q16)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    int m = init ? ((int)reference[i] << 16) : mean[i];
+    int v = init ? min_var_q8 : var[i];
+    int d = ((int)src[i] << 16) - m;                           // Q16
+    long long d2 = (long long)d * d;                            // Q32
+    long long limit = (long long)k2_q8 * (long long)max(v, min_var_q8);  // Q16
+    int foreground = d2 > (limit << 16);
+    dst[i] = foreground ? 255 : 0;
+    int a = foreground ? alpha_fg_q16 : alpha_q16;
+    int r = foreground ? var_alpha_fg_q16 : var_alpha_q16;
+    mean[i] = m + (int)(((long long)d * a + 32768) >> 16);
+    long long d2_q8 = (d2 + (1LL << 23)) >> 24, limit_q8 = (limit + 128) >> 8;
+    long long sample = d2_q8 < limit_q8 ? d2_q8 : limit_q8;    // Q8
+    var[i] = v + (int)(((sample - v) * r + 32768) >> 16);
+}

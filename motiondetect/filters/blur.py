@@ -1,0 +1,47 @@
+"""Blur: box (mean) filter of a grey image, before the difference to calm noise and texture."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from motiondetect.filters.base import Filter, Kind, Param
+
+
+class Blur(Filter):
+    """Box blur: the mean of the ``kernel_size`` x ``kernel_size`` window, rounded half up.
+
+    Input and output ``(H, W)`` uint8 grey images. Borders are replicated (a window position
+    outside the frame reads the nearest edge pixel, OpenCV's ``BORDER_REPLICATE``). The sums are
+    exact integers and the division rounds to nearest, ``(sum + n // 2) // n`` with ``n = k * k``
+    (odd, so there are no ties), on both backends: the same values as
+    ``cv2.blur(src, (k, k), borderType=cv2.BORDER_REPLICATE)`` (a test checks it).
+    Placed before the frame-pair filter it smooths sensor noise and JPEG blocking, as Frigate's
+    Gaussian blur does; after it, it averages the difference over a neighbourhood.
+    """
+
+    NAME = "blur"
+    KERNEL = "blur"
+    INPUT = Kind.GRAY
+    OUTPUT = Kind.GRAY
+    PARAMS = (
+        Param(
+            "kernel_size", int, 3, 1, 31, "pixels",
+            "side of the square window; 3 is the smallest that smooths (Frigate blurs with sigma 1, "
+            "about a 3x3 window)",
+            odd=True,
+        ),
+    )
+
+    def reference(self, src, side=None):
+        k = self.params["kernel_size"]
+        sums = cv2.boxFilter(src, cv2.CV_32S, (k, k), normalize=False, borderType=cv2.BORDER_REPLICATE)
+        n = k * k
+        return ((sums + n // 2) // n).astype(np.uint8)
+
+    def apply_kernel(self, cuda, src, dst, side=None):
+        height, width = src.shape
+        rows = cuda.buffer(("blur_rows", src.shape), src.shape, np.uint16)
+        args = (np.int32(width), np.int32(height), np.int32(self.params["kernel_size"] // 2))
+        cuda.launch_2d(cuda.function(self.KERNEL, "md_box_rows_u8", "PPiii"), src.shape, src.gpudata, rows.gpudata, *args)
+        cuda.launch_2d(cuda.function(self.KERNEL, "md_box_cols_u8", "PPiii"), src.shape, rows.gpudata, dst.gpudata, *args)

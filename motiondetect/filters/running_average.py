@@ -1,0 +1,81 @@
+"""RunningAverage: compare each frame with a background that learns (an exponential running average)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from motiondetect.filters.base import Filter, Kind, Param, element_count
+
+#: Fixed-point scale of the background and the learning rate (Q16): must match the kernel.
+Q16 = 1 << 16
+
+
+def to_q16(rate: float) -> int:
+    """A learning rate in [0, 1] as the integer ``round(rate * 2**16)`` the kernels use."""
+    return int(np.floor(rate * Q16 + 0.5))
+
+
+class RunningAverage(Filter):
+    """``|current - round(B)|`` per pixel, then ``B += alpha * (current - B)``: a learning reference.
+
+    The frame-pair step with a background model instead of the previous frame, the reference
+    that Frigate (``frame_alpha``) and Motion keep. Input ``(H, W)`` uint8 grey (the current
+    frame) with side input ``reference`` (the previous grey frame); output ``(H, W)`` uint8
+    absolute difference in grey levels, like ``difference``, for a ``threshold`` to follow.
+
+    State: the background ``B``, one per pixel, set from the reference frame on the first call
+    of a stream (after :meth:`reset`, or when the frame size changes) and updated after each
+    comparison. Arithmetic is integer fixed point so both backends agree bit for bit: ``B`` is
+    kept as ``B * 2**16`` (int32), ``alpha`` is quantised to ``a = round(alpha * 2**16)``, the
+    update is ``B += ((x * 2**16 - B) * a + 2**15) >> 16`` with 64-bit products (arithmetic
+    shift, i.e. floor), and the comparison uses ``(B + 2**15) >> 16`` (rounded half up).
+    """
+
+    NAME = "running_average"
+    KERNEL = "running_average"
+    INPUT = Kind.GRAY
+    OUTPUT = Kind.GRAY
+    SIDE_INPUT = "reference"
+    PARAMS = (
+        Param(
+            "alpha", float, 0.01, 0.0, 1.0, "fraction per frame",
+            "learning rate: weight of the current frame in the background; 0.01 is Frigate's "
+            "frame_alpha; 1 makes this the plain previous-frame difference",
+        ),
+    )
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self.alpha_q16 = to_q16(self.params["alpha"])
+        self.reset()
+
+    def reset(self) -> None:
+        self._background: np.ndarray | None = None
+        self._device_shape: tuple[int, ...] | None = None
+
+    @property
+    def background(self) -> np.ndarray | None:
+        """The CPU model's background, ``(H, W)`` int32 in grey levels * 2**16, or ``None``."""
+        return self._background
+
+    def reference(self, src, side=None):
+        if self._background is None or self._background.shape != src.shape:
+            if side is None:
+                raise ValueError("running_average: the first frame of a stream needs the reference frame")
+            self._background = side.astype(np.int64) << 16
+        b = self._background
+        x = src.astype(np.int64)
+        out = np.abs(x - ((b + 32768) >> 16)).astype(np.uint8)
+        self._background = b + ((((x << 16) - b) * self.alpha_q16 + 32768) >> 16)
+        return out
+
+    def apply_kernel(self, cuda, src, dst, side=None):
+        init = self._device_shape != src.shape
+        if init and side is None:
+            raise ValueError("running_average: the first frame of a stream needs the reference frame")
+        background = cuda.buffer(self.state_key("background"), src.shape, np.int32)
+        fn = cuda.function(self.KERNEL, "md_running_average_u8", "PPPPiii")
+        n = element_count(dst)
+        reference = side if side is not None else src  # not read once the background exists
+        cuda.launch_1d(fn, int(n), src.gpudata, reference.gpudata, background.gpudata, dst.gpudata, n, np.int32(self.alpha_q16), np.int32(init))
+        self._device_shape = src.shape

@@ -1,0 +1,47 @@
+"""Upscale: bring a mask made at the working resolution back to the frame's size.
+
+The inverse of :mod:`motiondetect.filters.downscale` (see there for the partition both use).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from motiondetect.filters.base import Filter, Kind
+
+
+class Upscale(Filter):
+    """Bring a mask made at the working resolution back to the frame's size (nearest neighbour).
+
+    Input ``(h, w)`` uint8 mask from the filters after :class:`Downscale`; side input
+    ``frame``, the ``(H, W, 3)`` BGR frame, whose size is the output's; output ``(H, W)`` uint8
+    mask where each pixel takes the value of the block it belongs to (``y * h // H``,
+    ``x * w // W``), the same partition :class:`Downscale` averaged over.
+    """
+
+    NAME = "upscale"
+    KERNEL = "upscale"
+    INPUT = Kind.MASK
+    OUTPUT = Kind.MASK
+    SIDE_INPUT = "frame"
+    RESAMPLE = "up"
+
+    def output_shape(self, input_shape, side_shape=None):
+        if side_shape is None:
+            raise ValueError("upscale: the output size comes from the frame (side input); got none")
+        return tuple(side_shape[:2])
+
+    def reference(self, src, side=None):
+        height, width = self.output_shape(src.shape, side.shape)
+        if src.shape == (height, width):
+            return src.copy()
+        # Output pixel y belongs to block y * h // H: block i repeats (i+1)H/h - iH/h times (ceil).
+        rows = np.diff(-(-np.arange(src.shape[0] + 1) * height // src.shape[0]))
+        cols = np.diff(-(-np.arange(src.shape[1] + 1) * width // src.shape[1]))
+        return np.repeat(np.repeat(src, rows, axis=0), cols, axis=1)
+
+    def apply_kernel(self, cuda, src, dst, side=None):
+        in_h, in_w = src.shape
+        height, width = dst.shape
+        fn = cuda.function(self.KERNEL, "md_upscale_nearest_u8", "PPiiii")
+        cuda.launch_2d(fn, dst.shape, src.gpudata, dst.gpudata, np.int32(in_w), np.int32(in_h), np.int32(width), np.int32(height))

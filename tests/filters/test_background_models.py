@@ -1,0 +1,218 @@
+"""RunningAverage and GaussianBackground against naive per-pixel implementations (Python integers
+for the fixed point, float64 for the model they approximate), over frame sequences, and on
+behaviour: learning, absorbing, reset."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from motiondetect.filters import GaussianBackground, RunningAverage
+
+SHAPES = [(1, 1), (3, 5), (16, 21)]
+
+
+# -- running average --------------------------------------------------------------------------
+
+
+def naive_running_average(frames, alpha):
+    """Pixel by pixel with Python ints: B in units of 2**-16, a = round(alpha * 2**16)."""
+    a = int(alpha * 65536 + 0.5)
+    height, width = frames[0].shape
+    background = [[int(v) * 65536 for v in row] for row in frames[0]]
+    outputs = []
+    for frame in frames[1:]:
+        out = np.zeros((height, width), np.uint8)
+        for y in range(height):
+            for x in range(width):
+                b, v = background[y][x], int(frame[y, x])
+                out[y, x] = abs(v - (b + 32768) // 65536)
+                background[y][x] = b + ((v * 65536 - b) * a + 32768) // 65536  # // is floor, like >>
+        outputs.append(out)
+    return outputs
+
+
+def run_filter(flt, frames):
+    """The detector's calling convention: the first call gets the previous frame as reference."""
+    return [flt.reference(frames[i], frames[i - 1]) for i in range(1, len(frames))]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.01, 0.05, 0.3, 1.0])
+def test_running_average_matches_naive(rng, alpha):
+    for shape in SHAPES:
+        frames = [rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(8)]
+        for got, want in zip(run_filter(RunningAverage(alpha=alpha), frames), naive_running_average(frames, alpha)):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_running_average_alpha_one_is_the_frame_pair_difference(rng):
+    frames = [rng.integers(0, 256, (9, 11), dtype=np.uint8) for _ in range(6)]
+    for i, out in enumerate(run_filter(RunningAverage(alpha=1.0), frames), start=1):
+        np.testing.assert_array_equal(out, cv2.absdiff(frames[i], frames[i - 1]))
+
+
+def test_running_average_alpha_zero_keeps_the_first_frame(rng):
+    frames = [rng.integers(0, 256, (9, 11), dtype=np.uint8) for _ in range(6)]
+    for i, out in enumerate(run_filter(RunningAverage(alpha=0.0), frames), start=1):
+        np.testing.assert_array_equal(out, cv2.absdiff(frames[i], frames[0]))
+
+
+def test_running_average_tracks_the_float_average(rng):
+    # Against the exponential moving average in float64: within rounding (1 grey level).
+    frames = [rng.integers(0, 256, (12, 12), dtype=np.uint8) for _ in range(60)]
+    flt = RunningAverage(alpha=0.05)
+    average = frames[0].astype(np.float64)
+    for i in range(1, len(frames)):
+        out = flt.reference(frames[i], frames[i - 1])
+        assert np.abs(out.astype(float) - np.abs(frames[i] - average)).max() <= 1.0
+        average += 0.05 * (frames[i] - average)
+    assert np.abs(flt.background / 65536 - average).max() < 0.01
+
+
+def test_running_average_reset_and_size_change(rng):
+    a, b, c = (rng.integers(0, 256, (5, 6), dtype=np.uint8) for _ in range(3))
+    flt = RunningAverage(alpha=0.5)
+    flt.reference(b, a)
+    flt.reset()
+    np.testing.assert_array_equal(flt.reference(c, b), cv2.absdiff(c, b))  # restarted from b
+    small = rng.integers(0, 256, (2, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(flt.reference(small, small), np.zeros((2, 3), np.uint8))  # new size: new stream
+    with pytest.raises(ValueError, match="reference"):
+        RunningAverage().reference(a, None)
+
+
+# -- Gaussian background ----------------------------------------------------------------------
+
+
+def q(value, bits):
+    return int(value * (1 << bits) + 0.5)
+
+
+def naive_gaussian(frames, sigmas, min_sigma, alpha, alpha_foreground, variance_alpha, variance_alpha_foreground, warmup):
+    """The documented fixed-point model, pixel by pixel with Python ints (// is floor, like >>)."""
+    k2, min_var = q(sigmas**2, 8), q(min_sigma**2, 8)
+    height, width = frames[0].shape
+    mean = [[int(v) << 16 for v in row] for row in frames[0]]
+    var = [[min_var] * width for _ in range(height)]
+    masks = []
+    for t, frame in enumerate(frames[1:], start=1):
+        warm = q(1.0 / (t + 1), 16) if t <= warmup else 0
+        rates = (q(alpha, 16), q(alpha_foreground, 16), max(q(variance_alpha, 16), warm), max(q(variance_alpha_foreground, 16), warm))
+        mask = np.zeros((height, width), np.uint8)
+        for y in range(height):
+            for x in range(width):
+                m, v = mean[y][x], var[y][x]
+                d = (int(frame[y, x]) << 16) - m
+                limit = k2 * max(v, min_var)  # grey level^2 * 2**16
+                fg = d * d > limit * 65536
+                mask[y, x] = 255 if fg else 0
+                a, r = (rates[1], rates[3]) if fg else (rates[0], rates[2])
+                mean[y][x] = m + (d * a + 32768) // 65536
+                sample = min((d * d + (1 << 23)) // (1 << 24), (limit + 128) // 256)
+                var[y][x] = v + ((sample - v) * r + 32768) // 65536
+        masks.append(mask)
+    return masks, mean, var
+
+
+PARAMS = [
+    {},
+    {"sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1, "warmup": 3},
+    {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
+    {"sigmas": 0.5, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 0.0, "variance_alpha_foreground": 0.0, "warmup": 0},
+]
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=str)
+def test_gaussian_matches_naive_fixed_point(rng, params):
+    for shape in SHAPES:
+        # A scene with noise plus occasional jumps, so both branches (background, foreground) run.
+        base = rng.integers(0, 256, shape)
+        frames = [np.clip(base + rng.normal(0, 4, shape) + (rng.random(shape) < 0.2) * rng.integers(-120, 120, shape), 0, 255).astype(np.uint8) for _ in range(10)]
+        flt = GaussianBackground(**params)
+        want, mean, var = naive_gaussian(frames, **{**GaussianBackground().params, **params})
+        for got, expected in zip(run_filter(flt, frames), want):
+            np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(flt.model[0], np.array(mean))
+        np.testing.assert_array_equal(flt.model[1], np.array(var))
+
+
+def test_gaussian_tracks_the_float_model(rng):
+    # Against the same model in float64 (exact rates, no rounding): the masks agree except
+    # where a pixel sits within a rounding error of its threshold.
+    shape, params = (40, 40), GaussianBackground().params
+    base = rng.integers(30, 220, shape).astype(np.float64)
+    frames = [np.clip(base + rng.normal(0, 5, shape), 0, 255).astype(np.uint8) for _ in range(80)]
+    flt = GaussianBackground()
+    mean, var = frames[0].astype(np.float64), np.full(shape, params["min_sigma"] ** 2)
+    disagree = 0
+    for t in range(1, len(frames)):
+        got = flt.reference(frames[t], frames[t - 1]) != 0
+        d = frames[t] - mean
+        limit = params["sigmas"] ** 2 * np.maximum(var, params["min_sigma"] ** 2)
+        fg = d * d > limit
+        warm = 1 / (t + 1) if t <= params["warmup"] else 0
+        mean += np.where(fg, params["alpha_foreground"], params["alpha"]) * d
+        var += np.where(fg, max(params["variance_alpha_foreground"], warm), max(params["variance_alpha"], warm)) * (np.minimum(d * d, limit) - var)
+        disagree += np.count_nonzero(got != fg)
+    assert disagree <= 0.001 * 79 * fg.size
+    assert np.abs(flt.model[0] / 65536 - mean).max() < 0.05
+    assert np.abs(np.sqrt(flt.model[1] / 256) - np.sqrt(var)).max() < 0.05
+
+
+def test_gaussian_ignores_noise_detects_objects_and_absorbs_them_slowly(rng):
+    shape = (20, 20)
+    base = rng.integers(60, 200, shape)
+
+    def noisy():
+        return np.clip(base + rng.normal(0, 3, shape), 0, 255).astype(np.uint8)
+
+    flt = GaussianBackground(alpha_foreground=0.05)
+    previous = noisy()
+    for _ in range(60):  # static scene with sensor noise: nothing moves
+        frame = noisy()
+        assert not flt.reference(frame, previous).any()
+        previous = frame
+    parked = noisy()
+    parked[5:10, 5:10] = 255  # an object stops in the scene
+    first = flt.reference(parked, previous)
+    assert np.count_nonzero(first[5:10, 5:10]) == 25 and np.count_nonzero(first) == 25
+    frames_to_absorb = 0
+    while flt.reference(parked, parked).any():
+        frames_to_absorb += 1
+        assert frames_to_absorb < 200
+    # Selective update: foreground learns at alpha_foreground 0.05, so it takes tens of frames.
+    assert frames_to_absorb > 20
+
+
+def test_gaussian_warmup_learns_waving_pixels(rng):
+    # A pixel that keeps jumping (leaves) is foreground without warm-up, background with it.
+    shape = (8, 8)
+    frames = [np.full(shape, 100, np.uint8) + (rng.random(shape) < 0.5).astype(np.uint8) * 40 for _ in range(120)]
+    late = {}
+    for warmup in (0, 50):
+        flt = GaussianBackground(warmup=warmup, variance_alpha_foreground=0.0)
+        masks = run_filter(flt, frames)
+        late[warmup] = np.mean([m.mean() / 255 for m in masks[80:]])
+    assert late[0] > 0.3 and late[50] < 0.01
+
+
+def test_gaussian_reset_restarts(rng):
+    frames = [rng.integers(0, 256, (6, 7), dtype=np.uint8) for _ in range(5)]
+    flt = GaussianBackground()
+    run_filter(flt, frames)
+    flt.reset()
+    assert flt.model is None
+    fresh = GaussianBackground()
+    for got, want in zip(run_filter(flt, frames[2:]), run_filter(fresh, frames[2:])):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="reference"):
+        GaussianBackground().reference(frames[0], None)
+
+
+def test_gaussian_rates_warm_up_then_settle():
+    flt = GaussianBackground(warmup=3, variance_alpha=0.02, variance_alpha_foreground=0.0)
+    assert flt.rates(1)[2:] == (32768, 32768)  # 1/2
+    assert flt.rates(3)[2:] == (16384, 16384)  # 1/4
+    assert flt.rates(4)[2:] == (1311, 0)  # back to round(0.02 * 65536) and 0
+    assert flt.rates(4)[:2] == (655, 131)  # the mean rates never change

@@ -1,0 +1,91 @@
+"""Downscale (block means) and upscale (nearest neighbour) against naive per-pixel loops."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from motiondetect.filters import Downscale, Upscale
+
+
+def naive_downscale(image: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
+    """Output (i, j) = rounded mean of the input pixels (y, x) with y*h//H == i and x*w//W == j."""
+    height, width = image.shape
+    sums = np.zeros((out_h, out_w), np.int64)
+    counts = np.zeros((out_h, out_w), np.int64)
+    for y in range(height):
+        for x in range(width):
+            sums[y * out_h // height, x * out_w // width] += int(image[y, x])
+            counts[y * out_h // height, x * out_w // width] += 1
+    return ((sums + counts // 2) // counts).astype(np.uint8)
+
+
+def naive_upscale(small: np.ndarray, height: int, width: int) -> np.ndarray:
+    h, w = small.shape
+    return np.array([[small[y * h // height, x * w // width] for x in range(width)] for y in range(height)], np.uint8).reshape(height, width)
+
+
+def make(height_param: int) -> Downscale:
+    flt = Downscale()
+    flt.params["height"] = height_param  # below the config's minimum of 16, to test tiny frames
+    return flt
+
+
+@pytest.mark.parametrize(
+    "shape, target, factor, out_shape",
+    [
+        ((240, 320), 240, 1, (240, 320)),
+        ((480, 720), 240, 2, (240, 360)),
+        ((1080, 1920), 240, 4, (270, 480)),
+        ((2160, 3840), 240, 9, (240, 426)),
+        ((479, 641), 240, 1, (479, 641)),
+        ((481, 250), 240, 2, (240, 125)),
+        ((100, 3), 16, 6, (16, 1)),
+    ],
+)
+def test_factor_and_output_shape(shape, target, factor, out_shape):
+    flt = Downscale(height=target)
+    assert flt.factor(shape[0]) == factor
+    assert flt.output_shape(shape) == out_shape
+
+
+@pytest.mark.parametrize("shape, target", [((9, 7), 2), ((1, 1), 1), ((7, 13), 3), ((31, 17), 4), ((24, 30), 5), ((5, 40), 1), ((40, 5), 2)])
+def test_downscale_matches_naive_and_upscale_undoes_the_partition(rng, shape, target):
+    flt = make(target)
+    image = rng.integers(0, 256, shape, dtype=np.uint8)
+    small = flt.reference(image)
+    assert small.shape == flt.output_shape(shape)
+    np.testing.assert_array_equal(small, naive_downscale(image, *small.shape))
+    frame = np.zeros((*shape, 3), np.uint8)
+    up = Upscale().reference(small, frame)
+    assert up.shape == shape and up.flags.c_contiguous
+    np.testing.assert_array_equal(up, naive_upscale(small, *shape))
+    # Downscaling the upscaled image gives the small image back: one partition for both.
+    np.testing.assert_array_equal(flt.reference(up), small)
+
+
+def test_exact_multiple_equals_opencv_area_resize_on_block_constant_images(rng):
+    # On an image made of 2x2 constant blocks both are exact: the block values come back.
+    small = rng.integers(0, 256, (12, 17), dtype=np.uint8)
+    image = np.repeat(np.repeat(small, 2, axis=0), 2, axis=1)
+    np.testing.assert_array_equal(make(12).reference(image), small)
+    np.testing.assert_array_equal(cv2.resize(image, (17, 12), interpolation=cv2.INTER_AREA), small)
+
+
+def test_block_mean_rounds_half_up():
+    image = np.array([[0, 1], [0, 0]], np.uint8)  # mean 0.25 -> 0
+    assert make(1).reference(image).tolist() == [[0]]
+    image = np.array([[1, 1], [0, 0]], np.uint8)  # mean 0.5 -> 1
+    assert make(1).reference(image).tolist() == [[1]]
+
+
+def test_factor_one_is_the_identity(rng):
+    image = rng.integers(0, 256, (50, 60), dtype=np.uint8)
+    np.testing.assert_array_equal(Downscale(height=50).reference(image), image)
+    np.testing.assert_array_equal(Upscale().reference(image, np.zeros((50, 60, 3), np.uint8)), image)
+
+
+def test_upscale_needs_the_frame():
+    with pytest.raises(ValueError, match="frame"):
+        Upscale().output_shape((4, 4))

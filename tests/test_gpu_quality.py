@@ -1,0 +1,287 @@
+"""GPU kernels of the detection-quality filters against their CPU references, bit for bit.
+
+Every new kernel runs on fresh random frames of 1x1, 7x13, 479x641 and 1080x1920 with its
+output poisoned first (``run_on_gpu``), with parameter cases that reach each branch (factors
+with and without remainders, windows larger than the frame, warm-up and steady learning
+rates, foreground and background pixels). Background models run over frame sequences and
+their device state is compared with the CPU model's. Then whole pipelines: the default one and
+one with every new filter, on real clips, and ``motiondetect evaluate`` on CDnet with both
+backends. Marker ``gpu``: skipped without PyCUDA and a device. Run with
+``python -m pytest -m gpu tests/test_gpu_quality.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from motiondetect.config import build_filters, default_config
+from motiondetect.detector import MotionDetector
+from motiondetect.filters import (
+    Blur,
+    Dilation,
+    DispersionThreshold,
+    Downscale,
+    Equalize,
+    GaussianBackground,
+    Gray,
+    Kind,
+    Median,
+    RedBlend,
+    RunningAverage,
+    Upscale,
+)
+from tests.test_gpu import POISON, random_image, run_on_gpu, side_input
+
+pytestmark = pytest.mark.gpu
+
+SIZES = [(1, 1), (7, 13), (479, 641), (1080, 1920)]
+SIZE_IDS = [f"{w}x{h}" for h, w in SIZES]
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = Path(
+    os.environ.get("MOTIONDETECT_SAMPLES")
+    or next((p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples")
+)
+
+
+def assert_same(got, expected):
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    mismatches = int(np.count_nonzero(got != expected))
+    assert mismatches == 0, f"{mismatches} of {expected.size} values differ"
+
+
+def small_downscale(height):
+    """A Downscale whose working height may be below the config's minimum (tiny test frames)."""
+    flt = Downscale()
+    flt.params["height"] = height
+    return flt
+
+
+# -- stateless filters ------------------------------------------------------------------------
+
+STATELESS = [
+    Blur(kernel_size=1), Blur(kernel_size=3), Blur(kernel_size=7), Blur(kernel_size=31),
+    Median(kernel_size=1), Median(kernel_size=3), Median(kernel_size=5), Median(kernel_size=31),
+    Dilation(kernel_size=1), Dilation(kernel_size=3), Dilation(kernel_size=5, iterations=2), Dilation(kernel_size=7, iterations=3),
+    Equalize(),
+    DispersionThreshold(), DispersionThreshold(kernel_size=3, sigma_background=1.0, sigma_strong=0.5),
+    DispersionThreshold(kernel_size=31, sigma_background=0.0, sigma_strong=0.0, threshold=100),
+    Downscale(), Downscale(height=16), Downscale(height=100), small_downscale(1), small_downscale(3),
+]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("flt", STATELESS, ids=lambda f: f"{f!r}-h{f.params.get('height', '')}")
+def test_stateless_kernel_matches_reference(cuda, rng, flt, size):
+    src = random_image(rng, flt.INPUT, size)
+    assert_same(run_on_gpu(cuda, flt, src, None), flt.reference(src))
+
+
+def sparse_counts(rng, size):
+    """A difference-like image: Poisson noise (mean 2) with a few bright spots and a bright block."""
+    image = rng.poisson(2.0, size)
+    spots = max(1, image.size // 2000)
+    image[rng.integers(0, size[0], spots), rng.integers(0, size[1], spots)] += rng.integers(20, 200, spots)
+    image[: size[0] // 3, : size[1] // 3] += 60
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_dispersion_on_difference_like_images(cuda, rng, size):
+    image = sparse_counts(rng, size)
+    for flt in (DispersionThreshold(), DispersionThreshold(kernel_size=5, sigma_background=3.0, sigma_strong=2.0, threshold=5)):
+        expected = flt.reference(image)
+        assert_same(run_on_gpu(cuda, flt, image, None), expected)
+    if size[0] > 100:
+        assert expected.any() and not expected.all()  # both outcomes were compared
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_equalize_special_histograms(cuda, rng, size):
+    flt = Equalize()
+    cases = [
+        np.zeros(size, np.uint8),
+        np.full(size, 255, np.uint8),
+        np.full(size, 77, np.uint8),
+        rng.integers(100, 103, size, dtype=np.uint8),  # three levels
+        np.clip(rng.normal(60, 10, size), 0, 255).astype(np.uint8),  # skewed, narrow
+        np.where(rng.random(size) < 0.999, 0, 255).astype(np.uint8),  # nearly constant
+    ]
+    for image in cases:
+        assert_same(run_on_gpu(cuda, flt, image, None), flt.reference(image))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("height", [1, 2, 3, 16, 240, 5000])
+def test_upscale_restores_every_downscale_partition(cuda, rng, size, height):
+    down = small_downscale(height)
+    small = np.where(rng.random(down.output_shape(size)) < 0.5, 255, 0).astype(np.uint8)
+    frame = random_image(rng, Kind.BGR, size)
+    up = Upscale()
+    assert_same(run_on_gpu(cuda, up, small, frame), up.reference(small, frame))
+
+
+# -- background models over sequences -----------------------------------------------------------
+
+
+def scene_sequence(rng, size, count=8):
+    """A static scene with noise and random jumps: background and foreground pixels both occur."""
+    base = rng.integers(0, 256, size)
+    frames = []
+    for _ in range(count):
+        jumps = (rng.random(size) < 0.15) * rng.integers(-150, 150, size)
+        frames.append(np.clip(base + rng.normal(0, 4, size) + jumps, 0, 255).astype(np.uint8))
+    return frames
+
+
+def run_sequence_on_gpu(cuda, flt, frames, poison_state=()):
+    """Feed frames 1.. with the previous frame as reference (the detector's convention); return outputs."""
+    import pycuda.driver as drv
+    import pycuda.gpuarray as gpuarray
+
+    for name in poison_state:  # the first call must not read its state buffers
+        buf = cuda.buffer(flt.state_key(name), frames[0].shape, np.int32)
+        drv.memset_d8(buf.gpudata, POISON, buf.nbytes)
+    outputs = []
+    for previous, current in zip(frames, frames[1:]):
+        d_dst = gpuarray.empty(flt.output_shape(current.shape), np.uint8)
+        drv.memset_d8(d_dst.gpudata, POISON, d_dst.nbytes)
+        flt.apply(cuda, gpuarray.to_gpu(current), d_dst, gpuarray.to_gpu(previous))
+        cuda.synchronize()
+        outputs.append(d_dst.get())
+    return outputs
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("alpha", [0.0, 0.01, 0.3, 1.0])
+def test_running_average_sequence(cuda, rng, size, alpha):
+    frames = scene_sequence(rng, size, count=6)
+    cpu, gpu = RunningAverage(alpha=alpha), RunningAverage(alpha=alpha)
+    expected = [cpu.reference(frames[i], frames[i - 1]) for i in range(1, len(frames))]
+    for got, want in zip(run_sequence_on_gpu(cuda, gpu, frames, ("background",)), expected):
+        assert_same(got, want)
+    state = cuda.buffer(gpu.state_key("background"), size, np.int32).get()
+    np.testing.assert_array_equal(state.astype(np.int64), cpu.background)
+
+
+GAUSSIAN_CASES = [
+    {},
+    {"warmup": 3},  # warm-up rates on the first frames, then the steady ones
+    {"sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1, "warmup": 2},
+    {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
+    {"sigmas": 0.5, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 0.0, "variance_alpha_foreground": 0.0, "warmup": 0},
+]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("params", GAUSSIAN_CASES, ids=str)
+def test_gaussian_background_sequence(cuda, rng, size, params):
+    frames = scene_sequence(rng, size, count=8)
+    cpu, gpu = GaussianBackground(**params), GaussianBackground(**params)
+    expected = [cpu.reference(frames[i], frames[i - 1]) for i in range(1, len(frames))]
+    for got, want in zip(run_sequence_on_gpu(cuda, gpu, frames, ("mean", "variance")), expected):
+        assert_same(got, want)
+    mean, var = cpu.model
+    np.testing.assert_array_equal(cuda.buffer(gpu.state_key("mean"), size, np.int32).get().astype(np.int64), mean)
+    np.testing.assert_array_equal(cuda.buffer(gpu.state_key("variance"), size, np.int32).get().astype(np.int64), var)
+    if size[0] > 100 and params.get("min_sigma", 6.0) < 64:
+        assert any(e.any() for e in expected) and not all(e.all() for e in expected)
+
+
+def test_background_models_reset_on_the_gpu(cuda, rng):
+    frames = scene_sequence(rng, (61, 83), count=10)
+    for cls in (RunningAverage, GaussianBackground):
+        flt = cls()
+        run_sequence_on_gpu(cuda, flt, frames[:6])
+        flt.reset()
+        fresh = cls()
+        expected = [fresh.reference(frames[i], frames[i - 1]) for i in range(6, 10)]
+        for got, want in zip(run_sequence_on_gpu(cuda, flt, frames[5:]), expected):
+            assert_same(got, want)
+
+
+def test_two_instances_keep_separate_state(cuda, rng):
+    a, b = GaussianBackground(), GaussianBackground()
+    frames_a, frames_b = scene_sequence(rng, (40, 50)), scene_sequence(rng, (40, 50))
+    ref_a, ref_b = GaussianBackground(), GaussianBackground()
+    for i in range(1, len(frames_a)):
+        got_a = run_sequence_on_gpu(cuda, a, frames_a[i - 1 : i + 1])[0]
+        got_b = run_sequence_on_gpu(cuda, b, frames_b[i - 1 : i + 1])[0]
+        assert_same(got_a, ref_a.reference(frames_a[i], frames_a[i - 1]))
+        assert_same(got_b, ref_b.reference(frames_b[i], frames_b[i - 1]))
+
+
+# -- whole pipelines -------------------------------------------------------------------------------
+
+EVERY_NEW_FILTER = [
+    Gray(), Equalize(), Blur(kernel_size=3), Downscale(height=120), RunningAverage(alpha=0.05),
+    DispersionThreshold(kernel_size=5, sigma_background=2.0, sigma_strong=1.0, threshold=8),
+    Median(kernel_size=3), Dilation(kernel_size=3), Upscale(), RedBlend(),
+]
+
+
+def compare_detectors(cuda, frames, make_filters):
+    cpu, gpu = MotionDetector(make_filters()), MotionDetector(make_filters(), cuda=cuda)
+    moving = 0
+    for index, frame in enumerate(frames):
+        want, got = cpu.process(frame), gpu.process(frame)
+        assert np.array_equal(got.mask, want.mask), f"mask differs at frame {index}"
+        assert np.array_equal(got.frame, want.frame), f"blended frame differs at frame {index}"
+        assert got.motion_fraction == want.motion_fraction
+        moving += want.motion_fraction > 0
+    return moving
+
+
+def test_default_pipeline_on_random_frames_of_every_size(cuda, rng):
+    for size in SIZES:
+        frames = scene_sequence(rng, size, count=5)
+        frames = [np.stack([f, np.roll(f, 1, 0), np.roll(f, 1, 1)], axis=-1) for f in frames]
+        compare_detectors(cuda, frames, lambda: build_filters(default_config()))
+
+
+def test_default_pipeline_on_the_bundled_clip(cuda, sample_clip):
+    from motiondetect.video import VideoHandler
+
+    with VideoHandler(sample_clip) as video:
+        frames = [f.image for f in video]
+    assert compare_detectors(cuda, frames, lambda: build_filters(default_config())) > 500
+
+
+def test_every_new_filter_in_one_pipeline_on_real_frames(cuda, sample_frames):
+    import copy
+
+    moving = compare_detectors(cuda, sample_frames, lambda: [copy.deepcopy(f) for f in EVERY_NEW_FILTER])
+    assert moving > 10
+
+
+def test_default_pipeline_on_a_downscaled_clip(cuda):
+    # cdnet_fall (720x480) runs at 360x240: the resampling pair inside the detector.
+    import cv2
+
+    folder = SAMPLES / "cdnet_fall" / "input"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} not found (set MOTIONDETECT_SAMPLES)")
+    frames = [cv2.imread(str(p)) for p in sorted(folder.glob("in*.jpg"))]
+    assert compare_detectors(cuda, frames, lambda: build_filters(default_config())) > 40
+
+
+def test_evaluate_gives_identical_scores_on_both_backends(cuda, tmp_path):
+    from motiondetect.cli import main
+
+    clips = [SAMPLES / "cdnet_highway", SAMPLES / "cdnet_fall"]
+    if not all(c.is_dir() for c in clips):
+        pytest.skip(f"CDnet clips not found in {SAMPLES} (set MOTIONDETECT_SAMPLES)")
+    reports = {}
+    for backend in ("cpu", "cuda"):
+        out = tmp_path / f"{backend}.json"
+        assert main(["evaluate", *map(str, clips), "--backend", backend, "-q", "--json", str(out)]) == 0
+        reports[backend] = json.loads(out.read_text())
+    assert reports["cuda"]["backend"] == "cuda" and reports["cuda"]["device"]
+    for cpu, gpu in zip(reports["cpu"]["evaluations"], reports["cuda"]["evaluations"]):
+        assert gpu["methods"][0]["pixel"] == cpu["methods"][0]["pixel"]
+        assert gpu["methods"][0]["frame"] == cpu["methods"][0]["frame"]
+        assert gpu["methods"][0]["events"] == cpu["methods"][0]["events"]
