@@ -19,6 +19,7 @@ Prints one Markdown table. Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import tempfile
@@ -131,16 +132,18 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int) -> float:
 
     filters = build_filters(default_config())
     device_frames = [gpuarray.to_gpu(f) for f in frames[:16]]
-    height, width = frames[0].shape[:2]
-    outputs = {i: gpuarray.empty(f.output_shape(frames[0].shape if i == 0 else (height, width)), np.uint8) for i, f in enumerate(filters)}
-    reference = gpuarray.empty((height, width), np.uint8)
+    reference = gpuarray.to_gpu(cv2.cvtColor(frames[0], cv2.COLOR_BGR2GRAY))
     start, stop = drv.Event(), drv.Event()
     count = 200
+    outputs: dict[int, object] = {}
 
     def run_once(frame):
-        image = frame
+        # The detector's chain without its transfers: each filter into its own device buffer.
+        image, mask = frame, None
         for i, flt in enumerate(filters):
             side = reference if flt.SIDE_INPUT == "reference" else frame if flt.SIDE_INPUT == "frame" else None
+            if i not in outputs:
+                outputs[i] = gpuarray.empty(flt.output_shape(image.shape, None if side is None else side.shape), np.uint8)
             flt.apply(cuda, image, outputs[i], side)
             image = outputs[i]
             if flt.OUTPUT.name == "MASK":
@@ -177,13 +180,18 @@ def main() -> None:
     parser.add_argument("--sizes", default="1920x1080,3840x2160")
     args = parser.parse_args()
     sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
-    has_cuda = cuda_device_error() is None
-    cuda = None
-    if has_cuda:
-        from motiondetect.cuda_handler import CUDAHandler
+    with contextlib.ExitStack() as stack:
+        cuda = None
+        if cuda_device_error() is None:
+            from motiondetect.cuda_handler import CUDAHandler
 
-        cuda = CUDAHandler().__enter__()
-        print(f"GPU: {cuda.device_name}")
+            cuda = stack.enter_context(CUDAHandler())  # released even when a measurement fails
+            print(f"GPU: {cuda.device_name}")
+        measure(args, sizes, cuda)
+
+
+def measure(args, sizes, cuda) -> None:
+    """Measure every row at every size and print the table."""
     rows: dict[str, list[str]] = {}
 
     def cell(name: str, value: float | None, limit: float | None = None) -> None:
@@ -208,8 +216,6 @@ def main() -> None:
             backend = "cuda" if cuda else "cpu"
             cell(f"end to end --no-video, {backend} (x decode only)", statistics.median(end_to_end(path, folder, False, backend) for _ in range(args.repeats)), decode)
             cell(f"end to end with video, {backend} (x decode + encode)", statistics.median(end_to_end(path, folder, True, backend) for _ in range(args.repeats)), transcode)
-    if cuda:
-        cuda.close()
     print(f"frames per second, median of {args.repeats}; in brackets: share of the row's limit or target")
     print("| measure | " + " | ".join(f"{w}x{h}" for w, h in sizes) + " |")
     print("| --- |" + " --- |" * len(sizes))
