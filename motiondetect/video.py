@@ -153,6 +153,9 @@ class VideoHandler:
     #: A file may end this many frames short of its header's count without being reported:
     #: headers round (the bundled AVI announces 750 frames and holds 748).
     announced_slack = 2
+    #: Failed reads in a row that a file is read past (OpenCV gives up on a packet the decoder
+    #: rejects, not on the file) before it is taken to end there.
+    damaged_run_limit = 250
 
     def __init__(self, source: str | int, fps: float | None = None) -> None:
         if fps is not None and not (math.isfinite(fps) and fps > 0):
@@ -284,8 +287,10 @@ class VideoHandler:
                         raise VideoOpenFailure(f"camera {self.source} stopped delivering frames after {self._position}")
                     if self.is_stream and self._reconnect():
                         continue
-                    self._count_missing_at_end()
-                    return
+                    image = None if self.is_stream else self._read_past_damage()
+                    if image is None:
+                        self._count_missing_at_end()
+                        return
                 self._note_timestamp()
             if not (self.is_live or self.is_stream):
                 self._check_size(image, f"frame {self._position} of {self.source!r}", " (the resolution changed mid-stream)")
@@ -299,6 +304,26 @@ class VideoHandler:
                 f"{what} is {image.shape[1]}x{image.shape[0]}, the input's frames are {self.size[0]}x{self.size[1]}{why}; "
                 "one run needs one frame size"
             )
+
+    def _read_past_damage(self) -> np.ndarray | None:
+        """After a failed read of a file before its announced end, read on, up to
+        :attr:`damaged_run_limit` times: OpenCV's read fails on a packet the decoder rejects and
+        goes on with the next. Returns the next frame, or ``None`` at the end of the file.
+
+        Without usable timestamps (which count the frames lost, :meth:`_note_timestamp`), each
+        damaged stretch read past counts as one decode error.
+        """
+        if self.frame_count is not None and self._position + self._gap_errors >= self.frame_count - self.announced_slack:
+            return None  # the end the header announces: no damage to read past
+        for _ in range(self.damaged_run_limit):
+            ok, image = self._capture.read()
+            if ok:
+                if not self._pts_step:
+                    self._gap_errors += 1
+                    self.decode_errors += 1
+                log.debug("%s: read past undecodable data before frame %d", self.source, self._position)
+                return image
+        return None
 
     def _note_timestamp(self) -> None:
         """Count the frames missing from a file's timeline after the frame just read.
@@ -539,6 +564,7 @@ class VideoWriter:
         if Path(path).is_dir() or not Path(path).resolve().parent.is_dir():
             raise VideoOpenFailure(f"cannot write video {self.path!r}: its folder does not exist or it is a folder")
         self.frames_written = 0
+        self._failed: str | None = None  # why the file could not be written (a full disk...)
         self._container = self._stream = self._cv_writer = None
         self.encoder = h264_encoder()
         if self.encoder:
@@ -596,6 +622,8 @@ class VideoWriter:
         """
         if (frame.shape[1], frame.shape[0]) != self.size:
             raise ValueError(f"frame is {frame.shape[1]}x{frame.shape[0]}, the video is {self.size[0]}x{self.size[1]}")
+        if self._failed:
+            raise VideoOpenFailure(self._failed)
         if self._stream is not None:
             import av
 
@@ -610,25 +638,40 @@ class VideoWriter:
                 for packet in self._stream.encode(picture):
                     self._container.mux(packet)
             except av.FFmpegError as exc:
-                raise VideoOpenFailure(f"cannot write video {self.path!r}: {exc}") from None
+                # FFmpeg must not be fed again after a failed write (PyAV 18 crashes flushing it).
+                self._failed = f"cannot write video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
+                raise VideoOpenFailure(self._failed) from None
         else:
             self._cv_writer.write(frame)
         self.frames_written += 1
 
     def close(self) -> None:
-        """Flush the encoder and finish the file, so it plays up to the last frame written."""
+        """Flush the encoder and finish the file, so it plays up to the last frame written.
+
+        After a failed write the file is only closed (it cannot be completed).
+
+        Raises:
+            VideoOpenFailure: the encoder or the file failed while finishing.
+        """
         if self._stream is not None:
             import av
 
             stream, container = self._stream, self._container
             self._stream = self._container = None
             try:
-                for packet in stream.encode():
-                    container.mux(packet)
+                if not self._failed:
+                    for packet in stream.encode():
+                        container.mux(packet)
             except av.FFmpegError as exc:
-                raise VideoOpenFailure(f"cannot finish video {self.path!r}: {exc}") from None
+                self._failed = f"cannot finish video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
+                raise VideoOpenFailure(self._failed) from None
             finally:
-                container.close()
+                try:
+                    container.close()
+                except av.FFmpegError as exc:
+                    if not self._failed:
+                        self._failed = f"cannot finish video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
+                        raise VideoOpenFailure(self._failed) from None
         if self._cv_writer is not None:
             self._cv_writer.release()
             self._cv_writer = None
