@@ -165,8 +165,10 @@ class VideoHandler:
         self._position = 0
         self._files: list[Path] | None = None
         self._pending: np.ndarray | None = None  # a file's first frame, decoded by the probe
-        self.decode_errors = 0
-        self._gap_errors = 0
+        self._bad_images = 0  # unreadable images of a sequence
+        self._timeline_gaps = 0  # frames missing from a file's timestamps
+        self._rejected = 0  # damaged stretches read past without timestamps to measure them
+        self._missing_at_end = 0  # frames the header announces beyond the end of what decoded
         self._last_pts: float | None = None
         self._pts_steps: list[float] = []
         self._pts_step: float | None = None  # 0: the timestamps are irregular, not checked
@@ -241,6 +243,16 @@ class VideoHandler:
             self._pending = first
             self.size = (first.shape[1], first.shape[0])
 
+    @property
+    def decode_errors(self) -> int:
+        """Frames of the input that could not be decoded and were skipped, so far (see the class
+        attributes)."""
+        return self._bad_images + self._timeline_gaps + self._rejected + self._missing_at_end
+
+    @property
+    def _gap_errors(self) -> int:
+        return self._timeline_gaps + self._rejected
+
     def __enter__(self) -> VideoHandler:
         return self
 
@@ -270,8 +282,8 @@ class VideoHandler:
                 self._position += 1
                 image = read_image(path)
                 if image is None:
-                    self.decode_errors += 1
-                    level = logging.WARNING if self.decode_errors <= _REPORTED_BAD_IMAGES else logging.DEBUG
+                    self._bad_images += 1
+                    level = logging.WARNING if self._bad_images <= _REPORTED_BAD_IMAGES else logging.DEBUG
                     log.log(level, "skipped frame %d: cannot decode image %r", index, str(path))
                     continue
                 self._check_size(image, f"image {str(path)!r}")
@@ -319,8 +331,7 @@ class VideoHandler:
             ok, image = self._capture.read()
             if ok:
                 if not self._pts_step:
-                    self._gap_errors += 1
-                    self.decode_errors += 1
+                    self._rejected += 1
                 log.debug("%s: read past undecodable data before frame %d", self.source, self._position)
                 return image
         return None
@@ -346,19 +357,25 @@ class VideoHandler:
             return
         if step >= 1.5 * self._pts_step:
             lost = round(step / self._pts_step) - 1
-            self._gap_errors += lost
-            self.decode_errors += lost
+            self._timeline_gaps += lost
             log.debug("%s: %d frames missing before frame %d (timestamps %g -> %g)", self.source, lost, self._position, last, pts)
 
     def _count_missing_at_end(self) -> None:
         """At the end of a file: report what could not be decoded, counting the frames its
-        header announces beyond those read when more than :attr:`announced_slack` are missing."""
+        header announces beyond those read when more than :attr:`announced_slack` are missing.
+
+        Timestamp gaps that the header does not count as frames (a recording of a live source
+        that dropped frames stores fewer frames than its timeline spans) were never in the
+        file: they are not decode errors.
+        """
         if self._ended:
             return
         self._ended = True
+        if self.frame_count is not None and self._position + self._gap_errors > self.frame_count + self.announced_slack:
+            self._timeline_gaps = 0
         missing = 0 if self.frame_count is None else self.frame_count - self._position - self._gap_errors
         if missing > self.announced_slack:
-            self.decode_errors += missing
+            self._missing_at_end = missing
             log.warning(
                 "%r: %d frames could not be decoded: %d of the %d frames its header announces were read (truncated or damaged file)",
                 self.source, self.decode_errors, self._position, self.frame_count,
