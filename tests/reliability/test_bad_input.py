@@ -160,13 +160,19 @@ def test_resolution_change_in_a_video_file(tmp_path, monkeypatch, capsys):
     with VideoWriter(path, 25, (32, 24)) as writer:
         for frame in small_frames():
             writer.write(frame)
-    real_read = cv2.VideoCapture.read
+    real_capture = cv2.VideoCapture
 
-    class Switching(cv2.VideoCapture):
+    class Switching:  # wraps the real capture (a Python subclass of it crashes OpenCV 5's GC)
         reads = 0
 
+        def __init__(self, *args):
+            self.capture = real_capture(*args)
+
+        def __getattr__(self, name):
+            return getattr(self.capture, name)
+
         def read(self):
-            ok, image = real_read(self)
+            ok, image = self.capture.read()
             Switching.reads += 1
             return (ok, cv2.resize(image, (16, 12)) if ok and Switching.reads > 3 else image)
 
