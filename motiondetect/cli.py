@@ -1,9 +1,10 @@
 """The ``motiondetect`` command: argument parsing and the run controller.
 
 Errors the user can fix print one line, ``motiondetect: error: ...``, and exit 2 (usage,
-config) or 1 (run time). Whatever was processed before a failure or Ctrl-C is kept: the video is
-closed so it plays up to the last frame, and the events file is written with ``"complete":
-false``. Set ``MOTIONDETECT_DEBUG=1`` to get tracebacks instead.
+config) or 1 (run time). Whatever was processed before a failure, Ctrl-C or SIGTERM is kept: the
+video is closed so it plays up to the last frame, and the events file is written with
+``"complete": false``; a stop signal exits with 128 + its number (130 SIGINT, 143 SIGTERM, see
+:mod:`motiondetect.signals`). Set ``MOTIONDETECT_DEBUG=1`` to get tracebacks instead.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
 from motiondetect.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError
 from motiondetect.events import EventSegmenter
+from motiondetect.faults import describe_device_fault, is_device_fault, warm_up
 from motiondetect.filters import REGISTRY, Threshold
 from motiondetect.outputs import ClipSink, MaskImagesSink, MaskVideoSink, MotionOnlySink
 from motiondetect.outputs.clips import clip_name
@@ -40,6 +42,8 @@ from motiondetect.threads import BackgroundWriter, PrefetchReader
 from motiondetect.preview import KEYS, PreviewSink
 from motiondetect.roi import rasterize, roi_from_file
 from motiondetect.runner import EventsSink, Runner, Sink, VideoSink
+from motiondetect.safety import quiet_native_logs, writable_problem
+from motiondetect.signals import StopSignals, exit_code
 from motiondetect.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
 log = logging.getLogger("motiondetect")
@@ -182,8 +186,9 @@ def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: 
     folder = path.resolve().parent
     if not folder.is_dir():
         raise UsageError(f"{what} folder {str(folder)!r} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"{what} folder {str(folder)!r} is not writable")
+    problem = writable_problem(folder)
+    if problem:
+        raise UsageError(f"{what} folder {str(folder)!r} is not writable ({problem})")
     return path
 
 
@@ -195,9 +200,10 @@ def _output_folder(given: str, first_file: str, overwrite: bool, what: str) -> P
         raise UsageError(f"{what} {str(folder)!r} is a file; give a folder")
     if not folder.resolve().parent.is_dir():
         raise UsageError(f"{what} {str(folder)!r}: its parent folder does not exist")
+    problem = writable_problem(folder if folder.is_dir() else folder.resolve().parent)
+    if problem:
+        raise UsageError(f"{what} {str(folder)!r} is not writable ({problem})" if folder.is_dir() else f"{what} {str(folder)!r} cannot be made ({problem})")
     if folder.is_dir():
-        if not os.access(folder, os.W_OK):
-            raise UsageError(f"{what} {str(folder)!r} is not writable")
         stem, _, suffix = first_file.rpartition("_")
         pattern = glob.escape(stem) + "_" + "".join("[0-9]" if c.isdigit() else glob.escape(c) for c in suffix)
         existing = sorted(folder.glob(pattern))
@@ -293,6 +299,9 @@ def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str
 def _open_backend(requested: str, filters, stack: ExitStack):
     """Return an entered CUDAHandler, or None for the CPU, as ``requested`` and the engines say.
 
+    With ``auto`` (and no cuBLAS engine), a device that is missing or whose context cannot be
+    made gives the CPU, with a notice.
+
     Raises:
         UsageError: a cuBLAS engine is selected with ``--backend cpu``.
         CudaUnavailable: CUDA (or cuBLAS, when selected) is needed but cannot be used.
@@ -312,15 +321,22 @@ def _open_backend(requested: str, filters, stack: ExitStack):
     except CudaUnavailable as exc:
         if cublas:
             raise CudaUnavailable(f"the cuBLAS engine needs a CUDA device: {exc}") from None
+        if requested == "auto":
+            log.info("notice: %s; using the CPU backend", str(exc).split(";")[0])
+            return None
         raise
     if cublas:
         cuda.blas  # load scikit-cuda now: a missing install fails before any frame is read
     return cuda
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     """Process the inputs as the parsed ``args`` say (one run each, or one with ``--concat``);
-    return the exit code."""
+    return the exit code.
+
+    ``stop``: the installed :class:`~motiondetect.signals.StopSignals`; after a stop signal no
+    further input is started.
+    """
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine, threshold=args.threshold)
     config = _scan_settings(config, args)
     inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
@@ -328,13 +344,13 @@ def run(args: argparse.Namespace) -> int:
     taken: set[Path] = set()
     code = 0
     for sources in groups:
-        code = _run_one(args, config, sources, len(groups) > 1, taken)
+        code = _run_one(args, config, sources, len(groups) > 1, taken, stop)
         if code:
             return code
     return code
 
 
-def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str], several: bool, taken: set[Path]) -> int:
+def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str], several: bool, taken: set[Path], signals: StopSignals | None = None) -> int:
     """Process one input (or several joined with --concat) into its outputs; return the exit code."""
     with ExitStack() as stack:
         handlers = [stack.enter_context(VideoHandler(source, fps=args.fps)) for source in sources]
@@ -367,6 +383,8 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
             detector.geometry((height, width))
         except ValueError as exc:  # the ROI vanishes at the downscaled size
             raise ConfigError([f"roi: {exc}"]) from None
+        detector = _checked_on_device(detector, config["backend"], video.size)
+        cuda = cuda if detector.backend == "cuda" else None
         events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
         header: dict[str, Any] = {
             "motiondetect_version": __version__,
@@ -406,26 +424,52 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         sinks += [EventsSink(path, events, header) for path in paths.events]  # last: they record whether the others finished
         total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)
         overlay = Overlay.from_config(config["overlays"]) if wants_frames else None
-        runner = Runner(frames, detector, sinks, _progress(total, args.quiet or live), events=events, frame_skip=config["scan"]["frame_skip"], overlay=overlay)
+        runner = Runner(
+            frames, detector, sinks, _progress(total, args.quiet or live), events=events,
+            frame_skip=config["scan"]["frame_skip"], overlay=overlay, source=video, stop=signals,
+        )
         summary = runner.run()
     if summary.frames == 0 and summary.complete:
         raise MotionDetectError(f"no frames could be decoded from {sources[0]!r}" + (f" from frame {start} on" if start else ""))
     device = f" ({header['device']})" if header["device"] else ""
     outputs = ", ".join(filter(None, (s.describe() for s in sinks)))
+    undecodable = f", {summary.decode_errors} frames could not be decoded" if summary.decode_errors else ""
     log.info(
-        "%d frames in %.1f s (%.0f fps), %d events, backend %s%s -> %s",
-        summary.frames, summary.elapsed, summary.fps, len(events.events), detector.backend, device, outputs,
+        "%d frames in %.1f s (%.0f fps), %d events%s, backend %s%s -> %s",
+        summary.frames, summary.elapsed, summary.fps, len(events.events), undecodable, detector.backend, device, outputs,
     )
     if summary.dropped_frames:
         log.info("%d frames dropped to keep up with the live source", summary.dropped_frames)
     if summary.stopped:
         return 0
-    if summary.interrupted:
+    if summary.interrupted or (signals is not None and signals.received):
         log.warning("Stopped after %d frames; outputs hold what was processed", summary.frames)
-        return 130
+        return exit_code(signals.received if signals is not None else None)
     if summary.error is not None:
         raise MotionDetectError(f"stopped after {summary.frames} frames: {summary.error}")
     return 0
+
+
+def _checked_on_device(detector: MotionDetector, requested: str, size: tuple[int, int]) -> MotionDetector:
+    """Run a CUDA detector on blank frames of the input's ``size`` before any output exists
+    (:func:`~motiondetect.faults.warm_up`: every kernel compiled, every buffer allocated).
+
+    Returns:
+        ``detector`` when it runs (or is on the CPU); with ``--backend auto`` and a device fault
+        (nvcc rejects a kernel, out of GPU memory for this frame size...), a CPU detector with
+        the same filters and settings, after a notice that says why (nvcc's message once).
+
+    Raises:
+        CudaUnavailable: the fault with ``--backend cuda``, or with a cuBLAS engine selected.
+    """
+    reason = warm_up(detector, size)
+    if reason is None:
+        return detector
+    if requested != "auto" or any(f.engine == "cublas" for f in detector.filters):
+        raise CudaUnavailable(f"the CUDA backend cannot run this pipeline: {reason}")
+    log.info("notice: the CUDA backend cannot run this pipeline: %s; using the CPU backend", reason)
+    detector._executor.cuda.close()  # give the device back now
+    return MotionDetector(detector.filters, roi=detector.roi, downscale=detector.downscale, annotate=detector.annotate)
 
 
 def _progress(total: int | None, quiet: bool):
@@ -446,7 +490,11 @@ def _progress(total: int | None, quiet: bool):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; return the process exit code."""
+    """Run the command line; return the process exit code.
+
+    0: done. 1: a failure at run time (input, output, device). 2: a usage or configuration
+    mistake. 128 + N: stopped by signal N (130 Ctrl-C, 143 SIGTERM) with the outputs so far.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["evaluate"]:  # the scoring subcommand lives in its own module
         from motiondetect.evaluate import main as evaluate_main
@@ -456,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
     logging.basicConfig(level=level, format="motiondetect: %(message)s", stream=sys.stderr, force=True)
+    quiet_native_logs(args.verbose)
     if args.version:
         print(f"motiondetect {__version__}")
         for line in feature_report():
@@ -463,13 +512,32 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if bool(args.input) == (args.camera is not None):
         parser.error("give the input: files, folders, patterns or URLs, or --camera N")
+    stop = StopSignals()
     try:
-        return run(args)
-    except MotionDetectError as exc:
-        if os.environ.get("MOTIONDETECT_DEBUG"):
-            raise
-        print(f"motiondetect: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        with stop:
+            return run(args, stop)
     except KeyboardInterrupt:
         print("motiondetect: Stopped.", file=sys.stderr)
-        return 130
+        return exit_code(stop.received)
+    except Exception as exc:
+        if os.environ.get("MOTIONDETECT_DEBUG"):
+            raise
+        message = _failure_message(exc)
+        if message is None:
+            raise
+        print(f"motiondetect: error: {message}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+
+
+def _failure_message(exc: Exception) -> str | None:
+    """The one-line message for a failure the command reports without a traceback, or ``None``
+    for a bug (which keeps its traceback)."""
+    if isinstance(exc, MotionDetectError):
+        return str(exc)
+    if is_device_fault(exc):
+        return describe_device_fault(exc)
+    if isinstance(exc, OSError):  # e.g. a full disk while making an output folder
+        return f"{exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else "")
+    if isinstance(exc, MemoryError):
+        return "out of memory (host RAM); try --downscale or a smaller input"
+    return None

@@ -23,6 +23,7 @@ key path, the value given and what is allowed, and raises one :class:`ConfigErro
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +267,18 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a ``yaml.safe_load`` failure: where, and what; tags that would build Python
+    objects (``!!python/object``...) are named as refused."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    tag = re.search(r"tag '([^']*)'", problem) if isinstance(exc, yaml.constructor.ConstructorError) else None
+    if tag:
+        return f"refused YAML tag {tag.group(1).replace('tag:yaml.org,2002:', '!!')!r}{where}: only plain YAML is read (no Python objects)"
+    return f"not valid YAML{where}: {problem}"
+
+
 def load_config(path: str | Path | None = None) -> dict[str, Any]:
     """Load a YAML config with ``yaml.safe_load``, validate it and merge it over the defaults.
 
@@ -283,15 +296,14 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
         return default_config()
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ConfigError([f"cannot read config file {str(path)!r}: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"config file {str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError([f"{path}: not valid YAML{where}: {problem}"]) from None
+        raise ConfigError([f"{path}: {yaml_problem(exc)}"]) from None
     data = {} if data is None else data
     problems = validate(data)
     if problems:

@@ -19,6 +19,7 @@ import numpy as np
 
 from motiondetect.errors import MotionDetectError
 from motiondetect.runner import Sink, StopRequested
+from motiondetect.safety import free_name, write_image
 
 log = logging.getLogger("motiondetect")
 
@@ -57,7 +58,8 @@ class PreviewSink(Sink):
             a Threshold's grey levels by 1, the Gaussian model's ``sigmas`` by 0.1), within its range.
         events: the run's :class:`~motiondetect.events.EventSegmenter`, for the REC mark, or None.
         snapshot_stem: ``s`` writes what the window shows to ``<snapshot_stem>_snapshot_<frame>.png``
-            (``..._mask.png`` in the mask view) in the current folder.
+            (``..._mask.png`` in the mask view) in the current folder; a file of that name from
+            before the run is kept and the snapshot gets ``_2``, ``_3``... appended.
         realtime_fps: pace the display at this rate (frames/s); ``None`` shows frames as fast as
             they come.
         live: timestamps are wall-clock times (a camera) rather than media times (a file).
@@ -89,6 +91,7 @@ class PreviewSink(Sink):
         self._last_shown = None
         self._fps = 0.0
         self._next_due = None
+        self._snapshots: set[Path] = set()
         try:
             cv2.namedWindow(title, cv2.WINDOW_NORMAL | cv2.WINDOW_KEEPRATIO | cv2.WINDOW_GUI_NORMAL)
             cv2.waitKey(100)  # let the window map before the first frame is drawn into it
@@ -133,7 +136,14 @@ class PreviewSink(Sink):
         elif key == ord("s"):
             view = "_mask" if self.show_mask else ""
             path = Path(f"{self.snapshot_stem}_snapshot_{frame.index:06d}{view}.png")
-            cv2.imwrite(str(path), shown)
+            if path not in self._snapshots:  # a file from before this run is never replaced
+                path = free_name(path)
+            self._snapshots.add(path)
+            try:
+                write_image(path, shown)
+            except OSError as exc:
+                log.warning("cannot write snapshot %s: %s", path, exc.strerror or exc)
+                return
             log.info("snapshot written: %s", path)
 
     # -- drawing ----------------------------------------------------------------------------

@@ -22,8 +22,9 @@ import cv2
 import numpy as np
 import yaml
 
-from motiondetect.config import ROI_SCHEMA, schema_problems
+from motiondetect.config import ROI_SCHEMA, schema_problems, yaml_problem
 from motiondetect.errors import ConfigError
+from motiondetect.safety import read_image
 from motiondetect.video import IMAGE_SUFFIXES
 
 
@@ -47,7 +48,7 @@ def roi_from_file(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"--roi: cannot read {str(path)!r}: {getattr(exc, 'strerror', None) or exc}"]) from None
     except yaml.YAMLError as exc:
-        raise ConfigError([f"--roi: {str(path)!r} is neither an image ({', '.join(sorted(IMAGE_SUFFIXES))}) nor valid YAML: {str(exc).splitlines()[0]}"]) from None
+        raise ConfigError([f"--roi: {str(path)!r} is neither an image ({', '.join(sorted(IMAGE_SUFFIXES))}) nor usable YAML: {yaml_problem(exc)}"]) from None
     roi = {"polygons": data} if isinstance(data, list) else data
     problems = schema_problems(ROI_SCHEMA, roi, ("roi",))
     if roi is None or problems:
@@ -79,7 +80,7 @@ def rasterize(roi: dict[str, Any] | None, size: tuple[int, int]) -> np.ndarray |
         return None
     width, height = size
     if "mask" in roi:
-        image = cv2.imread(roi["mask"], cv2.IMREAD_GRAYSCALE)
+        image = read_image(roi["mask"], cv2.IMREAD_GRAYSCALE)
         if image is None:
             raise ConfigError([f"roi.mask: cannot read image {roi['mask']!r}"])
         if image.shape != (height, width):

@@ -3,8 +3,8 @@
 Every output (annotated video, events reports, clips, masks, and later preview windows) is a
 :class:`Sink`. Per frame the :class:`Runner` gets the detector's result (or, with frame skip, the
 last result held over the frame), draws the overlays, feeds the event segmenter, then each sink.
-Whatever ends the run (the end of the input, Ctrl-C, a failure), it closes the open event and
-every sink with a :class:`RunSummary`, so outputs always hold what was processed.
+Whatever ends the run (the end of the input, Ctrl-C or SIGTERM, a failure), it closes the open
+event and every sink with a :class:`RunSummary`, so outputs always hold what was processed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -19,6 +20,7 @@ from typing import Any, Iterable, Sequence
 from motiondetect.detector import FrameResult, MotionDetector
 from motiondetect.errors import MotionDetectError
 from motiondetect.events import EventSegmenter, write_csv_atomic, write_json_atomic
+from motiondetect.faults import describe_device_fault, is_device_fault
 from motiondetect.video import Frame, VideoWriter
 
 log = logging.getLogger("motiondetect")
@@ -36,10 +38,11 @@ class RunSummary:
         frames: frames processed and handed to every sink.
         elapsed: wall-clock seconds of the loop.
         complete: the input was read to its end and every sink closed cleanly.
-        interrupted: the run was stopped by Ctrl-C.
+        interrupted: the run was stopped by Ctrl-C or SIGTERM.
         stopped: a sink ended the run at the user's request (``q`` in the preview window).
         error: what failed, or ``None``.
         dropped_frames: frames a live source delivered that were skipped to stay current.
+        decode_errors: frames of the input that could not be decoded and were skipped.
     """
 
     frames: int = 0
@@ -49,6 +52,7 @@ class RunSummary:
     stopped: bool = False
     error: Exception | None = None
     dropped_frames: int = 0
+    decode_errors: int = 0
 
     @property
     def fps(self) -> float:
@@ -103,8 +107,8 @@ class VideoSink(Sink):
 class EventsSink(Sink):
     """Writes the events report when the run ends, atomically: JSON, or CSV for a ``.csv`` name.
 
-    The JSON report is ``header`` plus ``frame_count``, ``events``, ``complete`` and
-    ``elapsed_seconds``; the CSV holds the events only, one row each, with the same fields
+    The JSON report is ``header`` plus ``frame_count``, ``events``, ``complete``,
+    ``dropped_frames``, ``decode_errors`` and ``elapsed_seconds``; the CSV holds the events only, one row each, with the same fields
     (:data:`motiondetect.events.CSV_COLUMNS`).
 
     Args:
@@ -132,6 +136,7 @@ class EventsSink(Sink):
             "events": self.events.as_dicts(),
             "complete": summary.complete,
             "dropped_frames": summary.dropped_frames,
+            "decode_errors": summary.decode_errors,
             "elapsed_seconds": round(summary.elapsed, 3),
         }
         write_json_atomic(self.path, report)
@@ -158,6 +163,10 @@ class Runner:
             its predecessor as in a full run. 0 processes every frame.
         overlay: an :class:`~motiondetect.overlay.Overlay` drawn on each result's frame before
             the sinks see it, or ``None``.
+        source: the input (a ``VideoHandler`` or ``ConcatSource``) whose ``decode_errors`` go
+            into the summary, or ``None``.
+        stop: a :class:`~motiondetect.signals.StopSignals` whose signals end the run after the
+            current frame and never interrupt the closing of the sinks, or ``None``.
     """
 
     def __init__(
@@ -169,6 +178,8 @@ class Runner:
         events: EventSegmenter | None = None,
         frame_skip: int = 0,
         overlay=None,
+        source=None,
+        stop=None,
     ) -> None:
         self.frames = frames
         self.detector = detector
@@ -177,18 +188,21 @@ class Runner:
         self.events = events
         self.frame_skip = frame_skip
         self.overlay = overlay
+        self.source = source
+        self.stop = stop
 
     def run(self) -> RunSummary:
         """Process until the input ends, Ctrl-C, or a failure; close every sink; return how it went.
 
-        Ctrl-C and :class:`MotionDetectError` / ``ValueError`` (a bad frame) are caught and recorded
-        in the summary; anything else propagates after the sinks are closed.
+        Ctrl-C (and SIGTERM, through ``stop``), :class:`MotionDetectError`, ``ValueError`` (a bad
+        frame) and device faults (``pycuda.driver.Error``) are caught and recorded in the summary;
+        anything else propagates after the sinks are closed.
         """
         summary = RunSummary()
         started = time.perf_counter()
         held, skipped = None, 0
         try:
-            for frame in self.frames:
+            for frame in self.stop.frames(self.frames) if self.stop is not None else self.frames:
                 if held is not None and skipped < self.frame_skip:
                     skipped += 1
                     if skipped == self.frame_skip:  # the next frame is processed: compare it with this one
@@ -217,14 +231,20 @@ class Runner:
             summary.stopped = True
         except (MotionDetectError, ValueError) as exc:
             summary.error = exc
+        except Exception as exc:
+            if not is_device_fault(exc):
+                raise
+            summary.error = MotionDetectError(describe_device_fault(exc))
         finally:
-            summary.elapsed = time.perf_counter() - started
-            summary.dropped_frames = getattr(self.frames, "dropped", 0)
-            if self.progress is not None:
-                self.progress.close()
-            if self.events is not None:
-                self.events.finish()
-            self._close_sinks(summary)
+            with self.stop.finishing() if self.stop is not None else nullcontext():  # signals wait for the outputs
+                summary.elapsed = time.perf_counter() - started
+                summary.dropped_frames = getattr(self.frames, "dropped", 0)
+                summary.decode_errors = getattr(self.source, "decode_errors", 0)
+                if self.progress is not None:
+                    self.progress.close()
+                if self.events is not None:
+                    self.events.finish()
+                self._close_sinks(summary)
         return summary
 
     def _close_sinks(self, summary: RunSummary) -> None:
@@ -234,6 +254,10 @@ class Runner:
             try:
                 sink.close(summary)
             except (MotionDetectError, OSError) as exc:
-                log.error("could not finish %s: %s", sink.describe() or type(sink).__name__, exc)
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                message = f"could not finish {sink.describe() or type(sink).__name__}: {reason}"
                 summary.complete = False
-                summary.error = summary.error or exc
+                if summary.error is None:
+                    summary.error = MotionDetectError(message)  # the command's error line says it
+                else:
+                    log.error("%s", message)

@@ -22,12 +22,17 @@ import numpy as np
 
 from motiondetect.errors import VideoOpenFailure
 from motiondetect.platform import h264_encoder
+from motiondetect.safety import is_utf8, printable_name, read_image
 
 log = logging.getLogger("motiondetect")
 
 #: Frame rate assumed for image sequences, which carry none (CDnet ships none); PAL's 25 fps.
 DEFAULT_SEQUENCE_FPS = 25.0
 IMAGE_SUFFIXES = {".bmp", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
+#: Presentation timestamp of the last frame read (OpenCV 4.6+; absent: gaps are not counted).
+_CAP_PROP_PTS = getattr(cv2, "CAP_PROP_PTS", None)
+#: Unreadable images of a sequence reported one by one; the rest are only counted.
+_REPORTED_BAD_IMAGES = 3
 
 
 @dataclass(frozen=True)
@@ -117,10 +122,22 @@ class VideoHandler:
         size: (width, height) in pixels.
         frame_count: frames the container announces, or ``None`` (cameras, URLs). May differ
             from what decodes (an AVI header can promise 750 frames and hold 748).
-        name: a short stem for default output names.
+        name: a short stem for default output names (bytes that are not UTF-8 become U+FFFD).
+        decode_errors: frames of the input that could not be decoded and were skipped, so far:
+            unreadable images of a sequence (the frame numbers of the others do not move), and
+            in a video file the frames missing from its timestamps (a damaged stretch the
+            decoder dropped) plus, at its end, those its header announces beyond the ones
+            decoded when more than :attr:`announced_slack` are missing (truncated or damaged).
+
+    Frames keep one size: the first frame's (a video file's first frame is decoded when it is
+    opened, so a file with no decodable frame fails there, before any output exists). A frame of
+    another size (an image of another size in a sequence, a file whose resolution changes
+    mid-stream) raises :class:`VideoOpenFailure` from the iteration, after the frames before it.
 
     Raises:
-        VideoOpenFailure: the source does not exist, holds no images, or OpenCV cannot open it.
+        VideoOpenFailure: the source does not exist, holds no images, holds no decodable frame,
+            has a name that is not UTF-8 (OpenCV cannot take it; images excepted), or OpenCV
+            cannot open it (a stream that does not answer within :attr:`open_timeout_ms`).
 
     Example:
         >>> with VideoHandler("samples/highway_traffic_320x240.avi") as video:  # doctest: +SKIP
@@ -133,6 +150,12 @@ class VideoHandler:
     reconnect_delay = 2.0
     #: Milliseconds a network stream may take to open or to deliver a frame.
     open_timeout_ms = 10_000
+    #: A file may end this many frames short of its header's count without being reported:
+    #: headers round (the bundled AVI announces 750 frames and holds 748).
+    announced_slack = 2
+    #: Failed reads in a row that a file is read past (OpenCV gives up on a packet the decoder
+    #: rejects, not on the file) before it is taken to end there.
+    damaged_run_limit = 250
 
     def __init__(self, source: str | int, fps: float | None = None) -> None:
         if fps is not None and not (math.isfinite(fps) and fps > 0):
@@ -141,19 +164,33 @@ class VideoHandler:
         self._capture = None
         self._position = 0
         self._files: list[Path] | None = None
+        self._pending: np.ndarray | None = None  # a file's first frame, decoded by the probe
+        self._bad_images = 0  # unreadable images of a sequence
+        self._timeline_gaps = 0  # frames missing from a file's timestamps
+        self._rejected = 0  # damaged stretches read past without timestamps to measure them
+        self._missing_at_end = 0  # frames the header announces beyond the end of what decoded
+        self._last_pts: float | None = None
+        self._pts_steps: list[float] = []
+        self._pts_step: float | None = None  # 0: the timestamps are irregular, not checked
+        self._ended = False
         text = self.source
         self.is_stream = "://" in text
         if text.isdigit() or self.is_stream:
             self.is_live = text.isdigit()
             if self.is_stream:
-                # Bound how long a silent server can block the open (milliseconds).
-                params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, self.open_timeout_ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, self.open_timeout_ms]
-                self._capture = cv2.VideoCapture(text, cv2.CAP_ANY, params)
+                if not is_utf8(text):
+                    raise VideoOpenFailure(f"cannot open stream {text!r}: the URL is not valid UTF-8")
+                started = time.monotonic()
+                self._capture = self._open_stream()
             else:
                 self._capture = cv2.VideoCapture(int(text))
-            self.name = f"camera{text}" if text.isdigit() else (Path(text.split("?")[0]).stem or "stream")
+            self.name = f"camera{text}" if text.isdigit() else printable_name(Path(text.split("?")[0]).stem or "stream")
             if not self._capture.isOpened():
-                raise VideoOpenFailure(f"cannot open {'camera' if text.isdigit() else 'stream'} {text!r}")
+                if text.isdigit():
+                    raise VideoOpenFailure(f"cannot open camera {text!r}: no such camera, or it is in use")
+                waited = time.monotonic() - started
+                reason = f"no answer within {self.open_timeout_ms / 1000:g} s" if waited * 1000 >= 0.9 * self.open_timeout_ms else "the server refused or sent no video"
+                raise VideoOpenFailure(f"cannot open stream {text!r}: {reason}")
         else:
             self.is_live = False
             self._files = _sequence_files(text)
@@ -161,24 +198,33 @@ class VideoHandler:
                 if not self._files:
                     raise VideoOpenFailure(f"no images found for image sequence {text!r}")
                 stem = Path(text).resolve().name if Path(text).is_dir() else (self._files[0].parent.name if has_glob(text) else Path(text).stem)
-                self.name = re.sub(r"%0?\d*d", "", stem).strip("_-.") or "sequence"
+                self.name = printable_name(re.sub(r"%0?\d*d", "", stem).strip("_-.") or "sequence")
             else:
                 path = Path(text)
                 if not path.exists():
                     raise VideoOpenFailure(f"input not found: {text!r}")
                 if path.stat().st_size == 0:
                     raise VideoOpenFailure(f"input is an empty file: {text!r}")
+                if not is_utf8(text):
+                    # OpenCV crashes on such names; images are read through Python instead.
+                    raise VideoOpenFailure(f"cannot open {text!r}: the file name is not valid UTF-8, which OpenCV needs; rename the file or link it under a UTF-8 name")
                 self._capture = cv2.VideoCapture(text)
                 if not self._capture.isOpened():
                     raise VideoOpenFailure(f"cannot open {text!r}: not a video OpenCV can decode")
                 self.name = path.stem
         self._probe(fps)
 
+    def _open_stream(self):
+        """Open the network stream with bounded open and read times (:attr:`open_timeout_ms`)."""
+        params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, self.open_timeout_ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, self.open_timeout_ms]
+        return cv2.VideoCapture(self.source, cv2.CAP_ANY, params)
+
     def _probe(self, fps: float | None) -> None:
         if self._files is not None:
-            first = cv2.imread(str(self._files[0]), cv2.IMREAD_COLOR)
+            # The first image that decodes sets the size; the iteration counts the others.
+            first = next((image for image in map(read_image, self._files) if image is not None), None)
             if first is None:
-                raise VideoOpenFailure(f"cannot decode image {str(self._files[0])!r}")
+                raise VideoOpenFailure(f"no frames could be decoded from {self.source!r}: none of its {len(self._files)} images is readable")
             self.size = (first.shape[1], first.shape[0])
             self.frame_count = len(self._files)
             self.fps = fps if fps is not None else DEFAULT_SEQUENCE_FPS
@@ -189,6 +235,23 @@ class VideoHandler:
         self.frame_count = count if count > 0 and not self.is_live else None
         container_fps = cap.get(cv2.CAP_PROP_FPS)
         self.fps = fps if fps is not None else (container_fps if 0 < container_fps < 1000 else DEFAULT_SEQUENCE_FPS)
+        if not (self.is_live or self.is_stream):
+            ok, first = cap.read()
+            if not ok:
+                raise VideoOpenFailure(f"no frames could be decoded from {self.source!r}")
+            self._note_timestamp()
+            self._pending = first
+            self.size = (first.shape[1], first.shape[0])
+
+    @property
+    def decode_errors(self) -> int:
+        """Frames of the input that could not be decoded and were skipped, so far (see the class
+        attributes)."""
+        return self._bad_images + self._timeline_gaps + self._rejected + self._missing_at_end
+
+    @property
+    def _gap_errors(self) -> int:
+        return self._timeline_gaps + self._rejected
 
     def __enter__(self) -> VideoHandler:
         return self
@@ -205,30 +268,120 @@ class VideoHandler:
     def __iter__(self) -> Iterator[Frame]:
         """Yield :class:`Frame` s in order from the current position until the source ends.
 
+        Undecodable frames are skipped and counted in :attr:`decode_errors` (an image of a
+        sequence keeps its frame number: the next image's is one more than its own).
+
         Raises:
-            VideoOpenFailure: an image of a sequence cannot be decoded.
+            VideoOpenFailure: a frame of another size than the first (after the frames before
+                it), a camera that stops, or a stream lost beyond its reconnect attempts.
         """
         if self._files is not None:
             while self._position < len(self._files):
                 path = self._files[self._position]
-                image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-                if image is None:
-                    raise VideoOpenFailure(f"cannot decode image {str(path)!r}")
                 index = self._position
                 self._position += 1
+                image = read_image(path)
+                if image is None:
+                    self._bad_images += 1
+                    level = logging.WARNING if self._bad_images <= _REPORTED_BAD_IMAGES else logging.DEBUG
+                    log.log(level, "skipped frame %d: cannot decode image %r", index, str(path))
+                    continue
+                self._check_size(image, f"image {str(path)!r}")
                 yield Frame(index, index / self.fps, image)
             return
         while self._capture is not None:
-            ok, image = self._capture.read()
-            if not ok:
-                if self.is_live:
-                    raise VideoOpenFailure(f"camera {self.source} stopped delivering frames after {self._position}")
-                if self.is_stream and self._reconnect():
-                    continue
-                return
+            if self._pending is not None:
+                image, self._pending = self._pending, None
+            else:
+                ok, image = self._capture.read()
+                if not ok:
+                    if self.is_live:
+                        raise VideoOpenFailure(f"camera {self.source} stopped delivering frames after {self._position}")
+                    if self.is_stream and self._reconnect():
+                        continue
+                    image = None if self.is_stream else self._read_past_damage()
+                    if image is None:
+                        self._count_missing_at_end()
+                        return
+                self._note_timestamp()
+            if not (self.is_live or self.is_stream):
+                self._check_size(image, f"frame {self._position} of {self.source!r}", " (the resolution changed mid-stream)")
             index = self._position
             self._position += 1
             yield Frame(index, index / self.fps, image)
+
+    def _check_size(self, image: np.ndarray, what: str, why: str = "") -> None:
+        if (image.shape[1], image.shape[0]) != self.size:
+            raise VideoOpenFailure(
+                f"{what} is {image.shape[1]}x{image.shape[0]}, the input's frames are {self.size[0]}x{self.size[1]}{why}; "
+                "one run needs one frame size"
+            )
+
+    def _read_past_damage(self) -> np.ndarray | None:
+        """After a failed read of a file before its announced end, read on, up to
+        :attr:`damaged_run_limit` times: OpenCV's read fails on a packet the decoder rejects and
+        goes on with the next. Returns the next frame, or ``None`` at the end of the file.
+
+        Without usable timestamps (which count the frames lost, :meth:`_note_timestamp`), each
+        damaged stretch read past counts as one decode error.
+        """
+        if self.frame_count is not None and self._position + self._gap_errors >= self.frame_count - self.announced_slack:
+            return None  # the end the header announces: no damage to read past
+        for _ in range(self.damaged_run_limit):
+            ok, image = self._capture.read()
+            if ok:
+                if not self._pts_step:
+                    self._rejected += 1
+                log.debug("%s: read past undecodable data before frame %d", self.source, self._position)
+                return image
+        return None
+
+    def _note_timestamp(self) -> None:
+        """Count the frames missing from a file's timeline after the frame just read.
+
+        A jump of k steps in the presentation timestamps means k - 1 frames the decoder dropped
+        (damaged data). The step is learnt from the first 8 frames; when those steps differ
+        (variable frame rate), or OpenCV gives no timestamps, nothing is counted.
+        """
+        if self._pts_step == 0 or _CAP_PROP_PTS is None or self.is_live or self.is_stream:
+            return
+        pts = self._capture.get(_CAP_PROP_PTS)
+        last, self._last_pts = self._last_pts, pts
+        if last is None or not pts > last:  # the first frame; a repeated or reset timestamp
+            return
+        step = pts - last
+        if self._pts_step is None:
+            self._pts_steps.append(step)
+            if len(self._pts_steps) == 8:
+                self._pts_step = step if all(s == step for s in self._pts_steps) else 0
+            return
+        if step >= 1.5 * self._pts_step:
+            lost = round(step / self._pts_step) - 1
+            self._timeline_gaps += lost
+            log.debug("%s: %d frames missing before frame %d (timestamps %g -> %g)", self.source, lost, self._position, last, pts)
+
+    def _count_missing_at_end(self) -> None:
+        """At the end of a file: report what could not be decoded, counting the frames its
+        header announces beyond those read when more than :attr:`announced_slack` are missing.
+
+        Timestamp gaps that the header does not count as frames (a recording of a live source
+        that dropped frames stores fewer frames than its timeline spans) were never in the
+        file: they are not decode errors.
+        """
+        if self._ended:
+            return
+        self._ended = True
+        if self.frame_count is not None and self._position + self._gap_errors > self.frame_count + self.announced_slack:
+            self._timeline_gaps = 0
+        missing = 0 if self.frame_count is None else self.frame_count - self._position - self._gap_errors
+        if missing > self.announced_slack:
+            self._missing_at_end = missing
+            log.warning(
+                "%r: %d frames could not be decoded: %d of the %d frames its header announces were read (truncated or damaged file)",
+                self.source, self.decode_errors, self._position, self.frame_count,
+            )
+        elif self.decode_errors:
+            log.warning("%r: %d frames could not be decoded and were skipped (damaged data)", self.source, self.decode_errors)
 
     def skip(self, count: int) -> int:
         """Move ``count`` frames forward without converting them; return how many were skipped.
@@ -241,8 +394,12 @@ class VideoHandler:
         if self._files is not None:
             skipped = max(0, min(count, len(self._files) - self._position))
         else:
+            if count > 0 and self._pending is not None:
+                self._pending = None
+                skipped = 1
             while skipped < count and self._capture is not None and self._capture.grab():
                 skipped += 1
+            self._last_pts = None  # grab() does not track timestamps: the next frame starts afresh
         self._position += skipped
         return skipped
 
@@ -256,7 +413,7 @@ class VideoHandler:
             log.warning("stream %s lost; reconnect attempt %d of %d", self.source, attempt, self.reconnect_attempts)
             time.sleep(self.reconnect_delay)
             self._capture.release()
-            self._capture = cv2.VideoCapture(self.source)
+            self._capture = self._open_stream()
             if self._capture.isOpened():
                 return True
         raise VideoOpenFailure(f"stream {self.source} lost; {self.reconnect_attempts} reconnect attempts failed")
@@ -299,6 +456,11 @@ class ConcatSource:
         self.is_live = self.is_stream = False
         self._current = 0
         self._offset = 0  # frames of the inputs before the current one
+
+    @property
+    def decode_errors(self) -> int:
+        """Frames of all inputs that could not be decoded (:attr:`VideoHandler.decode_errors`)."""
+        return sum(h.decode_errors for h in self.handlers)
 
     def __enter__(self) -> ConcatSource:
         return self
@@ -419,11 +581,14 @@ class VideoWriter:
         if Path(path).is_dir() or not Path(path).resolve().parent.is_dir():
             raise VideoOpenFailure(f"cannot write video {self.path!r}: its folder does not exist or it is a folder")
         self.frames_written = 0
+        self._failed: str | None = None  # why the file could not be written (a full disk...)
         self._container = self._stream = self._cv_writer = None
         self.encoder = h264_encoder()
         if self.encoder:
             self._open_pyav(fps)
         else:
+            if not is_utf8(self.path):
+                raise VideoOpenFailure(f"cannot write video {self.path!r}: OpenCV's writer needs a UTF-8 file name (install PyAV)")
             log.warning("PyAV's H.264 encoder is unavailable; writing MPEG-4 Part 2 (mp4v) with OpenCV, which browsers may not play")
             self.encoder = "mp4v"
             self._cv_writer = cv2.VideoWriter(self.path, cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
@@ -474,6 +639,8 @@ class VideoWriter:
         """
         if (frame.shape[1], frame.shape[0]) != self.size:
             raise ValueError(f"frame is {frame.shape[1]}x{frame.shape[0]}, the video is {self.size[0]}x{self.size[1]}")
+        if self._failed:
+            raise VideoOpenFailure(self._failed)
         if self._stream is not None:
             import av
 
@@ -488,25 +655,40 @@ class VideoWriter:
                 for packet in self._stream.encode(picture):
                     self._container.mux(packet)
             except av.FFmpegError as exc:
-                raise VideoOpenFailure(f"cannot write video {self.path!r}: {exc}") from None
+                # FFmpeg must not be fed again after a failed write (PyAV 18 crashes flushing it).
+                self._failed = f"cannot write video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
+                raise VideoOpenFailure(self._failed) from None
         else:
             self._cv_writer.write(frame)
         self.frames_written += 1
 
     def close(self) -> None:
-        """Flush the encoder and finish the file, so it plays up to the last frame written."""
+        """Flush the encoder and finish the file, so it plays up to the last frame written.
+
+        After a failed write the file is only closed (it cannot be completed).
+
+        Raises:
+            VideoOpenFailure: the encoder or the file failed while finishing.
+        """
         if self._stream is not None:
             import av
 
             stream, container = self._stream, self._container
             self._stream = self._container = None
             try:
-                for packet in stream.encode():
-                    container.mux(packet)
+                if not self._failed:
+                    for packet in stream.encode():
+                        container.mux(packet)
             except av.FFmpegError as exc:
-                raise VideoOpenFailure(f"cannot finish video {self.path!r}: {exc}") from None
+                self._failed = f"cannot finish video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
+                raise VideoOpenFailure(self._failed) from None
             finally:
-                container.close()
+                try:
+                    container.close()
+                except av.FFmpegError as exc:
+                    if not self._failed:
+                        self._failed = f"cannot finish video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
+                        raise VideoOpenFailure(self._failed) from None
         if self._cv_writer is not None:
             self._cv_writer.release()
             self._cv_writer = None

@@ -153,11 +153,14 @@ def test_cdnet_highway_pattern():
     assert frames[-1].time == 299 / 25.0
 
 
-def test_undecodable_image_in_sequence(png_sequence):
+def test_undecodable_image_in_sequence(png_sequence, caplog):
+    # A damaged image is skipped and counted; the others keep their frame numbers (issue 7).
     (png_sequence / "in000482.png").write_bytes(b"not a png")
-    with VideoHandler(png_sequence) as video:
-        with pytest.raises(VideoOpenFailure, match="in000482.png"):
-            list(video)
+    with caplog.at_level(logging.WARNING, logger="motiondetect"), VideoHandler(png_sequence) as video:
+        indices = [f.index for f in video]
+    assert 12 not in indices and indices == [i for i in range(video.frame_count) if i != 12]
+    assert video.decode_errors == 1
+    assert "in000482.png" in caplog.text
 
 
 # -- errors --------------------------------------------------------------------------------

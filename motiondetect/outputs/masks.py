@@ -9,6 +9,7 @@ import cv2
 
 from motiondetect.errors import MotionDetectError
 from motiondetect.runner import Sink
+from motiondetect.safety import write_image
 from motiondetect.video import VideoWriter
 
 
@@ -47,7 +48,8 @@ class MaskImagesSink(Sink):
         stem: file-name prefix; frame ``i``'s mask is :func:`mask_name` ``(stem, i)``.
 
     Raises:
-        MotionDetectError: (from :meth:`consume`) an image cannot be written.
+        MotionDetectError: (from :meth:`consume`) an image cannot be written (with the reason:
+            a full disk, permissions).
     """
 
     #: zlib level 1: PNG stays lossless at any level; 1 writes fastest.
@@ -59,8 +61,10 @@ class MaskImagesSink(Sink):
 
     def consume(self, frame, result):
         path = self.folder / mask_name(self.stem, frame.index)
-        if not cv2.imwrite(str(path), result.mask, self.PNG_OPTIONS):
-            raise MotionDetectError(f"cannot write mask image {str(path)!r}")
+        try:
+            write_image(path, result.mask, self.PNG_OPTIONS)
+        except (OSError, ValueError) as exc:
+            raise MotionDetectError(f"cannot write mask image {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
         self.count += 1
 
     def close(self, summary):
