@@ -117,7 +117,7 @@ def wait_for(condition, timeout=30.0):
     return False
 
 
-@pytest.mark.parametrize("signame, delay", [("SIGINT", 0.0), ("SIGTERM", 1.2), ("SIGINT", 2.4)])
+@pytest.mark.parametrize("signame, delay", [("SIGINT", 0.0), ("SIGTERM", 1.0), ("SIGINT", 2.0)])
 def test_signal_from_outside_a_live_run(tmp_path, sample_clip, signame, delay):
     # --live paces the clip at its 25 fps: 6 s for 150 frames. The signal comes once the video
     # has data (frames are flowing) plus ``delay``: early, in the middle, later on.
