@@ -383,7 +383,7 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
             detector.geometry((height, width))
         except ValueError as exc:  # the ROI vanishes at the downscaled size
             raise ConfigError([f"roi: {exc}"]) from None
-        detector = _checked_on_device(detector, config["backend"], video.size)
+        detector = _checked_on_device(detector, cuda, config["backend"], video.size)
         cuda = cuda if detector.backend == "cuda" else None
         events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
         header: dict[str, Any] = {
@@ -450,9 +450,15 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
     return 0
 
 
-def _checked_on_device(detector: MotionDetector, requested: str, size: tuple[int, int]) -> MotionDetector:
+def _checked_on_device(detector: MotionDetector, cuda: CUDAHandler | None, requested: str, size: tuple[int, int]) -> MotionDetector:
     """Run a CUDA detector on blank frames of the input's ``size`` before any output exists
     (:func:`~motiondetect.faults.warm_up`: every kernel compiled, every buffer allocated).
+
+    Args:
+        detector: the detector, on ``cuda`` (or on the CPU: returned as it is).
+        cuda: its entered handler, closed here when the CPU takes over; or ``None``.
+        requested: the config's backend (``auto`` falls back, ``cuda`` does not).
+        size: (width, height) of the input's frames, pixels.
 
     Returns:
         ``detector`` when it runs (or is on the CPU); with ``--backend auto`` and a device fault
@@ -468,7 +474,7 @@ def _checked_on_device(detector: MotionDetector, requested: str, size: tuple[int
     if requested != "auto" or any(f.engine == "cublas" for f in detector.filters):
         raise CudaUnavailable(f"the CUDA backend cannot run this pipeline: {reason}")
     log.info("notice: the CUDA backend cannot run this pipeline: %s; using the CPU backend", reason)
-    detector._executor.cuda.close()  # give the device back now
+    cuda.close()  # give the device back now
     return MotionDetector(detector.filters, roi=detector.roi, downscale=detector.downscale, annotate=detector.annotate)
 
 

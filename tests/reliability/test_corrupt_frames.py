@@ -12,9 +12,9 @@ from conftest import SAMPLE_ANNOUNCED, SAMPLE_DECODED, avi_chunks, count_frames,
 CPU = ("--backend", "cpu")
 
 
-def check_damaged_run(tmp_path, monkeypatch, capsys, path):
+def check_damaged_run(tmp_path, monkeypatch, capsys, path, video=True):
     """Run on ``path``; check the run reached the end and accounted for every announced frame."""
-    rc, err = run_main(monkeypatch, capsys, tmp_path, path, *CPU)
+    rc, err = run_main(monkeypatch, capsys, tmp_path, path, *CPU, *([] if video else ["--no-video"]))
     assert rc == 0, err
     assert "Traceback" not in err and "error:" not in err
     events = report(tmp_path / f"{path.stem}_motion.json")
@@ -24,7 +24,8 @@ def check_damaged_run(tmp_path, monkeypatch, capsys, path):
     # extra frames may or may not be counted: they are within the allowed slack).
     assert SAMPLE_DECODED <= processed + undecodable <= SAMPLE_ANNOUNCED
     assert f"{processed} frames" in err and f"{undecodable} frames could not be decoded" in err.splitlines()[-1]
-    assert count_frames(tmp_path / f"{path.stem}_motion.mp4") == processed
+    if video:
+        assert count_frames(tmp_path / f"{path.stem}_motion.mp4") == processed
     return processed, undecodable
 
 
@@ -51,7 +52,7 @@ def test_packets_the_decoder_rejects(tmp_path, monkeypatch, capsys, damaged, pac
     path = damaged("holes.avi", blank)
     # A reader that stops at the first failed read loses everything after the first hole.
     assert count_frames(path) < packets[0]
-    processed, undecodable = check_damaged_run(tmp_path, monkeypatch, capsys, path)
+    processed, undecodable = check_damaged_run(tmp_path, monkeypatch, capsys, path, video=False)
     assert processed >= SAMPLE_DECODED - 2 * len(packets) - 2  # read past every hole
     assert undecodable >= len(packets)
 
