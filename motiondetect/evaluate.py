@@ -29,7 +29,6 @@ parameters run on the same frames, side by side.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import re
@@ -169,8 +168,8 @@ def _f1(precision: float, recall: float) -> float:
 
 
 @dataclass
-class PixelScore:
-    """Pixel counts over the scored frames (CDnet rules) and the measures derived from them."""
+class ConfusionCounts:
+    """True/false positives and negatives, and the precision, recall and F-measure they give."""
 
     tp: int = 0
     fp: int = 0
@@ -184,13 +183,18 @@ class PixelScore:
 
     @property
     def recall(self) -> float:
-        """TP / (TP + FN); 0 when nothing moved."""
+        """TP / (TP + FN); 0 when nothing was positive."""
         return _ratio(self.tp, self.tp + self.fn)
 
     @property
     def f_measure(self) -> float:
-        """2 P R / (P + R), CDnet's F-measure."""
+        """2 P R / (P + R): CDnet's F-measure, the F1 score."""
         return _f1(self.precision, self.recall)
+
+
+@dataclass
+class PixelScore(ConfusionCounts):
+    """Pixel counts over the scored frames (CDnet rules) and the measures derived from them."""
 
     def as_dict(self) -> dict[str, Any]:
         """Counts and measures (CDnet's specificity, FPR, FNR and PWC included), JSON-ready."""
@@ -208,28 +212,13 @@ class PixelScore:
 
 
 @dataclass
-class FrameScore:
+class FrameScore(ConfusionCounts):
     """Frame-level counts: frames with motion (truth) against frames flagged (prediction)."""
-
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    tn: int = 0
-
-    @property
-    def precision(self) -> float:
-        """Flagged frames that have motion, as a share of the flagged frames."""
-        return _ratio(self.tp, self.tp + self.fp)
-
-    @property
-    def recall(self) -> float:
-        """Frames with motion that were flagged, as a share of the frames with motion."""
-        return _ratio(self.tp, self.tp + self.fn)
 
     @property
     def f1(self) -> float:
-        """2 P R / (P + R)."""
-        return _f1(self.precision, self.recall)
+        """Frame-level F1 (the F-measure of the frame counts)."""
+        return self.f_measure
 
     def as_dict(self) -> dict[str, Any]:
         """Counts and measures, JSON-ready."""
