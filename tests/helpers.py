@@ -1,4 +1,5 @@
-"""Independent references shared by several test modules (no package code in them)."""
+"""Helpers shared by several test modules: independent references (no package code in them) and
+the in-process command runner."""
 
 from __future__ import annotations
 
@@ -40,3 +41,26 @@ def offline_events(fractions, trigger, max_area, min_frames, gap, before, after)
         out.append((start, end, s, e, peak, counted.mean()))
         previous_end = end
     return out
+
+
+def one_line_error(err: str) -> str:
+    """The single stderr line of a refused command: ``motiondetect: error: ...``, no traceback."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("motiondetect: error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def run_cli(monkeypatch, capsys, cwd, *argv) -> tuple[int, str, str]:
+    """``motiondetect ARGV`` in this process, in ``cwd``; returns (exit code, stdout, stderr).
+
+    argparse's usage errors (``SystemExit``) come back as their exit code.
+    """
+    from motiondetect.cli import main
+
+    monkeypatch.chdir(cwd)
+    try:
+        rc = main([str(a) for a in argv])
+    except SystemExit as exc:
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err

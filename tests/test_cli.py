@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import motiondetect
-from helpers import offline_events
+from helpers import offline_events, one_line_error
+from helpers import run_cli as run_main
 from motiondetect.cli import main
 from motiondetect.filters import REGISTRY
 from motiondetect.platform import cuda_device_error
@@ -65,14 +66,6 @@ def decode(path, upto=None):
         frames.append(image)
     cap.release()
     return frames, fps
-
-
-def one_line_error(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("motiondetect: error: ")
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # -- the bundled clip, end to end (run once for the module) --------------------------------
@@ -208,13 +201,6 @@ def small_video(tmp_path) -> Path:
         for f in square_frames():
             writer.write(f)
     return path
-
-
-def run_main(monkeypatch, capsys, cwd, *argv):
-    monkeypatch.chdir(cwd)
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_sequence_events_by_hand(tmp_path, sequence, monkeypatch, capsys):

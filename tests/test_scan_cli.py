@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
-from helpers import offline_events
+from helpers import offline_events, one_line_error, run_cli
 from motiondetect.cli import main
 from motiondetect.video import VideoWriter
 
@@ -62,19 +62,8 @@ def read_csv(path):
 SEED_YAML = str(Path(__file__).resolve().parent.parent / "configs" / "seed.yaml")
 
 
-def one_line_error(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("motiondetect: error: ") and "Traceback" not in err, err
-    return lines[0]
-
-
 def run(monkeypatch, capsys, cwd, *argv):
-    monkeypatch.chdir(cwd)
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as exc:  # argparse
-        rc = exc.code
-    out, err = capsys.readouterr()
+    rc, _, err = run_cli(monkeypatch, capsys, cwd, *argv)
     return rc, err
 
 

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.cli import main
+from helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The bundled clip's AVI header announces 750 frames; its packets decode to 748 (by OpenCV and
@@ -53,12 +53,8 @@ def only_line(err: str) -> str:
 
 def run_main(monkeypatch, capsys, cwd, *argv) -> tuple[int, str]:
     """``motiondetect ARGV`` in this process, in ``cwd``; returns (exit code, stderr)."""
-    monkeypatch.chdir(cwd)
-    try:
-        rc = main([str(a) if not isinstance(a, str) else a for a in argv])
-    except SystemExit as exc:  # argparse's usage errors
-        rc = exc.code
-    return rc, capsys.readouterr().err
+    rc, _, err = run_cli(monkeypatch, capsys, cwd, *argv)
+    return rc, err
 
 
 def process_env(**extra: str) -> dict[str, str]:
