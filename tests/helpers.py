@@ -3,6 +3,8 @@ the in-process command runner."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 
@@ -64,3 +66,15 @@ def run_cli(monkeypatch, capsys, cwd, *argv) -> tuple[int, str, str]:
         rc = exc.code
     out, err = capsys.readouterr()
     return rc, out, err
+
+
+#: The case study's exact pipeline (gray, difference, threshold 25, 3x3 erosion, red_blend 0.5),
+#: which tests compare against an independent chain of OpenCV/NumPy steps.
+SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
+
+
+def seed_config() -> dict:
+    """The loaded configs/seed.yaml."""
+    from motiondetect.config import load_config
+
+    return load_config(SEED_YAML)

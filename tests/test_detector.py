@@ -7,13 +7,12 @@ against its filters chained by hand and on behaviour (see the end of the file).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
-from motiondetect.config import build_filters, default_config, load_config
+from motiondetect.config import build_filters, default_config
 from motiondetect.detector import FrameResult, MotionDetector, pipeline_problems
 from motiondetect.filters import (
     Difference,
@@ -29,7 +28,7 @@ from motiondetect.filters import (
     Upscale,
 )
 
-SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
+from helpers import seed_config
 
 
 def integer_luma(bgr: np.ndarray) -> np.ndarray:
@@ -49,11 +48,6 @@ def independent_blend(frame, mask, alpha=0.5):
     red = frame[..., 2].astype(np.float64)
     out[..., 2] = np.where(mask != 0, np.floor((1 - alpha) * red + alpha * 255 + 0.5), red).astype(np.uint8)
     return out
-
-
-def seed_config() -> dict:
-    """The case study's pipeline: gray, difference, threshold 25, 3x3 erosion, red_blend 0.5."""
-    return load_config(SEED_YAML)
 
 
 def seed_detector() -> MotionDetector:

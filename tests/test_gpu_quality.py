@@ -35,7 +35,7 @@ from motiondetect.filters import (
     RunningAverage,
     Upscale,
 )
-from tests.test_gpu import POISON, random_image, run_on_gpu, side_input
+from tests.test_gpu import POISON, random_image, run_on_gpu
 
 pytestmark = pytest.mark.gpu
 

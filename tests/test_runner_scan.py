@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import csv
 import json
@@ -12,15 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from motiondetect.config import build_filters, load_config
+from motiondetect.config import build_filters
 
-SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
-
-
-def seed_config() -> dict:
-    """The case study's pipeline (configs/seed.yaml): these tests check ROI, downscale and frame
-    skip against an independent chain of its steps."""
-    return load_config(SEED_YAML)
+from helpers import seed_config
 from motiondetect.detector import FrameResult, MotionDetector
 from motiondetect.events import EventSegmenter
 from motiondetect.outputs.clips import _EventFramesSink
