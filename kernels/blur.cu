@@ -4,10 +4,14 @@
 // no ties), the same bits as the CPU reference and cv2.blur. Two separable passes; the row pass keeps exact sums in
 // 16 bits (at most 31 * 255 = 7905).
 
+#include "batch.cuh"
+
 __global__ void md_box_rows_u8(const unsigned char* __restrict__ src,
                                unsigned short* __restrict__ rows,
                                int width, int height, int radius)
 {
+    MD_IMAGE(src, width * height);
+    MD_IMAGE(rows, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
@@ -21,6 +25,8 @@ __global__ void md_box_cols_u8(const unsigned short* __restrict__ rows,
                                unsigned char* __restrict__ dst,
                                int width, int height, int radius)
 {
+    MD_IMAGE(rows, width * height);
+    MD_IMAGE(dst, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;

@@ -5,10 +5,14 @@
 // n iterations of a k x k element equal one pass of radius n * (k - 1) / 2 (dilation by B then B
 // is dilation by the Minkowski sum B + B), so the host passes that radius.
 
+#include "batch.cuh"
+
 __global__ void md_dilate_rows_u8(const unsigned char* __restrict__ src,
                                   unsigned char* __restrict__ dst,
                                   int width, int height, int radius)
 {
+    MD_IMAGE(src, width * height);
+    MD_IMAGE(dst, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
@@ -23,6 +27,8 @@ __global__ void md_dilate_cols_u8(const unsigned char* __restrict__ src,
                                   unsigned char* __restrict__ dst,
                                   int width, int height, int radius)
 {
+    MD_IMAGE(src, width * height);
+    MD_IMAGE(dst, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;

@@ -11,11 +11,16 @@
 //     (x n - S1)^2 * 2^16 > s2 * S1 * n, with s2 = round(n_s^2 * 2^16);
 // and n >= 2. Products are 64-bit (at most about 2^57 for a 31 x 31 window).
 
+#include "batch.cuh"
+
 __global__ void md_window_sums_rows_u8(const unsigned char* __restrict__ src,
                                        unsigned int* __restrict__ sum1,
                                        unsigned int* __restrict__ sum2,
                                        int width, int height, int radius)
 {
+    MD_IMAGE(src, width * height);
+    MD_IMAGE(sum1, width * height);
+    MD_IMAGE(sum2, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
@@ -39,6 +44,10 @@ __global__ void md_dispersion_cols_u8(const unsigned char* __restrict__ src,
                                       int width, int height, int radius,
                                       int threshold, int s2_q16)
 {
+    MD_IMAGE(src, width * height);
+    MD_IMAGE(sum1, width * height);
+    MD_IMAGE(sum2, width * height);
+    MD_IMAGE(dst, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;

@@ -7,10 +7,14 @@
 // every pixel of a block the block's value (nearest neighbour), so it undoes the partition
 // exactly. Products such as y * h stay below 2^31 for frames up to 46340 pixels a side.
 
+#include "batch.cuh"
+
 __global__ void md_downscale_area_u8(const unsigned char* __restrict__ src,
                                      unsigned char* __restrict__ dst,
                                      int width, int height, int out_width, int out_height)
 {
+    MD_IMAGE(dst, out_width * out_height);
+    MD_IMAGE(src, width * height);
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
     int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
     if (i >= out_width || j >= out_height) return;

@@ -10,29 +10,43 @@
 // mean and variance then learn at the background rates where the pixel is background and at
 // the (slower) foreground rates where it is foreground; the variance learns from
 // min(d^2, k^2 * max(var, min_var)), so one outlier cannot inflate it beyond the threshold.
+//
+// One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
+// dst + k * count): each thread keeps its pixel's mean and variance in registers through the
+// batch and stores them once, so a batch of K frames equals K launches of one frame bit for bit.
+// Frame k is frame pair first_pair + k of the stream; pair 1 starts the model from `reference`
+// (the stream's first frame). During the first `warmup` pairs the variance learns at least at
+// round(65536 / (pair + 1)) (Q16, rounded half up), computed here in integers.
 __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           const unsigned char* __restrict__ reference,
                                           int* __restrict__ mean,
                                           int* __restrict__ var,
                                           unsigned char* __restrict__ dst,
-                                          int count, int init,
+                                          int count, int frames, int first_pair, int warmup,
                                           int k2_q8, int min_var_q8,
                                           int alpha_q16, int alpha_fg_q16,
                                           int var_alpha_q16, int var_alpha_fg_q16)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
-    int m = init ? ((int)reference[i] << 16) : mean[i];
-    int v = init ? min_var_q8 : var[i];
-    int d = ((int)src[i] << 16) - m;                           // Q16
-    long long d2 = (long long)d * d;                            // Q32
-    long long limit = (long long)k2_q8 * (long long)max(v, min_var_q8);  // Q16
-    int foreground = d2 > (limit << 16);
-    dst[i] = foreground ? 255 : 0;
-    int a = foreground ? alpha_fg_q16 : alpha_q16;
-    int r = foreground ? var_alpha_fg_q16 : var_alpha_q16;
-    mean[i] = m + (int)(((long long)d * a + 32768) >> 16);
-    long long d2_q8 = (d2 + (1LL << 23)) >> 24, limit_q8 = (limit + 128) >> 8;
-    long long sample = d2_q8 < limit_q8 ? d2_q8 : limit_q8;    // Q8
-    var[i] = v + (int)(((sample - v) * r + 32768) >> 16);
+    int m = first_pair == 1 ? ((int)reference[i] << 16) : mean[i];
+    int v = first_pair == 1 ? min_var_q8 : var[i];
+    for (int k = 0; k < frames; ++k) {
+        int pair = first_pair + k;
+        int warm = pair <= warmup ? (131072 + pair + 1) / (2 * (pair + 1)) : 0;
+        size_t at = (size_t)k * count + i;
+        int d = ((int)src[at] << 16) - m;                           // Q16
+        long long d2 = (long long)d * d;                             // Q32
+        long long limit = (long long)k2_q8 * (long long)max(v, min_var_q8);  // Q16
+        int foreground = d2 > (limit << 16);
+        dst[at] = foreground ? 255 : 0;
+        int a = foreground ? alpha_fg_q16 : alpha_q16;
+        int r = max(foreground ? var_alpha_fg_q16 : var_alpha_q16, warm);
+        m += (int)(((long long)d * a + 32768) >> 16);
+        long long d2_q8 = (d2 + (1LL << 23)) >> 24, limit_q8 = (limit + 128) >> 8;
+        long long sample = d2_q8 < limit_q8 ? d2_q8 : limit_q8;     // Q8
+        v += (int)(((sample - v) * r + 32768) >> 16);
+    }
+    mean[i] = m;
+    var[i] = v;
 }

@@ -4,9 +4,14 @@
 // then one lane per warp that saw a set pixel does a 64-bit atomicAdd and four atomicMin/Max.
 // Before the launch the host sets *total = 0 and box = {0xffffffff, 0xffffffff, 0, 0}
 // (x0, y0, x1, y1); box is meaningful only when *total > 0. width must be >= 1.
+// Batches: blockIdx.y picks the mask (of `count` pixels) and its own total and box, so one
+// launch with gridDim.y = K reduces K masks.
 __global__ void md_mask_stats_u8(const unsigned char* __restrict__ mask, int width, int count,
                                  unsigned long long* total, unsigned int* box)
 {
+    mask += (size_t)blockIdx.y * (size_t)count;
+    total += blockIdx.y;
+    box += 4 * blockIdx.y;
     unsigned int local = 0;
     unsigned int x0 = 0xffffffffu, y0 = 0xffffffffu, x1 = 0u, y1 = 0u;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {

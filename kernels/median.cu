@@ -4,10 +4,14 @@
 // separable passes: the row pass counts set pixels (at most 31, one byte), the column pass sums
 // the counts and compares with half the window.
 
+#include "batch.cuh"
+
 __global__ void md_count_rows_u8(const unsigned char* __restrict__ src,
                                  unsigned char* __restrict__ rows,
                                  int width, int height, int radius)
 {
+    MD_IMAGE(src, width * height);
+    MD_IMAGE(rows, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
@@ -21,6 +25,8 @@ __global__ void md_majority_cols_u8(const unsigned char* __restrict__ rows,
                                     unsigned char* __restrict__ dst,
                                     int width, int height, int radius)
 {
+    MD_IMAGE(rows, width * height);
+    MD_IMAGE(dst, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;

@@ -25,7 +25,8 @@ import numpy as np
 
 
 from motiondetect import __version__
-from motiondetect.config import BACKENDS, ENGINES, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
+from motiondetect.batch import BatchDetector, supports as batch_supports
+from motiondetect.config import BACKENDS, DECODERS, ENGINES, PRESETS, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
 from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
 from motiondetect.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError
@@ -38,6 +39,7 @@ from motiondetect.outputs.masks import mask_name
 from motiondetect.overlay import Overlay
 from motiondetect.platform import cuda_device_error, feature_report
 from motiondetect.live import LatestFrameReader
+from motiondetect.nvdec import NvdecSource, NvdecUnavailable, nvdec_problem
 from motiondetect.threads import BackgroundWriter, PrefetchReader
 from motiondetect.preview import KEYS, PreviewSink
 from motiondetect.roi import rasterize, roi_from_file
@@ -104,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
     parser.add_argument("--events", action="append", metavar="FILE", help="events report to write: JSON, or CSV for a name ending in .csv; repeat for both [default: <stem>_motion.json in the current folder]")
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]")
+    parser.add_argument("--decoder", choices=DECODERS, help="where video files are decoded: NVDEC on the GPU (PyNvVideoCodec) or PyAV on the CPU; motion is found on the luma either way, with identical results [setting: config 'decoder', default auto: NVDEC when it can run, else the CPU with a notice]")
+    parser.add_argument("--preset", choices=PRESETS, help="x264 preset of the annotated video and clips (speed against size) [setting: config 'preset', default veryfast]")
     parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference: their CUDA kernels or cuBLAS (scikit-cuda) [setting: config 'engine', default kernel]")
     parser.add_argument("--threshold", type=_param_arg(threshold), metavar="T", help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) of the pipeline's 'threshold' filter (e.g. -c configs/seed.yaml) [setting: config]")
     parser.add_argument("--fps", type=_positive_fps, help="frame rate to assume, frames/s, overriding the container's [default: the container's; 25 for image sequences]")
@@ -337,7 +341,9 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     ``stop``: the installed :class:`~motiondetect.signals.StopSignals`; after a stop signal no
     further input is started.
     """
-    config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine, threshold=args.threshold)
+    config = with_overrides(
+        load_config(args.config), backend=args.backend, engine=args.engine, threshold=args.threshold, decoder=args.decoder, preset=args.preset,
+    )
     config = _scan_settings(config, args)
     inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
     groups = [inputs] if args.concat else [[source] for source in inputs]
@@ -385,6 +391,14 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
             raise ConfigError([f"roi: {exc}"]) from None
         detector = _checked_on_device(detector, cuda, config["backend"], video.size)
         cuda = cuda if detector.backend == "cuda" else None
+        batched = _batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
+        video, decoder = _choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
+        log.debug("decoder: %s; %s", decoder, "batches of %d frames on the GPU" % config["scan"]["batch"] if batched is None else f"one frame at a time ({batched})")
+        if batched is None:
+            detector.reset()  # the warm-up's state
+            detector = BatchDetector(
+                detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"],
+            )
         events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
         header: dict[str, Any] = {
             "motiondetect_version": __version__,
@@ -396,10 +410,13 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
             "start_frame": start,
             "backend": detector.backend,
             "device": cuda.device_name if cuda else None,
+            "decoder": decoder,
             "config": config,
         }
         frames = window(video, start, stop)
-        if not live:
+        if batched is None:
+            pass  # the batched detector decodes on its own thread, into its ring of batches
+        elif not live:
             # Decode ahead on a thread while the main thread detects (never drops a frame).
             frames = PrefetchReader(frames)
             stack.callback(frames.stop)
@@ -419,7 +436,8 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
                 )
             )
         if video_path and not args.only_motion:
-            sinks.append(VideoSink(BackgroundWriter(video.writer(video_path)), timestamps=live))  # encodes on its own thread
+            writer = video.writer(video_path, config["preset"])
+            sinks.append(VideoSink(BackgroundWriter(writer), timestamps=live))  # encodes on its own thread
         sinks += _scan_sinks(paths, video, events)
         sinks += [EventsSink(path, events, header) for path in paths.events]  # last: they record whether the others finished
         total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)
@@ -448,6 +466,56 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
     if summary.error is not None:
         raise MotionDetectError(f"stopped after {summary.frames} frames: {summary.error}")
     return 0
+
+
+def _batched_path_problem(config: dict[str, Any], video, cuda: CUDAHandler | None, detector: MotionDetector, interactive: bool, wants_frames: bool) -> str | None:
+    """Why this run cannot take the batched GPU path (:class:`~motiondetect.batch.BatchDetector`),
+    or ``None`` when it can: a video file on the CUDA backend, not shown live, every frame
+    processed at its own size, and an annotation (if any) that has a Y'CbCr form."""
+    if cuda is None:
+        return "the CPU backend"
+    if not getattr(video, "decodes_pictures", False):
+        return "image sequences, cameras and streams come as BGR frames"
+    if interactive:
+        return "live and preview runs keep one frame at a time for latency"
+    if config["scan"]["frame_skip"] or config["scan"]["downscale"] != 1:
+        return "frame skip and scan downscale run one frame at a time"
+    if wants_frames and not detector.annotate:
+        return "unannotated video output"
+    if not batch_supports(detector.filters):
+        return "the pipeline's annotation has no Y'CbCr form"
+    return None
+
+
+def _choose_decoder(requested: str, video, cuda: CUDAHandler | None, batched: str | None, fps: float | None, stack: ExitStack):
+    """The frame source for the run and its decoder's name: NVDEC for a video file on the GPU
+    when ``requested`` allows and it can run, else ``video`` itself (PyAV or OpenCV).
+
+    Raises:
+        UsageError: ``--decoder nvdec`` on the CPU backend or for an input that is not a video file.
+        NvdecUnavailable: ``--decoder nvdec`` where NVDEC cannot run (no PyNvVideoCodec, an
+            unsupported stream).
+    """
+    is_file = getattr(video, "decodes_pictures", False)
+    cpu_name = "PyAV (CPU threads)" if is_file else "OpenCV"
+    if requested == "cpu" or (requested == "auto" and (batched is not None or not is_file)):
+        return video, cpu_name
+    if not is_file:
+        raise UsageError("--decoder nvdec decodes video files; this input is an image sequence, a camera or a stream")
+    if cuda is None:
+        raise UsageError("--decoder nvdec decodes on the GPU: it needs the CUDA backend (--backend cuda or auto on a machine with a GPU)")
+    problem = nvdec_problem()
+    try:
+        if problem:
+            raise NvdecUnavailable(f"NVDEC unavailable: {problem}")
+        source = stack.enter_context(NvdecSource(video.source, cuda, fps=fps, host=batched is not None))
+    except NvdecUnavailable as exc:
+        if requested == "nvdec":
+            raise
+        log.info("notice: %s; decoding on the CPU", str(exc).split(";")[0])
+        return video, cpu_name
+    video.close()
+    return source, f"NVDEC ({source.codec})"
 
 
 def _checked_on_device(detector: MotionDetector, cuda: CUDAHandler | None, requested: str, size: tuple[int, int]) -> MotionDetector:

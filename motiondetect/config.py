@@ -37,6 +37,11 @@ from motiondetect.filters import REGISTRY, Filter
 BACKENDS = ("auto", "cuda", "cpu")
 #: GPU engines: each filter's own CUDA kernel, or cuBLAS calls (for the filters that list it).
 ENGINES = ("kernel", "cublas")
+#: Where video files are decoded: NVDEC on the GPU when PyNvVideoCodec and a device are there
+#: and the batched GPU path runs (auto), always NVDEC (nvdec), or PyAV on the CPU threads (cpu).
+DECODERS = ("auto", "nvdec", "cpu")
+#: x264's presets, fastest first (what libx264 accepts for ``-preset``).
+PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 
 #: Settings of a section: name -> (JSON Schema, default, help). The help names the unit and the
 #: source of the default; the schema, the defaults, ``--help`` and the command-line flags that set
@@ -101,6 +106,13 @@ SCAN_SETTINGS: Settings = {
         "sensitivity does not change); skipped frames keep the last result, so events stay in "
         "input frames and times; 0 (off) is DVR-Scan's default",
     ),
+    "batch": (
+        {"type": "integer", "minimum": 1, "maximum": 1024},
+        32,
+        "frames per batch on the GPU path for video files (one launch per filter per batch; "
+        "results equal one frame at a time); 32 reached the on-device plateau at 1080p on an H200 "
+        "(benchmarks/bench_throughput.py); cameras, --live and --preview run one frame at a time",
+    ),
 }
 
 #: What the annotated video (and the clips) show; boxes and text are drawn on the host.
@@ -158,6 +170,8 @@ def default_config() -> dict[str, Any]:
     return {
         "backend": "auto",
         "engine": "kernel",
+        "decoder": "auto",
+        "preset": "veryfast",
         "pipeline": [{"filter": name, **{p.name: p.default for p in REGISTRY[name].PARAMS}} for name in DEFAULT_PIPELINE],
         **{section: {name: default for name, (_, default, _) in table.items()} for section, table in SECTIONS.items()},
         "roi": None,
@@ -169,6 +183,8 @@ def config_schema() -> dict[str, Any]:
     properties: dict[str, Any] = {
         "backend": {"enum": list(BACKENDS)},
         "engine": {"enum": list(ENGINES)},
+        "decoder": {"enum": list(DECODERS)},
+        "preset": {"enum": list(PRESETS)},
         "pipeline": {
             "type": "array",
             "minItems": 1,
@@ -315,7 +331,8 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
 
 
 def with_overrides(
-    config: dict[str, Any], backend: str | None = None, engine: str | None = None, threshold: int | None = None
+    config: dict[str, Any], backend: str | None = None, engine: str | None = None, threshold: int | None = None,
+    decoder: str | None = None, preset: str | None = None,
 ) -> dict[str, Any]:
     """Apply command-line overrides (they win over the file) and return the new config.
 
@@ -327,6 +344,10 @@ def with_overrides(
     config = copy.deepcopy(config)
     if backend is not None:
         config["backend"] = backend
+    if decoder is not None:
+        config["decoder"] = decoder
+    if preset is not None:
+        config["preset"] = preset
     if engine is not None:
         config["engine"] = engine
         for entry in config["pipeline"]:

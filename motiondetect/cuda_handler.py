@@ -31,8 +31,8 @@ class CUDAHandler:
     that entered the handler.
 
     Args:
-        device: CUDA device ordinal; ``None`` uses ``CUDA_DEVICE`` or the first usable device
-            (``pycuda.tools.make_default_context``).
+        device: CUDA device ordinal; ``None`` uses the ``CUDA_DEVICE`` environment variable, or
+            device 0. The handler works in that device's primary context, which it retains.
 
     Raises:
         CudaUnavailable: PyCUDA is missing, no device answers, or the context cannot be made.
@@ -44,6 +44,7 @@ class CUDAHandler:
 
     def __init__(self, device: int | None = None) -> None:
         self._device_ordinal = device
+        self.device_ordinal: int | None = None
         self.context = None
         self.stream = None
         self._modules: dict[tuple, Any] = {}
@@ -57,16 +58,23 @@ class CUDAHandler:
         reason = cuda_device_error()
         if reason:
             raise CudaUnavailable(f"CUDA backend unavailable: {reason}")
+        import os
+
         import pycuda.driver as drv
-        from pycuda.tools import make_default_context
 
         try:
-            if self._device_ordinal is None:
-                self.context = make_default_context()
-            else:
-                self.context = drv.Device(self._device_ordinal).make_context()
+            ordinal = self._device_ordinal if self._device_ordinal is not None else int(os.environ.get("CUDA_DEVICE", "0"))
+            # The device's primary context, retained (not a new one): NVDEC (PyNvVideoCodec) and
+            # other CUDA libraries in the process work in the same context, so device memory
+            # passes between them without copies.
+            self.context = drv.Device(ordinal).retain_primary_context()
+            self.context.push()
+            self.device_ordinal = ordinal
             self.stream = drv.Stream()
-        except drv.Error as exc:
+        except (drv.Error, ValueError) as exc:
+            if self.context is not None:
+                self.context.pop()
+                self.context = None
             raise CudaUnavailable(f"CUDA backend unavailable: cannot create a context ({exc})") from exc
         return self
 
@@ -91,7 +99,7 @@ class CUDAHandler:
             self._pinned.clear()
             self.stream = None
             self.context.pop()
-            self.context.detach()
+            self.context.detach()  # releases the retained primary context
             self.context = None
 
     @property
@@ -149,10 +157,11 @@ class CUDAHandler:
         grid = (max(1, math.ceil(count / BLOCK_1D)), 1)
         fn.prepared_async_call(grid, (BLOCK_1D, 1, 1), self.stream, *args)
 
-    def launch_2d(self, fn, shape: tuple[int, ...], *args) -> None:
-        """Launch ``fn`` with one thread per pixel of an (H, W, ...) image, on :attr:`stream`."""
-        height, width = shape[:2]
-        grid = (math.ceil(width / BLOCK_2D[0]), math.ceil(height / BLOCK_2D[1]))
+    def launch_2d(self, fn, size: tuple[int, int], *args, frames: int = 1) -> None:
+        """Launch ``fn`` with one thread per pixel of ``frames`` images of ``size`` = (H, W), on
+        :attr:`stream`; ``blockIdx.z`` numbers the images (kernels/batch.cuh)."""
+        height, width = size
+        grid = (math.ceil(width / BLOCK_2D[0]), math.ceil(height / BLOCK_2D[1]), frames)
         fn.prepared_async_call(grid, BLOCK_2D, self.stream, *args)
 
     # -- memory ----------------------------------------------------------------------------

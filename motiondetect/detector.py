@@ -23,7 +23,8 @@ import cv2
 import numpy as np
 
 from motiondetect.filters import Filter, Kind
-from motiondetect.filters.base import element_count
+from motiondetect.filters.base import element_count, planes
+from motiondetect.picture import Picture, unpack_planes
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
@@ -300,6 +301,8 @@ class MotionDetector:
         last_mask = max(i for i, f in enumerate(self.filters) if f.OUTPUT is Kind.MASK)
         self._detect = self.filters[: last_mask + 1]
         self._annotate = self.filters[last_mask + 1 :]
+        #: The annotation is one red blend, which Y'CbCr pictures get in their own colour space.
+        self._yuv_annotation = len(self._annotate) == 1 and hasattr(self._annotate[0], "reference_yuv")
         halos = [f.halo() for f in self._detect]
         self._halo = None if None in halos else sum(halos)
         self.roi = roi
@@ -311,6 +314,21 @@ class MotionDetector:
         self._geometries: dict[tuple[int, int], Geometry] = {}
         self._shape: tuple[int, ...] | None = None
         self._reference = None
+
+    @property
+    def detection_filters(self) -> list[Filter]:
+        """The filters up to the last mask-producing one (they run at the work size)."""
+        return self._detect
+
+    @property
+    def annotation_filters(self) -> list[Filter]:
+        """The filters after the mask (the red blend), run at the input size on the frame."""
+        return self._annotate
+
+    @property
+    def yuv_annotation(self) -> bool:
+        """The annotation is one red blend, which decoded pictures get in Y'CbCr."""
+        return self._yuv_annotation
 
     def reset(self) -> None:
         """Forget the reference frame and every filter's state (background models): the next
@@ -333,11 +351,14 @@ class MotionDetector:
             self._geometries[key] = geometry
         return geometry
 
-    def process(self, frame: np.ndarray) -> FrameResult:
+    def process(self, frame: np.ndarray | Picture) -> FrameResult:
         """Run the pipeline on the next frame of the stream.
 
         Args:
-            frame: (H, W, 3) uint8 BGR, the same size as the previous frames.
+            frame: (H, W, 3) uint8 BGR, or a decoded :class:`~motiondetect.picture.Picture`
+                (luma first: its grey image is the luma, expanded to full range, and the red
+                blend is applied in Y'CbCr, so ``FrameResult.frame`` is a ``Picture`` too); the
+                same size as the previous frames.
 
         Returns:
             The frame's :class:`FrameResult` (arrays owned by the caller).
@@ -362,21 +383,30 @@ class MotionDetector:
         """
         self._process(frame, prime=True)
 
-    def _process(self, frame: np.ndarray, prime: bool) -> FrameResult | None:
-        if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8:
-            got = f"{frame.dtype}" if isinstance(frame, np.ndarray) else type(frame).__name__
-            raise TypeError(f"frame must be a (H, W, 3) uint8 BGR array; got {got}")
-        if frame.ndim != 3 or frame.shape[2] != 3 or 0 in frame.shape:
-            raise ValueError(f"frame must be (H, W, 3) BGR with H, W >= 1; got shape {frame.shape}")
+    def _process(self, frame: np.ndarray | Picture, prime: bool) -> FrameResult | None:
+        picture = frame if isinstance(frame, Picture) else None
+        if picture is None:
+            if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8:
+                got = f"{frame.dtype}" if isinstance(frame, np.ndarray) else type(frame).__name__
+                raise TypeError(f"frame must be a (H, W, 3) uint8 BGR array or a Picture; got {got}")
+            if frame.ndim != 3 or frame.shape[2] != 3 or 0 in frame.shape:
+                raise ValueError(f"frame must be (H, W, 3) BGR with H, W >= 1; got shape {frame.shape}")
+            frame = np.ascontiguousarray(frame)
         if self._shape is not None and frame.shape != self._shape:
             raise ValueError(f"frame size changed from {self._shape[1]}x{self._shape[0]} to {frame.shape[1]}x{frame.shape[0]}")
         geo = self.geometry(frame.shape)
         self._shape = frame.shape
         run = self._executor
-        frame = np.ascontiguousarray(frame)
-        original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
-        image = original
-        for stage, flt in enumerate(self._detect):
+        if picture is not None:
+            # Luma first: the grey stage is the decoder's luma, expanded to full range. Filters
+            # that read the frame's size (upscale) get it from a stand-in of the work image.
+            image, first = run.luma(self._detect[0], picture, geo), 1
+            original = _SizeOnly((geo.work_size[1], geo.work_size[0], 3))
+        else:
+            original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
+            image, first = original, 0
+        for stage in range(first, len(self._detect)):
+            flt = self._detect[stage]
             if flt.SIDE_INPUT == "reference":
                 previous, self._reference = self._reference, run.keep(stage - 1, image)
                 if prime:
@@ -393,12 +423,17 @@ class MotionDetector:
         full_mask = mask if geo.identity else run.expand(mask, geo)
         out = None
         if self.annotate and self._annotate:
-            full_frame = original if geo.identity else run.upload("frame_full", frame)
-            image = full_mask
-            for offset, flt in enumerate(self._annotate, start=len(self._detect)):
-                image = run.run(offset, flt, image, full_frame if flt.SIDE_INPUT == "frame" else None)
-                if flt.OUTPUT is Kind.BGR:
-                    out = image
+            if picture is not None and self._yuv_annotation:
+                out = run.blend_yuv(self._annotate[0], full_mask, picture)
+            else:
+                if picture is not None:
+                    frame = picture.to_bgr()  # colour only now, for an annotation with no Y'CbCr form
+                full_frame = original if geo.identity and picture is None else run.upload("frame_full", frame)
+                image = full_mask
+                for offset, flt in enumerate(self._annotate, start=len(self._detect)):
+                    image = run.run(offset, flt, image, full_frame if flt.SIDE_INPUT == "frame" else None)
+                    if flt.OUTPUT is Kind.BGR:
+                        out = image
         mask_host, frame_host, moving, box = run.finish(mask, full_mask if self.masks else None, out)
         if frame_host is None:
             frame_host = frame.copy() if self.annotate else frame
@@ -412,17 +447,29 @@ class MotionDetector:
         backends give the same bits. Does not change the reference frame.
 
         Args:
-            frame: (H, W, 3) uint8 BGR, the skipped frame.
+            frame: (H, W, 3) uint8 BGR or a :class:`~motiondetect.picture.Picture`, the
+                skipped frame.
             previous: the last processed frame's result.
         """
         if not (self.annotate and self._annotate):
             return FrameResult(previous.mask, frame.copy() if self.annotate else frame, previous.motion_fraction, previous.bbox)
+        if isinstance(frame, Picture):
+            if self._yuv_annotation:
+                return FrameResult(previous.mask, self._annotate[0].reference_yuv(previous.mask, frame), previous.motion_fraction, previous.bbox)
+            frame = frame.to_bgr()
         image, out = previous.mask, None
         for flt in self._annotate:
             image = flt.reference(image, frame if flt.SIDE_INPUT == "frame" else None)
             if flt.OUTPUT is Kind.BGR:
                 out = image
         return FrameResult(previous.mask, frame.copy() if out is None else out, previous.motion_fraction, previous.bbox)
+
+
+@dataclass(frozen=True)
+class _SizeOnly:
+    """Stands in for the work image where a filter reads only its shape (upscale's side input)."""
+
+    shape: tuple[int, int, int]
 
 
 def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
@@ -438,30 +485,35 @@ def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
     return count, (tuple(int(v) for v in cv2.boundingRect(mask)) if count else None)
 
 
-def queue_mask_stats(cuda, mask):
-    """Queue the count and bounding box of a device mask on ``cuda.stream``.
+def queue_mask_stats(cuda, mask, key: str = "mask"):
+    """Queue the count and bounding box of a device mask, or of each mask of a batch, on
+    ``cuda.stream``.
 
     Runs ``md_mask_stats_u8`` (kernels/mask_count.cu) after resetting its accumulators on the
-    stream.
+    stream; a batch is reduced in one launch (one row of blocks per mask).
 
     Args:
         cuda: an entered :class:`~motiondetect.cuda_handler.CUDAHandler`.
-        mask: (H, W) uint8 device array.
+        mask: (H, W) or (K, H, W) uint8 device array.
+        key: names the accumulators among the handler's buffers.
 
     Returns:
-        (total, box): device arrays, uint64 (1,) = the count and uint32 (4,) = x0, y0, x1, y1
-        (inclusive corners; meaningful when the count is > 0), valid once the stream has run.
+        (total, box): device arrays, uint64 (K,) = the counts and uint32 (K, 4) = x0, y0, x1, y1
+        (inclusive corners; meaningful where the count is > 0), valid once the stream has run;
+        K = 1 for a single mask.
     """
     import pycuda.driver as drv
 
-    total = cuda.buffer("mask_total", (1,), np.uint64)
-    box = cuda.buffer("mask_box", (4,), np.uint32)
-    drv.memset_d32_async(total.gpudata, 0, 2, cuda.stream)
-    drv.memcpy_dtod_async(box.gpudata, cuda.constant("mask_box_init", _BOX_INIT).gpudata, box.nbytes, cuda.stream)
+    frames, height, width = planes(mask)
+    total = cuda.buffer(f"{key}_total", (frames,), np.uint64)
+    box = cuda.buffer(f"{key}_box", (frames, 4), np.uint32)
+    drv.memset_d32_async(total.gpudata, 0, 2 * frames, cuda.stream)
+    init = cuda.constant(("mask_box_init", frames), np.tile(_BOX_INIT, (frames, 1)))
+    drv.memcpy_dtod_async(box.gpudata, init.gpudata, box.nbytes, cuda.stream)
     fn = cuda.function("mask_count", "md_mask_stats_u8", "PiiPP")
-    n = mask.size
+    n = height * width
     blocks = min(_COUNT_MAX_BLOCKS, max(1, math.ceil(n / 256)))
-    fn.prepared_async_call((blocks, 1), (256, 1, 1), cuda.stream, mask.gpudata, np.int32(mask.shape[1]), np.int32(n), total.gpudata, box.gpudata)
+    fn.prepared_async_call((blocks, frames), (256, 1, 1), cuda.stream, mask.gpudata, np.int32(width), np.int32(n), total.gpudata, box.gpudata)
     return total, box
 
 
@@ -473,11 +525,44 @@ def box_from_corners(count: int, corners) -> Box | None:
     return (x0, y0, x1 - x0 + 1, y1 - y0 + 1)
 
 
+def device_and_mask(cuda, mask, geo: Geometry, out):
+    """Queue ``mask`` (a work-size (h, w) mask or a batch (K, h, w)) zeroed outside the
+    geometry's ROI into the device array ``out`` (same shape); return ``out``."""
+    roi = cuda.constant(("roi", geo.key), geo.roi)
+    n = element_count(mask)
+    fn = cuda.function("mask_ops", "md_and_mask_u8", "PPPii")
+    cuda.launch_1d(fn, int(n), mask.gpudata, roi.gpudata, out.gpudata, n, np.int32(geo.roi.size))
+    return out
+
+
+def device_expand(cuda, mask, geo: Geometry, out):
+    """Queue the input-size version of a work-size mask (or batch of masks) into the device
+    array ``out`` ((H, W) or (K, H, W)) (kernel ``md_expand_mask_u8``, OpenCV's INTER_NEAREST
+    maps); return ``out``."""
+    frames, mask_h, mask_w = planes(mask)
+    xmap = cuda.constant(("xmap", geo.key), geo.xmap)
+    ymap = cuda.constant(("ymap", geo.key), geo.ymap)
+    height, width = geo.shape
+    fn = cuda.function("mask_ops", "md_expand_mask_u8", "PiiPPPii")
+    cuda.launch_2d(
+        fn, geo.shape, mask.gpudata, np.int32(mask_w), np.int32(mask_h * mask_w), xmap.gpudata, ymap.gpudata, out.gpudata,
+        np.int32(width), np.int32(height), frames=frames,
+    )
+    return out
+
+
 class _CpuExecutor:
     """Runs each filter's NumPy/OpenCV reference; images are host arrays."""
 
     def upload(self, key, frame):
         return frame
+
+    def luma(self, gray, picture, geo):
+        grey = gray.reference_luma(picture)
+        return grey if geo.identity else geo.work_image(grey)
+
+    def blend_yuv(self, flt, mask, picture):
+        return flt.reference_yuv(mask, picture)
 
     def run(self, stage, flt, src, side):
         return flt.reference(src, side)
@@ -511,9 +596,30 @@ class _CudaExecutor:
 
     def __init__(self, cuda) -> None:
         self.cuda = cuda
+        self._yuv_size: tuple[int, int, bool] | None = None  # (H, W, full range) of a blended picture
 
     def upload(self, key, frame):
         return self.cuda.upload(key, frame)
+
+    def luma(self, gray, picture, geo):
+        cuda = self.cuda
+        if not geo.identity:  # cropped or downscaled on the host, as BGR work images are
+            return cuda.upload(("stage", 0), geo.work_image(gray.reference_luma(picture)))
+        luma = cuda.upload("luma", np.ascontiguousarray(picture.y))
+        dst = cuda.buffer(("stage", 0), picture.y.shape)
+        gray.apply_luma(cuda, int(luma.gpudata), picture.y.shape[1], 0, dst, picture.full_range)
+        return dst
+
+    def blend_yuv(self, flt, mask, picture):
+        cuda = self.cuda
+        height, width = picture.y.shape
+        y = cuda.upload("luma", np.ascontiguousarray(picture.y))
+        u = cuda.upload("chroma_u", np.ascontiguousarray(picture.u))
+        v = cuda.upload("chroma_v", np.ascontiguousarray(picture.v))
+        out = cuda.buffer("yuv_out", (height * width + 2 * u.size,))
+        flt.apply_yuv(cuda, mask, int(y.gpudata), width, 0, int(u.gpudata), int(v.gpudata), u.shape[1], 1, 0, out, picture.full_range)
+        self._yuv_size = (height, width, picture.full_range)
+        return out
 
     def run(self, stage, flt, src, side):
         dst = self.cuda.buffer(("stage", stage), flt.output_shape(src.shape, None if side is None else side.shape))
@@ -530,22 +636,10 @@ class _CudaExecutor:
         self.cuda.synchronize()
 
     def and_mask(self, mask, geo):
-        cuda = self.cuda
-        roi = cuda.constant(("roi", geo.key), geo.roi)
-        out = cuda.buffer("roi_mask", mask.shape)
-        n = element_count(mask)
-        cuda.launch_1d(cuda.function("mask_ops", "md_and_mask_u8", "PPPi"), int(n), mask.gpudata, roi.gpudata, out.gpudata, n)
-        return out
+        return device_and_mask(self.cuda, mask, geo, self.cuda.buffer("roi_mask", mask.shape))
 
     def expand(self, mask, geo):
-        cuda = self.cuda
-        xmap = cuda.constant(("xmap", geo.key), geo.xmap)
-        ymap = cuda.constant(("ymap", geo.key), geo.ymap)
-        out = cuda.buffer("full_mask", geo.shape)
-        height, width = geo.shape
-        fn = cuda.function("mask_ops", "md_expand_mask_u8", "PiPPPii")
-        cuda.launch_2d(fn, geo.shape, mask.gpudata, np.int32(mask.shape[1]), xmap.gpudata, ymap.gpudata, out.gpudata, np.int32(width), np.int32(height))
-        return out
+        return device_expand(self.cuda, mask, geo, self.cuda.buffer("full_mask", geo.shape))
 
     def finish(self, mask, full_mask, out):
         cuda = self.cuda
@@ -557,4 +651,7 @@ class _CudaExecutor:
         cuda.synchronize()
         count = int(total_host[0])
         owned = [None if host is None else host.copy() for host in (mask_host, frame_host)]  # the pinned buffers are reused
-        return owned[0], owned[1], count, box_from_corners(count, box_host)
+        if out is not None and out.ndim == 1:  # a blended picture, planar
+            height, width, full_range = self._yuv_size
+            owned[1] = unpack_planes(owned[1], height, width, full_range)
+        return owned[0], owned[1], count, box_from_corners(count, box_host[0])

@@ -21,6 +21,7 @@ import numpy as np
 
 from motiondetect.detector import Box, FrameResult
 from motiondetect.events import format_timecode
+from motiondetect.picture import Picture
 from motiondetect.video import Frame
 
 #: Box colour, BGR: green, which stands out from the red blend.
@@ -74,34 +75,70 @@ class Overlay:
         return self.boxes or self.timecode or self.fraction
 
     def draw(self, frame: Frame, result: FrameResult) -> FrameResult:
-        """Return ``result`` with the overlays drawn on (a copy of, when it is the input) its frame."""
+        """Return ``result`` with the overlays drawn on (a copy of, when it is the input) its frame.
+
+        A :class:`~motiondetect.picture.Picture` is drawn on in Y'CbCr: each shape on the luma
+        plane and, at half the coordinates, on the chroma planes, in the colour's BT.601 values.
+        """
         image = result.frame
         if image is frame.image:
             image = image.copy()
+        canvas = _Canvas(image)
         height, width = image.shape[:2]
         if self.boxes:
             thickness = max(1, round(height / 360))
             for x, y, w, h in motion_regions(result.mask, max(1, math.ceil(self.box_min_area * width * height))):
-                cv2.rectangle(image, (x, y), (x + w - 1, y + h - 1), BOX_COLOUR, thickness)
+                canvas.rectangle((x, y), (x + w - 1, y + h - 1), BOX_COLOUR, thickness)
         lines = []
         if self.timecode:
             lines.append(f"{format_timecode(frame.time)} #{frame.index}")
         if self.fraction:
             lines.append(f"motion {100 * result.motion_fraction:.2f} %")
         if lines:
-            _draw_text(image, lines)
+            _draw_text(canvas, height, lines)
         return dataclasses.replace(result, frame=image)
 
 
-def _draw_text(image: np.ndarray, lines: list[str]) -> None:
+class _Canvas:
+    """Draws OpenCV shapes on a BGR frame, or on a picture's three planes (chroma at half scale)."""
+
+    def __init__(self, image: np.ndarray | Picture) -> None:
+        self.image = image
+
+    def _planes(self, colour):
+        if not isinstance(self.image, Picture):
+            yield self.image, colour, 1
+            return
+        b, g, r = colour
+        luma = 0.299 * r + 0.587 * g + 0.114 * b  # BT.601
+        cb, cr = (b - luma) / 1.772, (r - luma) / 1.402
+        luma, chroma = (luma, 1.0) if self.image.full_range else (16 + luma * 219 / 255, 224 / 255)
+        yield self.image.y, round(luma), 1
+        yield self.image.u, round(128 + cb * chroma), 2
+        yield self.image.v, round(128 + cr * chroma), 2
+
+    def rectangle(self, top_left, bottom_right, colour, thickness) -> None:
+        for plane, value, scale in self._planes(colour):
+            cv2.rectangle(plane, _scaled(top_left, scale), _scaled(bottom_right, scale), value, thickness if thickness < 0 else max(1, thickness // scale))
+
+    def text(self, line, origin, font, scale, colour, thickness) -> None:
+        for plane, value, step in self._planes(colour):
+            cv2.putText(plane, line, _scaled(origin, step), font, scale / step, value, max(1, thickness // step), cv2.LINE_AA)
+
+
+def _scaled(point, scale):
+    return (point[0] // scale, point[1] // scale)
+
+
+def _draw_text(canvas: _Canvas, height: int, lines: list[str]) -> None:
     """White lines on a black band in the top-left corner, sized to the frame's height."""
-    scale = max(0.35, image.shape[0] / 720)
+    scale = max(0.35, height / 720)
     thickness = max(1, round(scale * 1.5))
     font = cv2.FONT_HERSHEY_SIMPLEX
     margin = max(2, round(4 * scale))
     y = margin
     for line in lines:
         (w, h), baseline = cv2.getTextSize(line, font, scale, thickness)
-        cv2.rectangle(image, (0, y - margin // 2), (w + 2 * margin, y + h + baseline + margin // 2), TEXT_BACKGROUND, -1)
-        cv2.putText(image, line, (margin, y + h), font, scale, TEXT_COLOUR, thickness, cv2.LINE_AA)
+        canvas.rectangle((0, y - margin // 2), (w + 2 * margin, y + h + baseline + margin // 2), TEXT_BACKGROUND, -1)
+        canvas.text(line, (margin, y + h), font, scale, TEXT_COLOUR, thickness)
         y += h + baseline + margin

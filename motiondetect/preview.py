@@ -20,6 +20,7 @@ import numpy as np
 from motiondetect.errors import MotionDetectError
 from motiondetect.runner import Sink, StopRequested
 from motiondetect.safety import free_name, write_image
+from motiondetect.video import as_bgr
 
 log = logging.getLogger("motiondetect")
 
@@ -148,7 +149,7 @@ class PreviewSink(Sink):
 
     # -- drawing ----------------------------------------------------------------------------
     def _compose(self, frame, result) -> np.ndarray:
-        image = cv2.cvtColor(result.mask, cv2.COLOR_GRAY2BGR) if self.show_mask else result.frame.copy()
+        image = cv2.cvtColor(result.mask, cv2.COLOR_GRAY2BGR) if self.show_mask else as_bgr(result.frame).copy()
         height = image.shape[0]
         scale = max(0.6, height / 720)  # readable on 240p, proportional on HD
         thick = max(1, round(scale * 2))

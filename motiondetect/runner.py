@@ -200,18 +200,11 @@ class Runner:
         """
         summary = RunSummary()
         started = time.perf_counter()
-        held, skipped = None, 0
         try:
-            for frame in self.stop.frames(self.frames) if self.stop is not None else self.frames:
-                if held is not None and skipped < self.frame_skip:
-                    skipped += 1
-                    if skipped == self.frame_skip:  # the next frame is processed: compare it with this one
-                        self.detector.prime(frame.image)
-                    result = self.detector.repeat(frame.image, held)
-                else:
-                    result = self.detector.process(frame.image)
-                    held = result if self.frame_skip else None
-                    skipped = 0
+            frames = self.stop.frames(self.frames) if self.stop is not None else self.frames
+            # A batched detector takes the whole stream; the frame-at-a-time one gets each frame.
+            pairs = self.detector.stream(frames) if hasattr(self.detector, "stream") else self._one_at_a_time(frames)
+            for frame, result in pairs:
                 if self.overlay is not None:
                     result = self.overlay.draw(frame, result)
                 if self.events is not None:
@@ -246,6 +239,21 @@ class Runner:
                     self.events.finish()
                 self._close_sinks(summary)
         return summary
+
+    def _one_at_a_time(self, frames: Iterable[Frame]):
+        """Yield (frame, result) for each frame, holding results over skipped frames."""
+        held, skipped = None, 0
+        for frame in frames:
+            if held is not None and skipped < self.frame_skip:
+                skipped += 1
+                if skipped == self.frame_skip:  # the next frame is processed: compare it with this one
+                    self.detector.prime(frame.image)
+                result = self.detector.repeat(frame.image, held)
+            else:
+                result = self.detector.process(frame.image)
+                held = result if self.frame_skip else None
+                skipped = 0
+            yield frame, result
 
     def _close_sinks(self, summary: RunSummary) -> None:
         # Sinks that write files are closed first, the report last, so a failure to finish the

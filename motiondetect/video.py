@@ -1,12 +1,19 @@
-"""VideoHandler: frames in from OpenCV (files, image sequences, cameras, URLs), video out.
+"""VideoHandler: frames in (video files, image sequences, cameras, URLs), video out.
 
-Writing prefers H.264 in MP4 through PyAV (FFmpeg's libx264), which browsers play; OpenCV's pip
-wheels have no H.264 encoder, so without PyAV the writer falls back to OpenCV's MPEG-4 Part 2
-(``mp4v``) with a one-line warning.
+Video files are decoded for detection, not for display: PyAV (FFmpeg) decodes them on threads
+into yuv420p :class:`~motiondetect.picture.Picture` s, whose luma is the grey image motion is
+found on, and colour is converted only when something colour is written. Image sequences,
+cameras and URLs come through OpenCV as BGR frames. (NVDEC decoding on the GPU is
+:mod:`motiondetect.nvdec`.)
+
+Writing prefers H.264 in MP4 through PyAV (FFmpeg's libx264), which browsers play; pictures go
+to the encoder as yuv420p as they are. OpenCV's pip wheels have no H.264 encoder, so without
+PyAV the writer falls back to OpenCV's MPEG-4 Part 2 (``mp4v``) with a one-line warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -21,6 +28,7 @@ import cv2
 import numpy as np
 
 from motiondetect.errors import VideoOpenFailure
+from motiondetect.picture import Picture
 from motiondetect.platform import h264_encoder
 from motiondetect.safety import is_utf8, printable_name, read_image
 
@@ -42,12 +50,128 @@ class Frame:
     Attributes:
         index: 0-based position in the stream.
         time: timestamp in seconds (index / fps).
-        image: (H, W, 3) uint8 BGR.
+        image: (H, W, 3) uint8 BGR (image sequences, cameras, URLs), or the decoded
+            :class:`~motiondetect.picture.Picture` (video files).
     """
 
     index: int
     time: float
-    image: np.ndarray
+    image: np.ndarray | Picture
+
+
+def as_bgr(image: np.ndarray | Picture) -> np.ndarray:
+    """The (H, W, 3) uint8 BGR form of a frame's image (a picture is converted, BT.601)."""
+    return image.to_bgr() if isinstance(image, Picture) else image
+
+
+#: Picture formats taken as they are; other decoded formats are converted to yuv420p.
+_YUV420 = {"yuv420p": False, "yuvj420p": True}
+
+
+class PyAVCapture:
+    """The part of ``cv2.VideoCapture``'s interface :class:`VideoHandler` uses, over PyAV.
+
+    ``read()`` returns :class:`~motiondetect.picture.Picture` s (no colour conversion; formats
+    other than 8-bit 4:2:0 are converted to yuv420p by FFmpeg). Decoding is threaded (PyAV's
+    ``thread_type = "AUTO"``: frame and slice threads over the cores). A packet the decoder
+    rejects fails that one read, as OpenCV's does, and the next read goes on with the next
+    packet. The colour range is full for ``yuvj420p`` frames or frames flagged JPEG range, else
+    limited (unspecified ranges of yuv420p video are limited by convention).
+
+    Args:
+        path: a video file.
+    """
+
+    def __init__(self, path: str) -> None:
+        import av
+
+        self._av = av
+        self._container = self._stream = None
+        self._pts: float | None = None
+        self._ended = False
+        self._decoded: list = []
+        try:
+            self._container = av.open(path)
+            self._stream = self._container.streams.video[0] if self._container.streams.video else None
+        except (av.FFmpegError, UnicodeDecodeError, IndexError, ValueError):
+            self.release()
+            return
+        if self._stream is None:
+            self.release()
+            return
+        self._stream.thread_type = "AUTO"
+        self._packets = self._container.demux(self._stream)
+
+    def isOpened(self) -> bool:
+        return self._stream is not None
+
+    def get(self, prop: int) -> float:
+        stream = self._stream
+        if stream is None:
+            return 0.0
+        if prop == cv2.CAP_PROP_FRAME_WIDTH:
+            return float(stream.codec_context.width)
+        if prop == cv2.CAP_PROP_FRAME_HEIGHT:
+            return float(stream.codec_context.height)
+        if prop == cv2.CAP_PROP_FRAME_COUNT:
+            return float(stream.frames or 0)
+        if prop == cv2.CAP_PROP_FPS:
+            rate = stream.guessed_rate or stream.average_rate or stream.base_rate
+            return float(rate) if rate else 0.0
+        if prop == _CAP_PROP_PTS:
+            return -1.0 if self._pts is None else self._pts
+        return 0.0
+
+    def _next(self):
+        """The next decoded frame; ``None`` at the end; raises the decoder's error for a
+        rejected packet."""
+        av = self._av
+        while not self._decoded:
+            if self._ended:
+                return None
+            try:
+                packet = next(self._packets)
+            except (StopIteration, av.FFmpegError):  # the end, or a container past repair
+                self._ended = True
+                packet = None
+            self._decoded = list(self._stream.decode(packet))  # None flushes the decoder
+        return self._decoded.pop(0)
+
+    def grab(self) -> bool:
+        try:
+            frame = self._next()
+        except self._av.FFmpegError:
+            return False
+        self._pts = None if frame is None or frame.pts is None else float(frame.pts)
+        return frame is not None
+
+    def read(self):
+        try:
+            frame = self._next()
+        except self._av.FFmpegError:
+            return False, None
+        if frame is None:
+            return False, None
+        self._pts = None if frame.pts is None else float(frame.pts)
+        return True, picture_of(frame)
+
+    def release(self) -> None:
+        if self._container is not None:
+            self._container.close()
+        self._container = self._stream = None
+
+
+def picture_of(frame) -> Picture:
+    """A :class:`~motiondetect.picture.Picture` of a decoded PyAV ``VideoFrame`` whose planes
+    it views (no copy for yuv420p / yuvj420p; other formats through ``reformat``)."""
+    full_range = _YUV420.get(frame.format.name)
+    if full_range is None:
+        full_range = frame.color_range == 2  # AVCOL_RANGE_JPEG
+        frame = frame.reformat(format="yuv420p")
+    else:
+        full_range = full_range or frame.color_range == 2
+    y, u, v = (np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width] for plane in frame.planes)
+    return Picture(y, u, v, full_range)
 
 
 def _natural_key(path: Path):
@@ -208,9 +332,9 @@ class VideoHandler:
                 if not is_utf8(text):
                     # OpenCV crashes on such names; images are read through Python instead.
                     raise VideoOpenFailure(f"cannot open {text!r}: the file name is not valid UTF-8, which OpenCV needs; rename the file or link it under a UTF-8 name")
-                self._capture = cv2.VideoCapture(text)
+                self._capture = PyAVCapture(text)
                 if not self._capture.isOpened():
-                    raise VideoOpenFailure(f"cannot open {text!r}: not a video OpenCV can decode")
+                    raise VideoOpenFailure(f"cannot open {text!r}: not a video FFmpeg can decode")
                 self.name = path.stem
         self._probe(fps)
 
@@ -242,6 +366,11 @@ class VideoHandler:
             self._note_timestamp()
             self._pending = first
             self.size = (first.shape[1], first.shape[0])
+
+    @property
+    def decodes_pictures(self) -> bool:
+        """A video file decoded by PyAV: frames are :class:`~motiondetect.picture.Picture` s."""
+        return isinstance(self._capture, PyAVCapture)
 
     @property
     def decode_errors(self) -> int:
@@ -310,7 +439,7 @@ class VideoHandler:
             self._position += 1
             yield Frame(index, index / self.fps, image)
 
-    def _check_size(self, image: np.ndarray, what: str, why: str = "") -> None:
+    def _check_size(self, image: np.ndarray | Picture, what: str, why: str = "") -> None:
         if (image.shape[1], image.shape[0]) != self.size:
             raise VideoOpenFailure(
                 f"{what} is {image.shape[1]}x{image.shape[0]}, the input's frames are {self.size[0]}x{self.size[1]}{why}; "
@@ -418,9 +547,9 @@ class VideoHandler:
                 return True
         raise VideoOpenFailure(f"stream {self.source} lost; {self.reconnect_attempts} reconnect attempts failed")
 
-    def writer(self, path: str | Path) -> VideoWriter:
+    def writer(self, path: str | Path, preset: str = "veryfast") -> VideoWriter:
         """Open a :class:`VideoWriter` for frames of this source's size and frame rate."""
-        return VideoWriter(path, self.fps, self.size)
+        return VideoWriter(path, self.fps, self.size, preset)
 
 
 class ConcatSource:
@@ -495,9 +624,9 @@ class ConcatSource:
                 yield Frame(index, index / self.fps, frame.image)
             self._next()
 
-    def writer(self, path: str | Path) -> VideoWriter:
+    def writer(self, path: str | Path, preset: str = "veryfast") -> VideoWriter:
         """Open a :class:`VideoWriter` for frames of the inputs' size at the first one's rate."""
-        return VideoWriter(path, self.fps, self.size)
+        return VideoWriter(path, self.fps, self.size, preset)
 
 
 @dataclass(frozen=True)
@@ -565,19 +694,25 @@ class VideoWriter:
 
     H.264 (libx264, CRF 20, ``yuv420p`` so browsers play it; ``yuv444p`` when a side is odd,
     since 4:2:0 needs even sizes) through PyAV; else OpenCV's ``mp4v``, with a warning.
+    :class:`~motiondetect.picture.Picture` s go to the encoder as yuv420p as they are (no
+    colour conversion, their colour range kept).
 
     Args:
         path: output file; the container follows the extension (``.mp4`` recommended).
         fps: frames per second.
         size: (width, height) in pixels.
+        preset: x264's speed/size trade-off (``ultrafast`` .. ``veryslow``); ``veryfast``
+            (default) encoded 1080p at 155 fps from yuv420p on 16 cores, ``ultrafast`` at 295
+            (measured on the GPU machine, ../shared/gpu/README.md).
 
     Raises:
         VideoOpenFailure: the file cannot be created.
     """
 
-    def __init__(self, path: str | Path, fps: float, size: tuple[int, int]) -> None:
+    def __init__(self, path: str | Path, fps: float, size: tuple[int, int], preset: str = "veryfast") -> None:
         self.path = str(path)
         self.size = size
+        self.preset = preset
         if Path(path).is_dir() or not Path(path).resolve().parent.is_dir():
             raise VideoOpenFailure(f"cannot write video {self.path!r}: its folder does not exist or it is a folder")
         self.frames_written = 0
@@ -615,7 +750,7 @@ class VideoWriter:
         # up to 3.7 grey levels darker. Odd sizes use 4:4:4 through PyAV (+0.1 measured).
         self._i420 = width % 2 == 0 and height % 2 == 0
         stream.pix_fmt = "yuv420p" if self._i420 else "yuv444p"
-        stream.options = {"crf": "20", "preset": "veryfast"}
+        stream.options = {"crf": "20", "preset": self.preset}
         self._stream = stream
 
     def __enter__(self) -> VideoWriter:
@@ -624,8 +759,8 @@ class VideoWriter:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def write(self, frame: np.ndarray, time: float | None = None) -> None:
-        """Append one (H, W, 3) uint8 BGR frame of the writer's size.
+    def write(self, frame: np.ndarray | Picture, time: float | None = None) -> None:
+        """Append one (H, W, 3) uint8 BGR frame, or a picture, of the writer's size.
 
         Args:
             frame: the image.
@@ -637,17 +772,21 @@ class VideoWriter:
             ValueError: the frame's size differs from the writer's.
             VideoOpenFailure: the encoder or the file failed.
         """
-        if (frame.shape[1], frame.shape[0]) != self.size:
+        if (frame.shape[1], frame.shape[0]) != tuple(self.size):
             raise ValueError(f"frame is {frame.shape[1]}x{frame.shape[0]}, the video is {self.size[0]}x{self.size[1]}")
         if self._failed:
             raise VideoOpenFailure(self._failed)
         if self._stream is not None:
             import av
 
-            if self._i420:
+            if isinstance(frame, Picture) and self._i420:
+                picture = av.VideoFrame.from_ndarray(frame.i420(), format="yuv420p")
+                with contextlib.suppress(AttributeError):  # settable from PyAV 12 on
+                    picture.color_range = 2 if frame.full_range else 1
+            elif self._i420:
                 picture = av.VideoFrame.from_ndarray(cv2.cvtColor(frame, cv2.COLOR_BGR2YUV_I420), format="yuv420p")
             else:
-                picture = av.VideoFrame.from_ndarray(frame, format="bgr24")
+                picture = av.VideoFrame.from_ndarray(as_bgr(frame), format="bgr24")
             self._pts = self._pts + 1 if time is None else max(self._pts + 1, round(time * self._rate))
             picture.pts = self._pts
             picture.time_base = self._time_base
@@ -659,7 +798,7 @@ class VideoWriter:
                 self._failed = f"cannot write video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
                 raise VideoOpenFailure(self._failed) from None
         else:
-            self._cv_writer.write(frame)
+            self._cv_writer.write(as_bgr(frame))
         self.frames_written += 1
 
     def close(self) -> None:

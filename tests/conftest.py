@@ -21,10 +21,10 @@ def sample_clip() -> Path:
 @pytest.fixture(scope="session")
 def sample_frames(sample_clip) -> list[np.ndarray]:
     """The first 60 decoded frames of the bundled clip, (240, 320, 3) uint8 BGR."""
-    from motiondetect.video import VideoHandler
+    from motiondetect.video import VideoHandler, as_bgr
 
     with VideoHandler(sample_clip) as video:
-        return [f.image for _, f in zip(range(60), video)]
+        return [as_bgr(f.image) for _, f in zip(range(60), video)]
 
 
 @pytest.fixture

@@ -38,12 +38,12 @@ def gpu_stats(cuda, mask):
     import pycuda.gpuarray as gpuarray
 
     poisoned(cuda, "mask_total", (1,), np.uint64)  # accumulators left dirty: the call must reset them
-    poisoned(cuda, "mask_box", (4,), np.uint32)
+    poisoned(cuda, "mask_box", (1, 4), np.uint32)
     d_mask = gpuarray.to_gpu(np.ascontiguousarray(mask))  # held until the stream has run
     total, box = queue_mask_stats(cuda, d_mask)
     cuda.synchronize()
     count = int(total.get()[0])
-    return count, box_from_corners(count, box.get())
+    return count, box_from_corners(count, box.get()[0])
 
 
 def masks_for(rng, size):
@@ -80,9 +80,9 @@ def test_and_mask_kernel(cuda, rng, size):
     roi = ((rng.random(size) < 0.5) * 255).astype(np.uint8)
     out = poisoned(cuda, "test_and", size)
     n = element_count(mask)
-    fn = cuda.function("mask_ops", "md_and_mask_u8", "PPPi")
+    fn = cuda.function("mask_ops", "md_and_mask_u8", "PPPii")
     d_mask, d_roi = gpuarray.to_gpu(mask), gpuarray.to_gpu(roi)  # held until the stream has run
-    cuda.launch_1d(fn, int(n), d_mask.gpudata, d_roi.gpudata, out.gpudata, n)
+    cuda.launch_1d(fn, int(n), d_mask.gpudata, d_roi.gpudata, out.gpudata, n, n)
     cuda.synchronize()
     np.testing.assert_array_equal(out.get(), cv2.bitwise_and(mask, roi))
 

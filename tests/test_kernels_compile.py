@@ -26,10 +26,12 @@ def test_every_filter_has_its_kernel_file():
 @pytest.mark.parametrize("source", KERNELS, ids=lambda p: p.name)
 def test_kernel_compiles_for_sm90(source, tmp_path):
     # PyCUDA wraps sources in extern "C"; compile them the same way so names stay unmangled.
+    # The wrapped copy lives elsewhere, so the kernel folder is on the include path (as
+    # CUDAHandler passes it to SourceModule) for the shared headers such as batch.cuh.
     wrapped = tmp_path / source.name
     wrapped.write_text('extern "C" {\n' + source.read_text() + "\n}\n")
     result = subprocess.run(
-        [NVCC, "-arch=sm_90", "-cubin", "-Werror", "all-warnings", "-o", str(tmp_path / "out.cubin"), str(wrapped)],
+        [NVCC, "-arch=sm_90", "-cubin", "-Werror", "all-warnings", "-I", str(kernel_dir()), "-o", str(tmp_path / "out.cubin"), str(wrapped)],
         capture_output=True,
         text=True,
     )

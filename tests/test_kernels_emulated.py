@@ -4,7 +4,8 @@ Where there is no GPU, the kernels' arithmetic and indexing can still be checked
 ``kernels/*.cu`` file of a filter is compiled with the host C++ compiler, with ``__global__``
 and the thread indices defined as plain code, and a launcher that runs every thread of the grid
 that :meth:`CUDAHandler.launch_1d <motiondetect.cuda_handler.CUDAHandler.launch_1d>` and
-``launch_2d`` would launch (guards included), one after another, into poisoned outputs. That is
+``launch_2d`` would launch (guards included; ``gridDim.z`` images for a batch, kernels/batch.cuh),
+one after another, into poisoned outputs. That is
 faithful for kernels whose threads do not cooperate; the histogram kernel, which syncs a block
 through shared memory, is run with one thread per block. It does not replace the GPU tests
 (tests/test_gpu*.py: nvcc's code generation, real concurrency), which run on a CUDA machine.
@@ -25,12 +26,16 @@ from motiondetect.filters import (
     DispersionThreshold,
     Downscale,
     Equalize,
+    Erosion,
     GaussianBackground,
+    Gray,
     Median,
+    RedBlend,
     RunningAverage,
     Upscale,
 )
 from motiondetect.kernel_sources import kernel_dir
+from motiondetect.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, luma_table
 
 CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++ or clang++)")
@@ -46,6 +51,8 @@ static D3 blockIdx, threadIdx, blockDim, gridDim;
 #define __global__ static
 #define __restrict__
 #define __shared__ static
+#define __device__ static
+#define __forceinline__ inline
 using std::min; using std::max;
 static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 static inline void __syncthreads() {}
@@ -53,10 +60,10 @@ static inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p 
 """
 
 LAUNCHERS = r"""
-template <typename F> static void grid2d(int w, int h, F f) {   // CUDAHandler.launch_2d: blocks of 32 x 8
-    blockDim = {32, 8, 1}; gridDim = {(unsigned)((w + 31) / 32), (unsigned)((h + 7) / 8), 1};
-    for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx)
-    for (unsigned ty = 0; ty < 8; ++ty) for (unsigned tx = 0; tx < 32; ++tx) { blockIdx = {bx, by, 0}; threadIdx = {tx, ty, 0}; f(); }
+template <typename F> static void grid2d(int w, int h, int k, F f) {   // CUDAHandler.launch_2d: blocks of 32 x 8, k images
+    blockDim = {32, 8, 1}; gridDim = {(unsigned)((w + 31) / 32), (unsigned)((h + 7) / 8), (unsigned)k};
+    for (unsigned bz = 0; bz < gridDim.z; ++bz) for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx)
+    for (unsigned ty = 0; ty < 8; ++ty) for (unsigned tx = 0; tx < 32; ++tx) { blockIdx = {bx, by, bz}; threadIdx = {tx, ty, 0}; f(); }
 }
 template <typename F> static void grid1d(int n, F f) {          // CUDAHandler.launch_1d: blocks of 256
     blockDim = {256, 1, 1}; gridDim = {(unsigned)std::max(1, (n + 255) / 256), 1, 1};
@@ -64,16 +71,24 @@ template <typename F> static void grid1d(int n, F f) {          // CUDAHandler.l
 }
 typedef unsigned char u8;
 extern "C" {
-void dilate(const u8* s, u8* t, u8* d, int w, int h, int r) { grid2d(w, h, [&] { md_dilate_rows_u8(s, t, w, h, r); }); grid2d(w, h, [&] { md_dilate_cols_u8(t, d, w, h, r); }); }
-void blur(const u8* s, unsigned short* t, u8* d, int w, int h, int r) { grid2d(w, h, [&] { md_box_rows_u8(s, t, w, h, r); }); grid2d(w, h, [&] { md_box_cols_u8(t, d, w, h, r); }); }
-void median(const u8* s, u8* t, u8* d, int w, int h, int r) { grid2d(w, h, [&] { md_count_rows_u8(s, t, w, h, r); }); grid2d(w, h, [&] { md_majority_cols_u8(t, d, w, h, r); }); }
-void downscale(const u8* s, u8* d, int w, int h, int ow, int oh) { grid2d(ow, oh, [&] { md_downscale_area_u8(s, d, w, h, ow, oh); }); }
-void upscale(const u8* s, u8* d, int iw, int ih, int w, int h) { grid2d(w, h, [&] { md_upscale_nearest_u8(s, d, iw, ih, w, h); }); }
+// 2-D launchers: k images (k = 1: one image, gridDim.z = 1, blockIdx.z = 0), stored one after another.
+void dilate(const u8* s, u8* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_dilate_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_dilate_cols_u8(t, d, w, h, r); }); }
+void erode(const u8* s, u8* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_erode_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_erode_cols_u8(t, d, w, h, r); }); }
+void blur(const u8* s, unsigned short* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_box_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_box_cols_u8(t, d, w, h, r); }); }
+void median(const u8* s, u8* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_count_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_majority_cols_u8(t, d, w, h, r); }); }
+void downscale(const u8* s, u8* d, int w, int h, int ow, int oh, int k) { grid2d(ow, oh, k, [&] { md_downscale_area_u8(s, d, w, h, ow, oh); }); }
+void upscale(const u8* s, u8* d, int iw, int ih, int w, int h, int k) { grid2d(w, h, k, [&] { md_upscale_nearest_u8(s, d, iw, ih, w, h); }); }
+void dispersion(const u8* s, unsigned* s1, unsigned* s2, const int* c, u8* d, int w, int h, int r, int t, int q, int k) {
+    grid2d(w, h, k, [&] { md_window_sums_rows_u8(s, s1, s2, w, h, r); }); grid2d(w, h, k, [&] { md_dispersion_cols_u8(s, s1, s2, c, d, w, h, r, t, q); }); }
+void luma_to_gray(const u8* y, int pitch, long long image, const u8* lut, u8* d, int w, int h, int k) {
+    grid2d(w, h, k, [&] { md_luma_to_gray_u8(y, pitch, image, lut, d, w, h); }); }
+void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, int cp, int cs, long long ci, const u8* m, const u8* lut, u8* o,
+                   int w, int h, int k, int off, int ry, int rcr, int dy, int du, int dv) {     // one thread per chroma sample
+    grid2d((w + 1) / 2, (h + 1) / 2, k, [&] { md_red_blend_yuv_u8(y, yp, yi, u, v, cp, cs, ci, m, lut, o, w, h, off, ry, rcr, dy, du, dv); }); }
+void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
-void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int init, int k2, int mv, int a, int afg, int r, int rfg) {
-    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, init, k2, mv, a, afg, r, rfg); }); }
-void dispersion(const u8* s, unsigned* s1, unsigned* s2, const int* c, u8* d, int w, int h, int r, int t, int q) {
-    grid2d(w, h, [&] { md_window_sums_rows_u8(s, s1, s2, w, h, r); }); grid2d(w, h, [&] { md_dispersion_cols_u8(s, s1, s2, c, d, w, h, r, t, q); }); }
+void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int a, int afg, int r, int rfg) {
+    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, a, afg, r, rfg); }); }
 void histogram(const u8* s, int n, unsigned* h) {               // one thread per block: phases in order
     blockDim = {1, 1, 1}; gridDim = {3, 1, 1};
     for (unsigned b = 0; b < 3; ++b) { blockIdx = {b, 0, 0}; threadIdx = {0, 0, 0}; md_histogram_u8(s, n, h); } }
@@ -82,7 +97,10 @@ void apply_lut(const u8* s, const u8* lut, u8* d, int n) { grid1d(n, [&] { md_ap
 }
 """
 
-KERNELS = ["dilation", "blur", "median", "downscale", "upscale", "running_average", "gaussian_background", "dispersion_threshold", "equalize"]
+KERNELS = [
+    "dilation", "erosion", "blur", "median", "downscale", "upscale", "running_average", "gaussian_background",
+    "dispersion_threshold", "equalize", "gray", "red_blend",
+]
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +110,10 @@ def lib(tmp_path_factory):
     cpp = folder / "kernels.cpp"
     cpp.write_text(PRELUDE + 'extern "C" {\n' + sources + "}\n" + LAUNCHERS)
     so = folder / "kernels.so"
-    # -ffp-contract=off: no fused multiply-add, as __fmul_rn promises on the GPU.
-    result = subprocess.run([CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-o", str(so), str(cpp)], capture_output=True, text=True)
+    # -ffp-contract=off: no fused multiply-add, as __fmul_rn promises on the GPU. -I: the shared
+    # headers (batch.cuh), found as CUDAHandler's include_dirs finds them.
+    command = [CXX, "-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-I", str(kernel_dir()), "-o", str(so), str(cpp)]
+    result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return ctypes.CDLL(str(so))
 
@@ -118,13 +138,16 @@ def test_morphology_blur_and_median(lib, rng, size):
     mask = np.where(rng.random(size) < 0.5, 255, 0).astype(np.uint8)
     for k, iterations in [(1, 1), (3, 1), (5, 2), (31, 1)]:
         flt, out = Dilation(kernel_size=k, iterations=iterations), poisoned(size)
-        lib.dilate(ptr(grey), ptr(poisoned(size)), ptr(out), w, h, flt.radius)
+        lib.dilate(ptr(grey), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1)
+        assert_same(out, flt.reference(grey))
+        flt, out = Erosion(kernel_size=k, iterations=iterations), poisoned(size)
+        lib.erode(ptr(grey), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1)
         assert_same(out, flt.reference(grey))
         flt, out = Blur(kernel_size=k), poisoned(size)
-        lib.blur(ptr(grey), ptr(poisoned(size, np.uint16)), ptr(out), w, h, k // 2)
+        lib.blur(ptr(grey), ptr(poisoned(size, np.uint16)), ptr(out), w, h, k // 2, 1)
         assert_same(out, flt.reference(grey))
         flt, out = Median(kernel_size=k), poisoned(size)
-        lib.median(ptr(mask), ptr(poisoned(size)), ptr(out), w, h, k // 2)
+        lib.median(ptr(mask), ptr(poisoned(size)), ptr(out), w, h, k // 2, 1)
         assert_same(out, flt.reference(mask))
 
 
@@ -137,11 +160,11 @@ def test_downscale_and_upscale(lib, rng, size):
         down.params["height"] = height  # below the config minimum, to reach large factors on tiny frames
         oh, ow = down.output_shape(size)
         out = poisoned((oh, ow))
-        lib.downscale(ptr(grey), ptr(out), w, h, ow, oh)
+        lib.downscale(ptr(grey), ptr(out), w, h, ow, oh, 1)
         assert_same(out, down.reference(grey))
         small = np.where(rng.random((oh, ow)) < 0.5, 255, 0).astype(np.uint8)
         up = poisoned(size)
-        lib.upscale(ptr(small), ptr(up), ow, oh, w, h)
+        lib.upscale(ptr(small), ptr(up), ow, oh, w, h, 1)
         assert_same(up, Upscale().reference(small, np.zeros((h, w, 3), np.uint8)))
 
 
@@ -153,7 +176,7 @@ def test_dispersion_threshold(lib, rng, size):
         flt = DispersionThreshold(kernel_size=k, sigma_background=n_b, sigma_strong=n_s, threshold=t)
         for image in images:
             out = poisoned(size)
-            lib.dispersion(ptr(image), ptr(poisoned(size, np.uint32)), ptr(poisoned(size, np.uint32)), ptr(flt.c_table), ptr(out), w, h, k // 2, t, flt.s2_q16)
+            lib.dispersion(ptr(image), ptr(poisoned(size, np.uint32)), ptr(poisoned(size, np.uint32)), ptr(flt.c_table), ptr(out), w, h, k // 2, t, flt.s2_q16, 1)
             assert_same(out, flt.reference(image))
 
 
@@ -167,6 +190,12 @@ def test_equalize(lib, rng, size):
         lib.equalize_lut(ptr(hist), image.size, ptr(lut))
         lib.apply_lut(ptr(image), ptr(lut), ptr(out), image.size)
         assert_same(out, Equalize().reference(image))
+
+
+def gaussian_constants(flt):
+    """The integer constants the Gaussian kernel takes after ``warmup``, in its argument order."""
+    c = flt.constants
+    return tuple(c[name] for name in ("k2_q8", "min_var_q8", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16"))
 
 
 def scene(rng, size, count=8):
@@ -202,10 +231,186 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     frames = scene(rng, size)
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
-    c = device.constants
     for i in range(1, len(frames)):
         out = poisoned(size)
-        lib.gaussian(ptr(frames[i]), ptr(frames[i - 1]), ptr(mean), ptr(var), ptr(out), frames[i].size, int(i == 1), c["k2_q8"], c["min_var_q8"], *device.rates(i))
+        # One frame per launch, pair i of the stream (the kernel computes the warm-up rates).
+        lib.gaussian(ptr(frames[i]), ptr(frames[i - 1]), ptr(mean), ptr(var), ptr(out), frames[i].size, 1, i, device.params["warmup"], *gaussian_constants(device))
         assert_same(out, cpu.reference(frames[i], frames[i - 1]))
     np.testing.assert_array_equal(mean.astype(np.int64), cpu.model[0])
     np.testing.assert_array_equal(var.astype(np.int64), cpu.model[1])
+
+
+GAUSSIAN_BATCH_PARAMS = [
+    {},  # warm-up (50 pairs) through both launches
+    {"warmup": 6},  # warm-up ends inside the second launch of the (5, 3) split
+    {"warmup": 5, "sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1},
+    {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
+]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("params", GAUSSIAN_BATCH_PARAMS, ids=str)
+@pytest.mark.parametrize("splits", [(5, 3), (8,), (1, 2, 4, 1)], ids=str)
+def test_gaussian_background_batches(lib, rng, size, params, splits):
+    """Launches of several consecutive frames (``frames`` = K, pairs first_pair.., the model in
+    registers) equal launches of one frame each and the CPU sequence, bit for bit: masks, and
+    the stored mean and variance after every launch, warm-up included."""
+    frames = scene(rng, size, count=1 + sum(splits))
+    n = frames[0].size
+    flt = GaussianBackground(**params)
+    args = (flt.params["warmup"], *gaussian_constants(flt))
+
+    cpu, expected, models = GaussianBackground(**params), [], {}
+    for t in range(1, len(frames)):
+        expected.append(cpu.reference(frames[t], frames[t - 1]))
+        models[t] = (cpu.model[0].copy(), cpu.model[1].copy())
+
+    single_mean, single_var, single = np.full(size, -7, np.int32), np.full(size, -7, np.int32), []
+    for t in range(1, len(frames)):
+        out = poisoned(size)
+        lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_mean), ptr(single_var), ptr(out), n, 1, t, *args)
+        single.append(out)
+        np.testing.assert_array_equal(single_mean.astype(np.int64), models[t][0])
+        np.testing.assert_array_equal(single_var.astype(np.int64), models[t][1])
+
+    mean, var = np.full(size, 12345, np.int32), np.full(size, -12345, np.int32)  # poisoned state
+    first = 1
+    for k in splits:
+        batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
+        # Only pair 1 reads the reference (the stream's first frame); later launches get poison.
+        reference = frames[0] if first == 1 else poisoned(size)
+        out = poisoned((k, *size))
+        lib.gaussian(ptr(batch), ptr(reference), ptr(mean), ptr(var), ptr(out), n, k, first, *args)
+        for j in range(k):
+            assert_same(out[j], single[first - 1 + j])
+            assert_same(out[j], expected[first - 1 + j])
+        last = first + k - 1
+        np.testing.assert_array_equal(mean.astype(np.int64), models[last][0])
+        np.testing.assert_array_equal(var.astype(np.int64), models[last][1])
+        first += k
+
+
+def check_batch(launch, images, out_shape, reference=None):
+    """``launch(src, dst, k)`` on the K stacked images at once (gridDim.z = K) equals K launches
+    of one image (and ``reference`` of each image, when given), bit for bit."""
+    images = np.ascontiguousarray(images)
+    batch = poisoned((len(images), *out_shape))
+    launch(images, batch, len(images))
+    for i, image in enumerate(images):
+        single = poisoned(out_shape)
+        launch(np.ascontiguousarray(image), single, 1)
+        assert_same(batch[i], single)
+        if reference is not None:
+            assert_same(batch[i], reference(image))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_2d_kernels_batched_on_blockidx_z(lib, rng, size):
+    """A 2-D kernel launched with gridDim.z = K on K images stored one after another (each
+    buffer, temporaries included, moves by one image per blockIdx.z) computes what K single
+    launches compute."""
+    h, w = size
+    k = 4
+    greys = rng.integers(0, 256, (k, h, w), dtype=np.uint8)
+    masks = np.where(rng.random((k, h, w)) < 0.5, 255, 0).astype(np.uint8)
+    for kernel_size, iterations in [(3, 1), (5, 2)]:
+        flt = Erosion(kernel_size=kernel_size, iterations=iterations)
+        erode = lambda s, d, n: lib.erode(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, flt.radius, n)
+        check_batch(erode, greys, size, flt.reference)
+        check_batch(erode, masks, size, flt.reference)
+        flt = Dilation(kernel_size=kernel_size, iterations=iterations)
+        dilate = lambda s, d, n: lib.dilate(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, flt.radius, n)
+        check_batch(dilate, masks, size, flt.reference)
+        flt = Blur(kernel_size=kernel_size)
+        blur = lambda s, d, n: lib.blur(ptr(s), ptr(poisoned(s.shape, np.uint16)), ptr(d), w, h, kernel_size // 2, n)
+        check_batch(blur, greys, size, flt.reference)
+        flt = Median(kernel_size=kernel_size)
+        median = lambda s, d, n: lib.median(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, kernel_size // 2, n)
+        check_batch(median, masks, size, flt.reference)
+        flt = DispersionThreshold(kernel_size=kernel_size, sigma_background=1.0, sigma_strong=0.5, threshold=0)
+        dispersion = lambda s, d, n: lib.dispersion(
+            ptr(s), ptr(poisoned(s.shape, np.uint32)), ptr(poisoned(s.shape, np.uint32)), ptr(flt.c_table), ptr(d), w, h, kernel_size // 2, 0, flt.s2_q16, n
+        )
+        check_batch(dispersion, greys, size, flt.reference)
+    for height in (1, 3, 16, 1000):
+        down = Downscale()
+        down.params["height"] = height
+        oh, ow = down.output_shape(size)
+        downscale = lambda s, d, n: lib.downscale(ptr(s), ptr(d), w, h, ow, oh, n)
+        check_batch(downscale, greys, (oh, ow), down.reference)
+        small = np.where(rng.random((k, oh, ow)) < 0.5, 255, 0).astype(np.uint8)
+        upscale = lambda s, d, n: lib.upscale(ptr(s), ptr(d), ow, oh, w, h, n)
+        check_batch(upscale, small, size, lambda m: Upscale().reference(m, np.zeros((h, w, 3), np.uint8)))
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
+def test_luma_to_gray(lib, rng, size, full_range):
+    """md_luma_to_gray_u8 reads padded rows (pitch > width) of K images ``image`` bytes apart
+    and writes packed grey images: luma_table(full_range)[Y'] (Gray.reference_luma)."""
+    h, w = size
+    pitch, k = w + 7, 3
+    image = pitch * h + 11
+    luma = rng.integers(0, 256, k * image, dtype=np.uint8)
+    table = luma_table(full_range)
+    planes = [luma[z * image : z * image + h * pitch].reshape(h, pitch)[:, :w] for z in range(k)]
+    out = poisoned((k, h, w))
+    lib.luma_to_gray(ptr(luma), pitch, ctypes.c_longlong(image), ptr(table), ptr(out), w, h, k)
+    for z, plane in enumerate(planes):
+        assert_same(out[z], table[plane])
+        chroma = np.full(chroma_shape(h, w), 128, np.uint8)
+        assert_same(out[z], Gray().reference_luma(Picture(np.ascontiguousarray(plane), chroma, chroma, full_range)))
+    single = poisoned((h, w))
+    lib.luma_to_gray(ptr(luma), pitch, ctypes.c_longlong(0), ptr(table), ptr(single), w, h, 1)
+    assert_same(single, out[0])
+
+
+@pytest.mark.parametrize("size", [(1, 1), (2, 2), (7, 13), (8, 12), (13, 8), (33, 65)], ids=str)
+@pytest.mark.parametrize("c_step", [1, 2], ids=["planar", "nv12"])
+@pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
+def test_red_blend_yuv(lib, rng, size, c_step, full_range):
+    """md_red_blend_yuv_u8 on K random pictures (odd and even sizes, padded rows, planar or NV12
+    chroma with v = u + 1) and random masks equals motiondetect.picture.blend_red_yuv, bit for bit,
+    written as K packed I420 images."""
+    h, w = size
+    ch, cw = chroma_shape(h, w)
+    k = 3
+    y_pitch, c_pitch = w + 5, cw * c_step + 3
+    y_image, c_image = y_pitch * h + 3, c_pitch * ch + 7
+    luma = rng.integers(0, 256, k * y_image, dtype=np.uint8)
+    if c_step == 1:
+        cb, cr = rng.integers(0, 256, k * c_image, dtype=np.uint8), rng.integers(0, 256, k * c_image, dtype=np.uint8)
+        v_base = 0  # Cr's offset in its buffer
+    else:
+        cb = cr = rng.integers(0, 256, k * c_image + 1, dtype=np.uint8)  # one interleaved CbCr plane
+        v_base = 1
+    u_addr, v_addr = cb.ctypes.data, cr.ctypes.data + v_base
+
+    def picture(z):
+        y = luma[z * y_image : z * y_image + h * y_pitch].reshape(h, y_pitch)[:, :w]
+        at = z * c_image
+        u = cb[at : at + ch * c_pitch].reshape(ch, c_pitch)[:, : cw * c_step : c_step]
+        v = cr[at + v_base : at + v_base + ch * c_pitch].reshape(ch, c_pitch)[:, : cw * c_step : c_step]
+        return Picture(y, u, v, full_range)
+
+    masks = np.stack([np.where(rng.random((h, w)) < density, 255, 0).astype(np.uint8) for density in (0.5, 0.1, 1.0)])
+    out_image = h * w + 2 * ch * cw
+    for alpha in (0.5, 1.0, 0.2):
+        lut = RedBlend(alpha=alpha).lut
+        out = poisoned(k * out_image)
+        lib.red_blend_yuv(
+            ptr(luma), y_pitch, ctypes.c_longlong(y_image), ctypes.c_void_p(u_addr), ctypes.c_void_p(v_addr), c_pitch, c_step,
+            ctypes.c_longlong(c_image), ptr(masks), ptr(lut), ptr(out), w, h, k, *YUV_Q16[full_range],
+        )
+        for z in range(k):
+            blended = blend_red_yuv(masks[z], picture(z), lut)
+            expected = np.concatenate([blended.y.ravel(), blended.u.ravel(), blended.v.ravel()])
+            assert_same(out[z * out_image : (z + 1) * out_image], expected)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_gray_bt601(lib, rng, size):
+    bgr = rng.integers(0, 256, (*size, 3), dtype=np.uint8)
+    out = poisoned(size)
+    lib.gray_bt601(ptr(bgr), ptr(out), out.size)
+    assert_same(out, Gray().reference(bgr))

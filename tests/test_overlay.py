@@ -81,7 +81,7 @@ def test_text_content(monkeypatch):
     import motiondetect.overlay as overlay
 
     drawn = []
-    monkeypatch.setattr(overlay, "_draw_text", lambda image, lines: drawn.append(lines))
+    monkeypatch.setattr(overlay, "_draw_text", lambda canvas, height, lines: drawn.append(lines))
     frame, result = make(np.zeros((50, 60), np.uint8), fraction=0.0123, index=1557, time=3725.5)
     Overlay(timecode=True, fraction=True).draw(frame, result)
     assert drawn == [["01:02:05.500 #1557", "motion 1.23 %"]]

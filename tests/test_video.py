@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from motiondetect.errors import VideoOpenFailure
+from motiondetect.picture import Picture
 from motiondetect.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, VideoWriter, window
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,20 +59,39 @@ def test_sample_clip_properties_and_frames(sample_clip):
         for frame in video:
             assert frame.index == count
             assert frame.time == count / 25.0
-            assert frame.image.shape == (240, 320, 3) and frame.image.dtype == np.uint8
+            assert isinstance(frame.image, Picture) and frame.image.shape == (240, 320, 3)
+            assert frame.image.y.shape == (240, 320) and frame.image.u.shape == frame.image.v.shape == (120, 160)
             count += 1
     assert count == 748
 
 
-def test_sample_clip_content_matches_pyav(sample_clip):
+def decode_planes(path, count=None) -> list[list[np.ndarray]]:
+    """The Y', Cb, Cr planes of a video's frames decoded by plain PyAV, without threads."""
     av = pytest.importorskip("av")
-    with av.open(str(sample_clip)) as container:
-        theirs = [f.to_ndarray(format="bgr24") for _, f in zip(range(5), container.decode(video=0))]
+    planes = []
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            planes.append([np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[:, : p.width].copy() for p in frame.planes])
+            if len(planes) == count:
+                break
+    return planes
+
+
+def test_sample_clip_content_matches_pyav(sample_clip):
+    # The pictures are the decoder's planes, untouched (threaded decoding changes nothing).
+    theirs = decode_planes(sample_clip, 5)
     with VideoHandler(sample_clip) as video:
         ours = [f.image for _, f in zip(range(5), video)]
     for a, b in zip(ours, theirs):
-        np.testing.assert_array_equal(a, b)
-    assert not np.array_equal(ours[0], ours[4])  # the clip moves
+        for plane, want in zip((a.y, a.u, a.v), b):
+            np.testing.assert_array_equal(plane, want)
+        assert a.full_range is False
+    assert not np.array_equal(ours[0].y, ours[4].y)  # the clip moves
+    # Colour for outputs: within the rounding of the two BT.601 conversions of OpenCV's decoder.
+    cap = cv2.VideoCapture(str(sample_clip))
+    ok, opencv_bgr = cap.read()
+    cap.release()
+    assert ok and np.abs(ours[0].to_bgr().astype(int) - opencv_bgr).max() <= 6
 
 
 def test_fps_override_on_a_file(sample_clip):
@@ -322,14 +342,14 @@ def test_writer_even_size_has_no_brightness_bias(tmp_path, sample_frames):
 
 
 def test_skip_then_read_matches_decoding_everything(sample_clip):
-    frames, _ = decode_all(sample_clip)
+    frames = [y for y, _, _ in decode_planes(sample_clip)]
     with VideoHandler(sample_clip) as video:
         assert video.skip(100) == 100
         rest = list(video)
     assert [f.index for f in rest[:2]] == [100, 101] and rest[0].time == 4.0
     assert len(rest) == len(frames) - 100
     for frame in (rest[0], rest[250], rest[-1]):
-        np.testing.assert_array_equal(frame.image, frames[frame.index])
+        np.testing.assert_array_equal(frame.image.y, frames[frame.index])
 
 
 def test_skip_past_the_end(png_sequence, sample_clip):

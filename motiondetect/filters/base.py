@@ -15,6 +15,10 @@ A :class:`Filter` is one step of the motion pipeline. Each subclass declares
   :meth:`Filter.halo`, which filters with a neighbourhood override).
 - ``RESAMPLE``: ``"down"`` for a filter whose output is smaller than its input, ``"up"`` for the
   one that brings a mask back to the frame's size, ``None`` (most filters) for same-size output.
+- ``BATCHED``: its GPU engine also takes a batch, images with a leading frame axis ``(K, H, W)``
+  (``(K, H, W, 3)`` for BGR), in one launch per pass, with the same bits as K single calls;
+  filters without it are run frame by frame on views of the batch
+  (:class:`~motiondetect.batch.BatchDetector`).
 
 A filter may keep state from frame to frame (a background model): it then overrides
 :meth:`Filter.reset`, which the detector calls when a new stream starts.
@@ -111,6 +115,7 @@ class Filter(ABC):
     ENGINES: ClassVar[tuple[str, ...]] = ("kernel",)
     POINTWISE: ClassVar[bool] = False
     RESAMPLE: ClassVar[str | None] = None
+    BATCHED: ClassVar[bool] = False
     #: The parameter that sets how much change counts as motion, and the step the preview's
     #: ``+``/``-`` keys move it by (higher = less sensitive); ``None`` for filters without one.
     SENSITIVITY: ClassVar[tuple[str, float] | None] = None
@@ -211,6 +216,17 @@ class Filter(ABC):
         from motiondetect.platform import cuda_device_error
 
         return cuda_device_error() is None
+
+
+def planes(image, kind: Kind = Kind.GRAY) -> tuple[int, int, int]:
+    """(frames, height, width) of a host or device image of ``kind``, single or batched.
+
+    A grey or mask image is (H, W) or a batch (K, H, W); a BGR frame is (H, W, 3) or (K, H, W, 3).
+    """
+    shape = tuple(image.shape)
+    if kind is Kind.BGR:
+        shape = shape[:-1]
+    return (1, *shape) if len(shape) == 2 else shape
 
 
 def element_count(image) -> np.int32:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, Param
+from motiondetect.filters.base import Filter, Kind, Param, planes
 
 
 class Blur(Filter):
@@ -22,6 +22,7 @@ class Blur(Filter):
 
     NAME = "blur"
     KERNEL = "blur"
+    BATCHED = True
     INPUT = Kind.GRAY
     OUTPUT = Kind.GRAY
     PARAMS = (
@@ -40,8 +41,8 @@ class Blur(Filter):
         return ((sums + n // 2) // n).astype(np.uint8)
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        height, width = src.shape
+        frames, height, width = planes(src)
         rows = cuda.buffer(("blur_rows", src.shape), src.shape, np.uint16)
         args = (np.int32(width), np.int32(height), np.int32(self.params["kernel_size"] // 2))
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_box_rows_u8", "PPiii"), src.shape, src.gpudata, rows.gpudata, *args)
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_box_cols_u8", "PPiii"), src.shape, rows.gpudata, dst.gpudata, *args)
+        cuda.launch_2d(cuda.function(self.KERNEL, "md_box_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames)
+        cuda.launch_2d(cuda.function(self.KERNEL, "md_box_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames)

@@ -19,6 +19,7 @@ class Difference(Filter):
 
     NAME = "difference"
     KERNEL = "difference"
+    BATCHED = True
     INPUT = Kind.GRAY
     OUTPUT = Kind.GRAY
     POINTWISE = True

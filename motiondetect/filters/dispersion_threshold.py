@@ -7,7 +7,7 @@ import math
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, Param
+from motiondetect.filters.base import Filter, Kind, Param, planes
 
 Q16 = 1 << 16
 
@@ -34,6 +34,7 @@ class DispersionThreshold(Filter):
 
     NAME = "dispersion_threshold"
     KERNEL = "dispersion_threshold"
+    BATCHED = True
     INPUT = Kind.GRAY
     OUTPUT = Kind.MASK
     PARAMS = (
@@ -81,16 +82,16 @@ class DispersionThreshold(Filter):
         return np.where((v > self.params["threshold"]) & (n >= 2) & dispersed & strong, 255, 0).astype(np.uint8)
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        height, width = src.shape
+        frames, height, width = planes(src)
         radius = self.params["kernel_size"] // 2
         sum1 = cuda.buffer(("dispersion_sum1", src.shape), src.shape, np.uint32)
         sum2 = cuda.buffer(("dispersion_sum2", src.shape), src.shape, np.uint32)
         table = cuda.constant(("dispersion_c", self.params["kernel_size"], self.params["sigma_background"]), self.c_table)
         size = (np.int32(width), np.int32(height), np.int32(radius))
         rows = cuda.function(self.KERNEL, "md_window_sums_rows_u8", "PPPiii")
-        cuda.launch_2d(rows, src.shape, src.gpudata, sum1.gpudata, sum2.gpudata, *size)
+        cuda.launch_2d(rows, (height, width), src.gpudata, sum1.gpudata, sum2.gpudata, *size, frames=frames)
         cols = cuda.function(self.KERNEL, "md_dispersion_cols_u8", "PPPPPiiiii")
         cuda.launch_2d(
-            cols, src.shape, src.gpudata, sum1.gpudata, sum2.gpudata, table.gpudata, dst.gpudata, *size,
-            np.int32(self.params["threshold"]), np.int32(self.s2_q16),
+            cols, (height, width), src.gpudata, sum1.gpudata, sum2.gpudata, table.gpudata, dst.gpudata, *size,
+            np.int32(self.params["threshold"]), np.int32(self.s2_q16), frames=frames,
         )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, Param
+from motiondetect.filters.base import Filter, Kind, Param, planes
 
 
 def block_starts(size: int, blocks: int) -> np.ndarray:
@@ -37,6 +37,7 @@ class Downscale(Filter):
 
     NAME = "downscale"
     KERNEL = "downscale"
+    BATCHED = True
     INPUT = Kind.GRAY
     OUTPUT = Kind.GRAY
     RESAMPLE = "down"
@@ -72,7 +73,7 @@ class Downscale(Filter):
         return ((sums + counts // 2) // counts).astype(np.uint8)
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        height, width = src.shape
-        out_h, out_w = dst.shape
+        frames, height, width = planes(src)
+        _, out_h, out_w = planes(dst)
         fn = cuda.function(self.KERNEL, "md_downscale_area_u8", "PPiiii")
-        cuda.launch_2d(fn, dst.shape, src.gpudata, dst.gpudata, np.int32(width), np.int32(height), np.int32(out_w), np.int32(out_h))
+        cuda.launch_2d(fn, (out_h, out_w), src.gpudata, dst.gpudata, np.int32(width), np.int32(height), np.int32(out_w), np.int32(out_h), frames=frames)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, Param
+from motiondetect.filters.base import Filter, Kind, Param, planes
 
 
 class Erosion(Filter):
@@ -18,6 +18,7 @@ class Erosion(Filter):
 
     NAME = "erosion"
     KERNEL = "erosion"
+    BATCHED = True
     INPUT = Kind.MASK
     OUTPUT = Kind.MASK
     PARAMS = (
@@ -44,8 +45,8 @@ class Erosion(Filter):
         return cv2.erode(src, np.ones((k, k), np.uint8), iterations=self.params["iterations"])
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        height, width = src.shape
+        frames, height, width = planes(src)
         rows = cuda.buffer(("erosion_rows", src.shape), src.shape)
         args = (np.int32(width), np.int32(height), np.int32(self.radius))
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_erode_rows_u8", "PPiii"), src.shape, src.gpudata, rows.gpudata, *args)
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_erode_cols_u8", "PPiii"), src.shape, rows.gpudata, dst.gpudata, *args)
+        cuda.launch_2d(cuda.function(self.KERNEL, "md_erode_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames)
+        cuda.launch_2d(cuda.function(self.KERNEL, "md_erode_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, Param, element_count
+from motiondetect.filters.base import Filter, Kind, Param, planes
 from motiondetect.filters.running_average import to_q16
 
 
@@ -47,6 +47,7 @@ class GaussianBackground(Filter):
     NAME = "gaussian_background"
     SENSITIVITY = ("sigmas", 0.1)
     KERNEL = "gaussian_background"
+    BATCHED = True
     INPUT = Kind.GRAY
     OUTPUT = Kind.MASK
     SIDE_INPUT = "reference"
@@ -111,7 +112,9 @@ class GaussianBackground(Filter):
         """The Q16 learning rates (mean, mean foreground, variance, variance foreground) for the
         ``pair``-th frame pair of a stream (1 for the first), warm-up included."""
         c = self.constants
-        warm = to_q16(1.0 / (pair + 1)) if pair <= self.params["warmup"] else 0
+        # round(65536 / (pair + 1)) half up in integers, as the kernel computes it (equal to
+        # to_q16(1 / (pair + 1)) for every pair up to the largest warm-up; a test checks).
+        warm = (131072 + pair + 1) // (2 * (pair + 1)) if pair <= self.params["warmup"] else 0
         return c["alpha_q16"], c["alpha_fg_q16"], max(c["var_alpha_q16"], warm), max(c["var_alpha_fg_q16"], warm)
 
     @property
@@ -143,18 +146,27 @@ class GaussianBackground(Filter):
         return np.where(foreground, 255, 0).astype(np.uint8)
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        init = self._device_shape != src.shape
+        """Enqueue the model on a frame (H, W) or a batch (K, H, W) of consecutive frames.
+
+        ``side`` is the previous grey frame (a batch: each frame's predecessor); only the first
+        frame of a stream reads it, to start the model. The kernel keeps each pixel's model in
+        registers through the batch, so K frames in one call equal K calls of one frame.
+        """
+        frames, height, width = planes(src)
+        init = self._device_shape != (height, width)
         if init and side is None:
             raise ValueError("gaussian_background: the first frame of a stream needs the reference frame")
-        mean = cuda.buffer(self.state_key("mean"), src.shape, np.int32)
-        var = cuda.buffer(self.state_key("variance"), src.shape, np.int32)
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiii")
-        n = element_count(dst)
-        reference = side if side is not None else src  # not read once the model exists
-        self._device_pairs = 1 if init else self._device_pairs + 1
+        mean = cuda.buffer(self.state_key("mean"), (height, width), np.int32)
+        var = cuda.buffer(self.state_key("variance"), (height, width), np.int32)
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiii")
+        first_pair = 1 if init else self._device_pairs + 1
+        reference = side if side is not None else src  # read only when the model starts
         c = self.constants
         cuda.launch_1d(
-            fn, int(n), src.gpudata, reference.gpudata, mean.gpudata, var.gpudata, dst.gpudata, n, np.int32(init),
-            np.int32(c["k2_q8"]), np.int32(c["min_var_q8"]), *(np.int32(r) for r in self.rates(self._device_pairs)),
+            fn, height * width, src.gpudata, reference.gpudata, mean.gpudata, var.gpudata, dst.gpudata,
+            np.int32(height * width), np.int32(frames), np.int32(first_pair), np.int32(self.params["warmup"]),
+            np.int32(c["k2_q8"]), np.int32(c["min_var_q8"]), np.int32(c["alpha_q16"]), np.int32(c["alpha_fg_q16"]),
+            np.int32(c["var_alpha_q16"]), np.int32(c["var_alpha_fg_q16"]),
         )
-        self._device_shape = src.shape
+        self._device_pairs = first_pair + frames - 1
+        self._device_shape = (height, width)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, element_count
+from motiondetect.filters.base import Filter, Kind, element_count, planes
+from motiondetect.picture import Picture, luma_table
 
 #: BT.601 luma weights (ITU-R BT.601: Y = 0.299 R + 0.587 G + 0.114 B) in 16-bit fixed point,
 #: round(w * 65536); they sum to 65536. Must match kernels/gray.cu.
@@ -28,6 +29,7 @@ class Gray(Filter):
 
     NAME = "gray"
     KERNEL = "gray"
+    BATCHED = True
     ENGINES = ("kernel", "cublas")
     INPUT = Kind.BGR
     OUTPUT = Kind.GRAY
@@ -46,6 +48,38 @@ class Gray(Filter):
         fn = cuda.function(self.KERNEL, "md_gray_bt601_u8", "PPi")
         n = element_count(dst)
         cuda.launch_1d(fn, int(n), src.gpudata, dst.gpudata, n)
+
+    def reference_luma(self, picture: Picture) -> np.ndarray:
+        """The grey image of a decoded frame: its luma, expanded to full range.
+
+        Luma first: a video decoder already delivers BT.601 luma (the Y' plane), so the grey
+        image is that plane through :func:`~motiondetect.picture.luma_table` (limited range:
+        ``round((Y' - 16) * 255 / 219)``; full range: unchanged), with no colour conversion.
+
+        Args:
+            picture: the decoded frame.
+
+        Returns:
+            (H, W) uint8 grey levels, a new array.
+        """
+        return picture.luma()
+
+    def apply_luma(self, cuda, luma: int, pitch: int, image_bytes: int, dst, full_range: bool) -> None:
+        """Enqueue the luma-to-grey table on ``cuda.stream`` (kernel ``md_luma_to_gray_u8``).
+
+        Args:
+            cuda: the entered handler.
+            luma: device address of the first image's Y' plane (a decoder's surface or a
+                packed buffer).
+            pitch: bytes from one row of the plane to the next (>= the width).
+            image_bytes: bytes from one image's plane to the next in a batch.
+            dst: device grey image (H, W), or a batch (K, H, W), uint8, packed.
+            full_range: the stream's colour range is full.
+        """
+        frames, height, width = planes(dst)
+        table = cuda.constant(("luma_table", full_range), luma_table(full_range))
+        fn = cuda.function(self.KERNEL, "md_luma_to_gray_u8", "PiqPPii")
+        cuda.launch_2d(fn, (height, width), np.uintp(luma), np.int32(pitch), np.int64(image_bytes), table.gpudata, dst.gpudata, np.int32(width), np.int32(height), frames=frames)
 
     def apply_cublas(self, cuda, src, dst, side=None):
         from motiondetect.blas import round_to_u8, to_float

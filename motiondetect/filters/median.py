@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, Param
+from motiondetect.filters.base import Filter, Kind, Param, planes
 
 
 class Median(Filter):
@@ -21,6 +21,7 @@ class Median(Filter):
 
     NAME = "median"
     KERNEL = "median"
+    BATCHED = True
     INPUT = Kind.MASK
     OUTPUT = Kind.MASK
     PARAMS = (
@@ -37,8 +38,8 @@ class Median(Filter):
         return binary if k == 1 else cv2.medianBlur(binary, k)
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        height, width = src.shape
+        frames, height, width = planes(src)
         rows = cuda.buffer(("median_rows", src.shape), src.shape)
         args = (np.int32(width), np.int32(height), np.int32(self.params["kernel_size"] // 2))
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_count_rows_u8", "PPiii"), src.shape, src.gpudata, rows.gpudata, *args)
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_majority_cols_u8", "PPiii"), src.shape, rows.gpudata, dst.gpudata, *args)
+        cuda.launch_2d(cuda.function(self.KERNEL, "md_count_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames)
+        cuda.launch_2d(cuda.function(self.KERNEL, "md_majority_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames)

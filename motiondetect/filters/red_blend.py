@@ -5,7 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, Param, element_count
+from motiondetect.filters.base import Filter, Kind, Param, element_count, planes
+from motiondetect.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape
 
 
 class RedBlend(Filter):
@@ -18,6 +19,7 @@ class RedBlend(Filter):
 
     NAME = "red_blend"
     KERNEL = "red_blend"
+    BATCHED = True
     INPUT = Kind.MASK
     OUTPUT = Kind.BGR
     POINTWISE = True
@@ -46,3 +48,36 @@ class RedBlend(Filter):
         fn = cuda.function(self.KERNEL, "md_red_blend_u8", "PPPPi")
         n = element_count(src)
         cuda.launch_1d(fn, int(n), side.gpudata, src.gpudata, lut.gpudata, dst.gpudata, n)
+
+    def reference_yuv(self, mask: np.ndarray, picture: Picture) -> Picture:
+        """The blend of a decoded frame in Y'CbCr 4:2:0 (:func:`~motiondetect.picture.blend_red_yuv`,
+        the CPU reference of :meth:`apply_yuv`): ``mask`` (H, W) uint8 0/255 at the picture's
+        size; returns a new :class:`~motiondetect.picture.Picture`."""
+        return blend_red_yuv(mask, picture, self.lut)
+
+    def apply_yuv(self, cuda, mask, luma: int, luma_pitch: int, luma_image: int, cb: int, cr: int,
+                  chroma_pitch: int, chroma_step: int, chroma_image: int, out, full_range: bool) -> None:
+        """Enqueue the Y'CbCr blend (kernel ``md_red_blend_yuv_u8``) on ``cuda.stream``.
+
+        Args:
+            cuda: the entered handler.
+            mask: device masks, (H, W) or (K, H, W) uint8, packed.
+            luma, cb, cr: device addresses of the first image's Y', Cb and Cr samples (for NV12,
+                ``cr = cb + 1``).
+            luma_pitch, chroma_pitch: bytes between rows of the planes.
+            chroma_step: bytes between chroma samples of a row (1 planar, 2 NV12).
+            luma_image, chroma_image: bytes between the images of a batch.
+            out: device buffer of K packed I420 images, each ``H * W + 2 * ceil(H/2) * ceil(W/2)``
+                bytes (yuv420p as an encoder takes it).
+            full_range: the stream's colour range is full.
+        """
+        frames, height, width = planes(mask)
+        offset, r_y, r_cr, dy_dr, du_dr, dv_dr = YUV_Q16[full_range]
+        lut = cuda.constant(("red_blend_lut", self.params["alpha"]), self.lut)
+        fn = cuda.function(self.KERNEL, "md_red_blend_yuv_u8", "PiqPPiiqPPPiiiiiiii")
+        ch, cw = chroma_shape(height, width)
+        cuda.launch_2d(
+            fn, (ch, cw), np.uintp(luma), np.int32(luma_pitch), np.int64(luma_image), np.uintp(cb), np.uintp(cr),
+            np.int32(chroma_pitch), np.int32(chroma_step), np.int64(chroma_image), mask.gpudata, lut.gpudata, out.gpudata,
+            np.int32(width), np.int32(height), *(np.int32(c) for c in (offset, r_y, r_cr, dy_dr, du_dr, dv_dr)), frames=frames,
+        )

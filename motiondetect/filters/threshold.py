@@ -17,6 +17,7 @@ class Threshold(Filter):
 
     NAME = "threshold"
     KERNEL = "threshold"
+    BATCHED = True
     INPUT = Kind.GRAY
     OUTPUT = Kind.MASK
     SENSITIVITY = ("threshold", 1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind
+from motiondetect.filters.base import Filter, Kind, planes
 
 
 class Upscale(Filter):
@@ -21,6 +21,7 @@ class Upscale(Filter):
 
     NAME = "upscale"
     KERNEL = "upscale"
+    BATCHED = True
     INPUT = Kind.MASK
     OUTPUT = Kind.MASK
     SIDE_INPUT = "frame"
@@ -41,7 +42,7 @@ class Upscale(Filter):
         return np.repeat(np.repeat(src, rows, axis=0), cols, axis=1)
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        in_h, in_w = src.shape
-        height, width = dst.shape
+        frames, in_h, in_w = planes(src)
+        _, height, width = planes(dst)
         fn = cuda.function(self.KERNEL, "md_upscale_nearest_u8", "PPiiii")
-        cuda.launch_2d(fn, dst.shape, src.gpudata, dst.gpudata, np.int32(in_w), np.int32(in_h), np.int32(width), np.int32(height))
+        cuda.launch_2d(fn, (height, width), src.gpudata, dst.gpudata, np.int32(in_w), np.int32(in_h), np.int32(width), np.int32(height), frames=frames)

@@ -16,6 +16,8 @@ import cv2
 import numpy as np
 import pytest
 
+import motiondetect.video as video_module
+from motiondetect.picture import Picture
 from motiondetect.video import VideoHandler, VideoWriter
 from conftest import (
     SAMPLE_ANNOUNCED, avi_chunks, count_frames, error_line, only_line, report, run_main, run_process, small_frames,
@@ -160,9 +162,9 @@ def test_resolution_change_in_a_video_file(tmp_path, monkeypatch, capsys):
     with VideoWriter(path, 25, (32, 24)) as writer:
         for frame in small_frames():
             writer.write(frame)
-    real_capture = cv2.VideoCapture
+    real_capture = video_module.PyAVCapture
 
-    class Switching:  # wraps the real capture (a Python subclass of it crashes OpenCV 5's GC)
+    class Switching:  # wraps the real capture; its pictures shrink after 3 frames
         reads = 0
 
         def __init__(self, *args):
@@ -172,11 +174,13 @@ def test_resolution_change_in_a_video_file(tmp_path, monkeypatch, capsys):
             return getattr(self.capture, name)
 
         def read(self):
-            ok, image = self.capture.read()
+            ok, picture = self.capture.read()
             Switching.reads += 1
-            return (ok, cv2.resize(image, (16, 12)) if ok and Switching.reads > 3 else image)
+            if ok and Switching.reads > 3:
+                picture = Picture.from_bgr(cv2.resize(picture.to_bgr(), (16, 12)))
+            return ok, picture
 
-    monkeypatch.setattr("motiondetect.video.cv2.VideoCapture", Switching)
+    monkeypatch.setattr(video_module, "PyAVCapture", Switching)
     rc, err = run_main(monkeypatch, capsys, tmp_path, path, *CPU)
     assert rc == 1 and "resolution changed" in error_line(err) and "16x12" in err
     assert report(tmp_path / "cam_motion.json")["frame_count"] == 3

