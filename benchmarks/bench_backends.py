@@ -19,7 +19,7 @@ from motiondetect.config import build_filters, load_config
 from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
 from motiondetect.platform import cuda_device_error
-from motiondetect.video import VideoHandler
+from motiondetect.video import VideoHandler, as_bgr
 
 
 def time_backend(frames, cuda, repeats: int, config: dict) -> float:
@@ -44,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
     config = load_config(args.config)
     with VideoHandler(args.video) as video:
-        frames = [f.image for _, f in zip(range(args.max_frames), video)]
+        frames = [as_bgr(f.image) for _, f in zip(range(args.max_frames), video)]
     height, width = frames[0].shape[:2]
     print(f"{args.video}: {len(frames)} frames of {width}x{height}, config {args.config or 'built-in defaults'}, median of {args.repeats} passes")
     print("| backend | device | fps |\n| --- | --- | --- |")

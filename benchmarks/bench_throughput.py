@@ -34,7 +34,7 @@ from motiondetect.config import build_filters, default_config
 from motiondetect.detector import MotionDetector, queue_mask_stats
 from motiondetect.platform import cuda_device_error
 from motiondetect.threads import BackgroundWriter, PrefetchReader
-from motiondetect.video import VideoHandler, VideoWriter
+from motiondetect.video import VideoHandler, VideoWriter, as_bgr
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,7 +55,7 @@ def make_input(clip: Path, size: tuple[int, int], frames: int, folder: Path) -> 
     source = []
     with VideoHandler(clip) as video:
         for frame in video:
-            source.append(cv2.resize(frame.image, size, interpolation=cv2.INTER_LINEAR))
+            source.append(cv2.resize(as_bgr(frame.image), size, interpolation=cv2.INTER_LINEAR))
             if len(source) == frames:
                 break
     while len(source) < frames:

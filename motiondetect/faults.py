@@ -36,7 +36,8 @@ def describe_device_fault(exc: BaseException) -> str:
     """
     drv = _driver()
     if isinstance(exc, getattr(drv, "CompileError", ())):
-        said = (getattr(exc, "stderr", None) or getattr(exc, "stdout", None) or "").strip()
+        said = getattr(exc, "stderr", None) or getattr(exc, "stdout", None) or ""
+        said = (said.decode(errors="replace") if isinstance(said, bytes) else said).strip()  # PyCUDA gives bytes
         head = getattr(exc, "msg", None) or str(exc).splitlines()[0]
         return f"the CUDA kernels do not compile ({head})" + ("; nvcc said:\n  " + "\n  ".join(said.splitlines()) if said else "")
     if isinstance(exc, getattr(drv, "MemoryError", ())):

@@ -93,3 +93,15 @@ def seed_config() -> dict:
     from motiondetect.config import load_config
 
     return load_config(SEED_YAML)
+
+
+def same_image(a, b) -> bool:
+    """Whether two result frames hold the same bits: BGR arrays, or pictures plane by plane."""
+    from motiondetect.picture import Picture
+
+    if isinstance(a, Picture) or isinstance(b, Picture):
+        return (
+            isinstance(a, Picture) and isinstance(b, Picture) and a.full_range == b.full_range
+            and all(np.array_equal(x, y) for x, y in zip((a.y, a.u, a.v), (b.y, b.u, b.v)))
+        )
+    return np.array_equal(a, b)

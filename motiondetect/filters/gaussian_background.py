@@ -158,7 +158,7 @@ class GaussianBackground(Filter):
             raise ValueError("gaussian_background: the first frame of a stream needs the reference frame")
         mean = cuda.buffer(self.state_key("mean"), (height, width), np.int32)
         var = cuda.buffer(self.state_key("variance"), (height, width), np.int32)
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiii")
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiii")
         first_pair = 1 if init else self._device_pairs + 1
         reference = side if side is not None else src  # read only when the model starts
         c = self.constants
