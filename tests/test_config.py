@@ -54,7 +54,7 @@ def problems_of(tmp_path, text) -> list[str]:
 def test_default_config_contents():
     # The pipeline chosen by measurement on the CDnet clips (README, "Detection quality").
     cfg = default_config()
-    assert cfg["backend"] == "auto"
+    assert cfg["backend"] == "auto" and cfg["decoder"] == "auto" and cfg["preset"] == "veryfast"
     assert cfg["pipeline"] == [
         {"filter": "gray"},
         {"filter": "downscale", "height": 240},
@@ -83,7 +83,7 @@ def test_default_config_contents():
         "time_after": 2.0,
         "max_area": 1.0,
     }
-    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0}
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 32}
     assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
     assert cfg["roi"] is None
     assert validate(cfg) == []
@@ -107,7 +107,7 @@ def test_seed_preset_is_the_case_study_pipeline():
         "time_after": 2.0,
         "max_area": 1.0,
     }
-    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0}
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 32}
     assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
     assert cfg["roi"] is None
     assert validate(cfg) == []
@@ -386,7 +386,7 @@ def test_with_overrides_sets_every_threshold_and_backend():
     assert out["backend"] == "cpu"
     # The input is not modified.
     assert [e.get("threshold") for e in cfg["pipeline"] if e["filter"] == "threshold"] == [25, 7]
-    assert cfg["backend"] == "auto"
+    assert cfg["backend"] == "auto" and cfg["decoder"] == "auto" and cfg["preset"] == "veryfast"
 
 
 def test_with_overrides_none_changes_nothing():
@@ -454,7 +454,7 @@ def test_presets_move_the_way_their_names_say():
     assert threshold_of(high) < threshold_of(seed) < threshold_of(low)
     assert high["events"]["min_area"] < default["events"]["min_area"] < low["events"]["min_area"]
     assert low["events"]["min_event_length"] > default["events"]["min_event_length"] and low["events"]["max_area"] < 1.0
-    assert fast["scan"] == {"downscale": 2, "frame_skip": 1}
+    assert fast["scan"] == {"downscale": 2, "frame_skip": 1, "batch": 32}
     assert high["scan"] == low["scan"] == default["scan"]
 
 
