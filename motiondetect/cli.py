@@ -509,6 +509,10 @@ def _choose_decoder(requested: str, video, cuda: CUDAHandler | None, batched: st
         if problem:
             raise NvdecUnavailable(f"NVDEC unavailable: {problem}")
         source = stack.enter_context(NvdecSource(video.source, cuda, fps=fps, host=batched is not None))
+        if requested == "auto" and not source.exact:
+            # Only exact codecs under auto: the results must not depend on the decoder.
+            source.close()
+            return video, cpu_name + f", since {source.codec} decoding is not exact across decoders"
     except NvdecUnavailable as exc:
         if requested == "nvdec":
             raise
