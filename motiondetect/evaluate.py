@@ -44,7 +44,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator
+from typing import Any, Callable, Hashable, Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -509,7 +509,20 @@ class Evaluation:
         }
 
 
-def _frames(folder: GroundTruthFolder) -> Iterator[tuple[int, np.ndarray, Path | None]]:
+#: One decoded frame: its number, ``(H, W, 3)`` uint8 BGR image, and ``(H, W)`` uint8 CDnet labels
+#: (``None`` where the frame has no label image or lies outside the temporal ROI).
+DecodedFrame = tuple[int, np.ndarray, "np.ndarray | None"]
+
+
+def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
+    """Decode the folder's frames in order, with the labels of those the temporal ROI covers.
+
+    ``list(decoded_frames(folder))`` keeps a clip in memory for repeated runs (parameter
+    tuning); :func:`evaluate` streams it.
+
+    Raises:
+        GroundTruthError: a frame or label image cannot be decoded or has another size.
+    """
     width, height = folder.size
     for number, image_path, label_path in folder.frames:
         image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
@@ -517,10 +530,19 @@ def _frames(folder: GroundTruthFolder) -> Iterator[tuple[int, np.ndarray, Path |
             raise GroundTruthError(f"cannot decode frame {str(image_path)!r}")
         if image.shape[:2] != (height, width):
             raise GroundTruthError(f"frame {str(image_path)!r} is {image.shape[1]}x{image.shape[0]}, the first {width}x{height}")
-        yield number, image, label_path
+        labels = None
+        if label_path is not None and folder.in_temporal_roi(number):
+            labels = cv2.imread(str(label_path), cv2.IMREAD_GRAYSCALE)
+            if labels is None:
+                raise GroundTruthError(f"cannot decode label image {str(label_path)!r}")
+            if labels.shape != image.shape[:2]:
+                raise GroundTruthError(f"label image {str(label_path)!r} is {labels.shape[1]}x{labels.shape[0]}, the frames {width}x{height}")
+        yield number, image, labels
 
 
-def evaluate(folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAULT_SKIP, min_area: float = 0.001, progress=None) -> Evaluation:
+def evaluate(
+    folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAULT_SKIP, min_area: float = 0.001, progress=None, frames: Iterable[DecodedFrame] | None = None
+) -> Evaluation:
     """Run every method over the folder's frames in order and score them.
 
     Args:
@@ -529,6 +551,8 @@ def evaluate(folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAU
         skip: frames at the start of the processed window that are not scored.
         min_area: frame-level "has motion" fraction, in [0, 1].
         progress: optional object with ``update(n)`` (a tqdm bar).
+        frames: the folder's frames already decoded (:func:`decoded_frames`), or ``None`` to
+            read them now.
 
     Returns:
         The :class:`Evaluation`.
@@ -539,18 +563,13 @@ def evaluate(folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAU
     scorers = [Scorer(folder.roi, min_area) for _ in methods]
     scored: list[int] = []
     processed = 0
-    for position, (number, image, label_path) in enumerate(_frames(folder)):
+    for position, (number, image, labels) in enumerate(decoded_frames(folder) if frames is None else frames):
         masks = [method(image) for method in methods]
         processed += 1
         if progress is not None:
             progress.update(1)
-        if position < skip or label_path is None or not folder.in_temporal_roi(number):
+        if position < skip or labels is None:
             continue
-        labels = cv2.imread(str(label_path), cv2.IMREAD_GRAYSCALE)
-        if labels is None:
-            raise GroundTruthError(f"cannot decode label image {str(label_path)!r}")
-        if labels.shape != image.shape[:2]:
-            raise GroundTruthError(f"label image {str(label_path)!r} is {labels.shape[1]}x{labels.shape[0]}, the frames {image.shape[1]}x{image.shape[0]}")
         for scorer, mask in zip(scorers, masks):
             scorer.add(mask, labels, number)
         scored.append(number)

@@ -27,6 +27,7 @@ from motiondetect.evaluate import (
     opencv_baselines,
     runs,
 )
+from tests.helpers import make_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_YAML = ROOT / "configs" / "seed.yaml"
@@ -143,31 +144,6 @@ def test_scorer_events_use_frame_numbers():
 
 
 # -- a synthetic CDnet folder -----------------------------------------------------------------
-
-
-def make_folder(root: Path, count=12, first=100, height=36, width=48, temporal=None, roi=None) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
-    """A grey background with a square moving 3 pixels a frame; labels mark the square 255 and
-    its one-pixel outline 170 (PNG frames: lossless, so the difference is exact)."""
-    (root / "input").mkdir(parents=True)
-    (root / "groundtruth").mkdir()
-    frames, labels = [], []
-    for i in range(count):
-        frame = np.full((height, width, 3), 90, np.uint8)
-        label = np.zeros((height, width), np.uint8)
-        if i >= 3:
-            left = 4 + 3 * (i - 3)
-            frame[10:22, left : left + 12] = (30, 200, 240)
-            label[9:23, left - 1 : left + 13] = 170
-            label[10:22, left : left + 12] = 255
-        cv2.imwrite(str(root / "input" / f"in{first + i:06d}.png"), frame)
-        cv2.imwrite(str(root / "groundtruth" / f"gt{first + i:06d}.png"), label)
-        frames.append(frame)
-        labels.append(label)
-    if temporal is not None:
-        (root / "temporalROI.txt").write_text(f"{temporal[0]} {temporal[1]}")
-    if roi is not None:
-        cv2.imwrite(str(root / "ROI.bmp"), roi)
-    return root, frames, labels
 
 
 def integer_luma(bgr: np.ndarray) -> np.ndarray:
@@ -490,3 +466,57 @@ def test_default_pipeline_meets_the_goal(cdnet_reports, clip):
     assert ours["pixel"]["f_measure"] >= best_baseline + 0.1
     assert ours["frame"]["f1"] >= 0.95
     assert ours["events"]["hits"] == ours["events"]["truth_events"]
+
+
+# -- the dev set (samples/dev, made by samples/dev/fetch_dev.py) --------------------------------
+
+DEV = ROOT / "samples" / "dev"
+
+
+def dev_clip(name: str) -> Path:
+    clip = DEV / name
+    if not (clip / "groundtruth").is_dir():
+        pytest.skip(f"{clip} not materialized (python samples/dev/fetch_dev.py)")
+    return clip
+
+
+def test_dev_set_files_match_their_checksums():
+    listed = [line.split(maxsplit=1) for line in (DEV / "SHA256SUMS").read_text().splitlines()]
+    folders = {name.split("/")[0] for _, name in listed}
+    assert folders == {"baseline_pedestrians", "baseline_office"}
+    present = [(digest, name) for digest, name in listed if (DEV / name.split("/")[0] / "groundtruth").is_dir()]
+    if not present:
+        pytest.skip("no dev clip materialized")
+    import hashlib
+
+    for digest, name in present:
+        assert hashlib.sha256((DEV / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_evaluate_on_the_first_frames_of_a_dev_clip(tmp_path):
+    # The first 12 frames of baseline_pedestrians (650..661: a man walking), linked into a
+    # folder of their own: the command runs on the real clip, and MOG2's counts match an
+    # independent run over the same files.
+    clip = dev_clip("baseline_pedestrians")
+    root = tmp_path / "pedestrians12"
+    for part in ("input", "groundtruth"):
+        (root / part).mkdir(parents=True)
+    numbers = range(650, 662)
+    for n in numbers:
+        (root / "input" / f"in{n:06d}.jpg").symlink_to(clip / "input" / f"in{n:06d}.jpg")
+        (root / "groundtruth" / f"gt{n:06d}.png").symlink_to(clip / "groundtruth" / f"gt{n:06d}.png")
+    for name in ("ROI.bmp", "temporalROI.txt"):
+        (root / name).symlink_to(clip / name)
+    out = tmp_path / "scores.json"
+    assert main(["evaluate", str(root), "--backend", "cpu", "--baselines", "--skip", "2", "--json", str(out), "-q"]) == 0
+    (evaluation,) = json.loads(out.read_text())["evaluations"]
+    assert evaluation["frame_size"] == [360, 240] and evaluation["scored_range"] == [652, 661] and evaluation["frames_scored"] == 10
+    methods = by_name(evaluation)
+    frames = [cv2.imread(str(root / "input" / f"in{n:06d}.jpg")) for n in numbers]
+    labels = [cv2.imread(str(root / "groundtruth" / f"gt{n:06d}.png"), cv2.IMREAD_GRAYSCALE) for n in numbers]
+    subtractor = cv2.createBackgroundSubtractorMOG2()
+    expected = counts_by_hand([subtractor.apply(f) for f in frames], labels, range(2, 12))
+    assert expected["tp"] > 0
+    assert {k: methods["OpenCV MOG2 (defaults)"]["pixel"][k] for k in expected} == expected
+    ours = evaluation["methods"][0]
+    assert ours["name"] == "motiondetect (cpu)" and ours["frame"]["tp"] + ours["frame"]["fn"] == 10
