@@ -4,6 +4,9 @@ A ground-truth folder holds ``input/inNNNNNN.jpg`` (the frames), ``groundtruth/g
 (one label image per frame, same number), ``temporalROI.txt`` (first and last frame number of
 the evaluated range) and ``ROI.bmp`` (the spatial region of interest, non-zero inside). The
 last two are optional here: without them every frame with a label image and every pixel count.
+Frames may be JPEG, PNG or BMP, colour or grey (grey is read as three equal channels). An
+``ROI.bmp`` of another size than the frames (CDnet ships a few) is resized to the frames with
+nearest neighbour, with a warning.
 
 Scoring follows the CDnet rules (Goyette et al., CVPR Workshops 2012; Wang et al., 2014):
 
@@ -22,8 +25,12 @@ Scoring follows the CDnet rules (Goyette et al., CVPR Workshops 2012; Wang et al
 - Events: runs of consecutive scored frames with motion. A ground-truth event is hit when a
   detected event overlaps it; a detected event that overlaps none is a false event.
 
-Optionally (``--baselines``) OpenCV's MOG2 and KNN background subtractors with their default
-parameters run on the same frames, side by side.
+Optionally (``--baselines``) the classic anchors run on the same frames, side by side, each
+with its default parameters, as it is and with a 5x5 median on its mask: OpenCV's MOG2 and KNN,
+and, where opencv-contrib's ``cv2.bgsegm`` is installed, its MOG, CNT and GSOC.
+
+Leave-one-clip-out selection (:func:`leave_one_out`) picks, for every clip, the parameters that
+score best on all the *other* clips; ``benchmarks/tune_loo.py`` runs it over a parameter grid.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Hashable, Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -117,7 +124,11 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
     Raises:
         GroundTruthError: the folder or its ``input/`` or ``groundtruth/`` part is missing, no
             frame has a label image inside the temporal ROI, ``temporalROI.txt`` is not two
-            frame numbers, or ``ROI.bmp`` cannot be read or has another size than the frames.
+            frame numbers, or ``ROI.bmp`` cannot be read.
+
+    An ``ROI.bmp`` of another size than the frames is resized to them with nearest neighbour
+    (``cv2.INTER_NEAREST_EXACT``: each frame pixel takes the ROI pixel its centre falls in) and
+    a warning is logged.
     """
     root = Path(path)
     if not root.is_dir():
@@ -151,7 +162,8 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
         if image is None:
             raise GroundTruthError(f"cannot decode {str(roi_path)!r}")
         if image.shape != (height, width):
-            raise GroundTruthError(f"{str(roi_path)!r} is {image.shape[1]}x{image.shape[0]}, the frames {width}x{height}")
+            log.warning("%s is %dx%d, the frames %dx%d: resized to the frames with nearest neighbour", roi_path, image.shape[1], image.shape[0], width, height)
+            image = cv2.resize(image, (width, height), interpolation=cv2.INTER_NEAREST_EXACT)
         roi = image != 0
     return GroundTruthFolder(root, frames, temporal_roi, roi, (width, height))
 
@@ -353,11 +365,14 @@ class Method:
         name: the label in the table.
         segment: takes a ``(H, W, 3)`` uint8 BGR frame, returns a ``(H, W)`` uint8 mask (255 motion).
         seconds: time spent in ``segment`` so far.
+        upstream: the method whose mask this one post-processes (its time counts in
+            :attr:`total_seconds`), or ``None``.
     """
 
     name: str
     segment: Callable[[np.ndarray], np.ndarray]
     seconds: float = 0.0
+    upstream: Method | None = None
 
     def __call__(self, frame: np.ndarray) -> np.ndarray:
         started = time.perf_counter()
@@ -365,19 +380,87 @@ class Method:
         self.seconds += time.perf_counter() - started
         return mask
 
+    @property
+    def total_seconds(self) -> float:
+        """Seconds spent making this method's masks, the upstream method's included (for the fps)."""
+        return self.seconds + (self.upstream.total_seconds if self.upstream is not None else 0.0)
+
+
+#: Side of the median applied to an anchor's mask: the CDnet custom (its published results and
+#: the issue's anchors use a 5x5 median as post-processing).
+ANCHOR_MEDIAN = 5
+
+
+class _SharedMask:
+    """One background subtractor whose mask two methods score: as it is, and post-processed.
+
+    The post-processed method reuses the mask the plain one made for the same frame object, so
+    the subtractor sees each frame once (KNN draws from OpenCV's global random generator: a
+    second instance would change the first one's draws and scores).
+    """
+
+    def __init__(self, apply: Callable[[np.ndarray], np.ndarray]) -> None:
+        self._apply = apply
+        self._frame: np.ndarray | None = None
+        self._mask: np.ndarray | None = None
+
+    def __call__(self, frame: np.ndarray) -> np.ndarray:
+        if frame is not self._frame:
+            self._frame, self._mask = frame, self._apply(frame)
+        return self._mask
+
+
+def median_of_motion(mask: np.ndarray, size: int = ANCHOR_MEDIAN) -> np.ndarray:
+    """The ``size`` x ``size`` median of a mask's motion: 255 where most of the window is 255.
+
+    Args:
+        mask: ``(H, W)`` uint8 mask; only 255 is motion (MOG2's and KNN's shadow value 127 is not).
+        size: odd window side in pixels (``cv2.medianBlur``; replicated borders).
+
+    Returns:
+        ``(H, W)`` uint8 mask of 0 and 255.
+    """
+    return cv2.medianBlur(np.where(mask == MOTION, MOTION, 0).astype(np.uint8), size)
+
+
+def anchor_factories() -> list[tuple[str, Callable[[], Any]]]:
+    """``(name, factory)`` of each classic anchor available here, every one with its defaults.
+
+    OpenCV's MOG2 (history 500, varThreshold 16, shadows on) and KNN (history 500,
+    dist2Threshold 400, shadows on); with opencv-contrib (``cv2.bgsegm``) also MOG, CNT and GSOC.
+    Without ``cv2.bgsegm`` the contrib anchors are left out silently: opencv-contrib is not a
+    dependency.
+    """
+    factories: list[tuple[str, Callable[[], Any]]] = [
+        ("MOG2", cv2.createBackgroundSubtractorMOG2),
+        ("KNN", cv2.createBackgroundSubtractorKNN),
+    ]
+    bgsegm = getattr(cv2, "bgsegm", None)
+    if bgsegm is not None:
+        factories += [
+            ("MOG", bgsegm.createBackgroundSubtractorMOG),
+            ("CNT", bgsegm.createBackgroundSubtractorCNT),
+            ("GSOC", bgsegm.createBackgroundSubtractorGSOC),
+        ]
+    return factories
+
 
 def opencv_baselines() -> list[Method]:
-    """OpenCV's MOG2 and KNN background subtractors with their default parameters.
+    """The classic anchors of :func:`anchor_factories`, each as it is and with a 5x5 median.
 
-    MOG2: history 500, varThreshold 16, detectShadows on; KNN: history 500, dist2Threshold 400,
-    detectShadows on (OpenCV's documented defaults). Shadows come out as 127, which scores as
-    no motion. KNN draws random numbers from OpenCV's global generator, so it is reseeded here
-    (``cv2.setRNGSeed(0)``: the state of a fresh process) to make its scores repeatable.
+    For each anchor two methods, in this order: ``OpenCV NAME (defaults)``, its raw mask (MOG2
+    and KNN mark shadows 127, which scores as no motion), and ``OpenCV NAME + median 5x5``,
+    :func:`median_of_motion` of that same mask. KNN (and GSOC) draw random numbers from OpenCV's
+    global generator, so it is reseeded here (``cv2.setRNGSeed(0)``: the state of a fresh
+    process) to make their scores repeatable.
     """
     cv2.setRNGSeed(0)
-    mog2 = cv2.createBackgroundSubtractorMOG2()
-    knn = cv2.createBackgroundSubtractorKNN()
-    return [Method("OpenCV MOG2 (defaults)", mog2.apply), Method("OpenCV KNN (defaults)", knn.apply)]
+    methods = []
+    for name, factory in anchor_factories():
+        shared = _SharedMask(factory().apply)
+        plain = Method(f"OpenCV {name} (defaults)", shared)
+        methods += [plain, Method(f"OpenCV {name} + median {ANCHOR_MEDIAN}x{ANCHOR_MEDIAN}", lambda frame, shared=shared: median_of_motion(shared(frame)), upstream=plain)]
+    return methods
 
 
 def detector_method(detector: MotionDetector, label: str = "motiondetect") -> Method:
@@ -418,15 +501,28 @@ class Evaluation:
                     "pixel": scorer.pixel.as_dict(),
                     "frame": scorer.frames.as_dict(),
                     "events": scorer.events.as_dict(),
-                    "seconds": round(method.seconds, 3),
-                    "fps": round(self.processed / method.seconds, 1) if method.seconds > 0 else None,
+                    "seconds": round(method.total_seconds, 3),
+                    "fps": round(self.processed / method.total_seconds, 1) if method.total_seconds > 0 else None,
                 }
                 for method, scorer in self.scores
             ],
         }
 
 
-def _frames(folder: GroundTruthFolder) -> Iterator[tuple[int, np.ndarray, Path | None]]:
+#: One decoded frame: its number, ``(H, W, 3)`` uint8 BGR image, and ``(H, W)`` uint8 CDnet labels
+#: (``None`` where the frame has no label image or lies outside the temporal ROI).
+DecodedFrame = tuple[int, np.ndarray, "np.ndarray | None"]
+
+
+def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
+    """Decode the folder's frames in order, with the labels of those the temporal ROI covers.
+
+    ``list(decoded_frames(folder))`` keeps a clip in memory for repeated runs (parameter
+    tuning); :func:`evaluate` streams it.
+
+    Raises:
+        GroundTruthError: a frame or label image cannot be decoded or has another size.
+    """
     width, height = folder.size
     for number, image_path, label_path in folder.frames:
         image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
@@ -434,10 +530,19 @@ def _frames(folder: GroundTruthFolder) -> Iterator[tuple[int, np.ndarray, Path |
             raise GroundTruthError(f"cannot decode frame {str(image_path)!r}")
         if image.shape[:2] != (height, width):
             raise GroundTruthError(f"frame {str(image_path)!r} is {image.shape[1]}x{image.shape[0]}, the first {width}x{height}")
-        yield number, image, label_path
+        labels = None
+        if label_path is not None and folder.in_temporal_roi(number):
+            labels = cv2.imread(str(label_path), cv2.IMREAD_GRAYSCALE)
+            if labels is None:
+                raise GroundTruthError(f"cannot decode label image {str(label_path)!r}")
+            if labels.shape != image.shape[:2]:
+                raise GroundTruthError(f"label image {str(label_path)!r} is {labels.shape[1]}x{labels.shape[0]}, the frames {width}x{height}")
+        yield number, image, labels
 
 
-def evaluate(folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAULT_SKIP, min_area: float = 0.001, progress=None) -> Evaluation:
+def evaluate(
+    folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAULT_SKIP, min_area: float = 0.001, progress=None, frames: Iterable[DecodedFrame] | None = None
+) -> Evaluation:
     """Run every method over the folder's frames in order and score them.
 
     Args:
@@ -446,6 +551,8 @@ def evaluate(folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAU
         skip: frames at the start of the processed window that are not scored.
         min_area: frame-level "has motion" fraction, in [0, 1].
         progress: optional object with ``update(n)`` (a tqdm bar).
+        frames: the folder's frames already decoded (:func:`decoded_frames`), or ``None`` to
+            read them now.
 
     Returns:
         The :class:`Evaluation`.
@@ -456,22 +563,56 @@ def evaluate(folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAU
     scorers = [Scorer(folder.roi, min_area) for _ in methods]
     scored: list[int] = []
     processed = 0
-    for position, (number, image, label_path) in enumerate(_frames(folder)):
+    for position, (number, image, labels) in enumerate(decoded_frames(folder) if frames is None else frames):
         masks = [method(image) for method in methods]
         processed += 1
         if progress is not None:
             progress.update(1)
-        if position < skip or label_path is None or not folder.in_temporal_roi(number):
+        if position < skip or labels is None:
             continue
-        labels = cv2.imread(str(label_path), cv2.IMREAD_GRAYSCALE)
-        if labels is None:
-            raise GroundTruthError(f"cannot decode label image {str(label_path)!r}")
-        if labels.shape != image.shape[:2]:
-            raise GroundTruthError(f"label image {str(label_path)!r} is {labels.shape[1]}x{labels.shape[0]}, the frames {image.shape[1]}x{image.shape[0]}")
         for scorer, mask in zip(scorers, masks):
             scorer.add(mask, labels, number)
         scored.append(number)
     return Evaluation(folder, skip, min_area, processed, scored, list(zip(methods, scorers)))
+
+
+# -- leave-one-clip-out -------------------------------------------------------------------------
+
+
+def leave_one_out(scores: dict[str, dict[Hashable, float]]) -> dict[str, Hashable]:
+    """For each clip, the parameter set with the best mean score over all the *other* clips.
+
+    The honest way to report tuned parameters: each clip is scored with parameters chosen
+    without it, so its score says how the choice generalizes to footage it was not tuned on.
+
+    Args:
+        scores: ``scores[clip][params]``, the score of each parameter set on each clip (higher
+            is better: pixel F-measure in ``benchmarks/tune_loo.py``). Every clip must hold the
+            same parameter sets; ``params`` is any hashable key (a tuple of values).
+
+    Returns:
+        ``{clip: params}``, in the order of ``scores``. Ties go to the parameter set that comes
+        first in the first clip's order.
+
+    Raises:
+        ValueError: fewer than two clips, or the clips hold different parameter sets.
+
+    Example:
+        >>> leave_one_out({"a": {1: 0.9, 2: 0.1}, "b": {1: 0.2, 2: 0.8}, "c": {1: 0.3, 2: 0.6}})
+        {'a': 2, 'b': 1, 'c': 1}
+    """
+    clips = list(scores)
+    if len(clips) < 2:
+        raise ValueError(f"leave-one-clip-out needs at least 2 clips; got {len(clips)}")
+    candidates = list(scores[clips[0]])
+    for clip in clips[1:]:
+        if set(scores[clip]) != set(candidates):
+            raise ValueError(f"clip {clip!r} has other parameter sets than clip {clips[0]!r}")
+    chosen = {}
+    for held_out in clips:
+        others = [c for c in clips if c != held_out]
+        chosen[held_out] = max(candidates, key=lambda params: sum(scores[c][params] for c in others) / len(others))
+    return chosen
 
 
 # -- output ------------------------------------------------------------------------------------
@@ -493,7 +634,7 @@ def format_table(evaluation: Evaluation) -> str:
     rows = []
     for method, scorer in evaluation.scores:
         events = scorer.events
-        fps = evaluation.processed / method.seconds if method.seconds > 0 else float("nan")
+        fps = evaluation.processed / method.total_seconds if method.total_seconds > 0 else float("nan")
         rows.append(
             [
                 method.name,
@@ -518,13 +659,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="motiondetect evaluate",
         description="Score motion detection against ground truth in the CDnet 2014 layout (input/, groundtruth/, "
         "temporalROI.txt, ROI.bmp): pixel precision, recall and F-measure by CDnet rules, frame-level precision, "
-        "recall and F1, and event hits; optionally OpenCV MOG2 and KNN on the same frames.",
+        "recall and F1, and event hits; optionally the classic OpenCV anchors on the same frames.",
     )
     parser.add_argument("folders", nargs="+", metavar="GT_FOLDER", help="a folder in the CDnet layout (several: one table each)")
     parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto]")
     parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference [setting: config 'engine', default kernel]")
-    parser.add_argument("--baselines", action="store_true", help="also score OpenCV MOG2 and KNN (default parameters) on the same frames")
+    parser.add_argument("--baselines", action="store_true", help="also score the classic anchors (default parameters), each as it is and with a 5x5 median on its mask: "
+        "OpenCV MOG2 and KNN, and MOG, CNT and GSOC where opencv-contrib (cv2.bgsegm) is installed")
     parser.add_argument("--skip", type=_non_negative, default=DEFAULT_SKIP, metavar="N", help=f"frames at the start not scored [default: {DEFAULT_SKIP}]")
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 
@@ -105,3 +106,28 @@ def same_image(a, b) -> bool:
             and all(np.array_equal(x, y) for x, y in zip((a.y, a.u, a.v), (b.y, b.u, b.v)))
         )
     return np.array_equal(a, b)
+
+
+def make_folder(root: Path, count=12, first=100, height=36, width=48, temporal=None, roi=None) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
+    """A grey background with a square moving 3 pixels a frame; labels mark the square 255 and
+    its one-pixel outline 170 (PNG frames: lossless, so the difference is exact)."""
+    (root / "input").mkdir(parents=True)
+    (root / "groundtruth").mkdir()
+    frames, labels = [], []
+    for i in range(count):
+        frame = np.full((height, width, 3), 90, np.uint8)
+        label = np.zeros((height, width), np.uint8)
+        if i >= 3:
+            left = 4 + 3 * (i - 3)
+            frame[10:22, left : left + 12] = (30, 200, 240)
+            label[9:23, left - 1 : left + 13] = 170
+            label[10:22, left : left + 12] = 255
+        cv2.imwrite(str(root / "input" / f"in{first + i:06d}.png"), frame)
+        cv2.imwrite(str(root / "groundtruth" / f"gt{first + i:06d}.png"), label)
+        frames.append(frame)
+        labels.append(label)
+    if temporal is not None:
+        (root / "temporalROI.txt").write_text(f"{temporal[0]} {temporal[1]}")
+    if roi is not None:
+        cv2.imwrite(str(root / "ROI.bmp"), roi)
+    return root, frames, labels

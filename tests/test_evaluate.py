@@ -18,11 +18,16 @@ from motiondetect.evaluate import (
     GroundTruthError,
     Method,
     Scorer,
+    anchor_factories,
     evaluate,
     format_table,
+    leave_one_out,
     load_folder,
+    median_of_motion,
+    opencv_baselines,
     runs,
 )
+from tests.helpers import make_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_YAML = ROOT / "configs" / "seed.yaml"
@@ -141,31 +146,6 @@ def test_scorer_events_use_frame_numbers():
 # -- a synthetic CDnet folder -----------------------------------------------------------------
 
 
-def make_folder(root: Path, count=12, first=100, height=36, width=48, temporal=None, roi=None) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
-    """A grey background with a square moving 3 pixels a frame; labels mark the square 255 and
-    its one-pixel outline 170 (PNG frames: lossless, so the difference is exact)."""
-    (root / "input").mkdir(parents=True)
-    (root / "groundtruth").mkdir()
-    frames, labels = [], []
-    for i in range(count):
-        frame = np.full((height, width, 3), 90, np.uint8)
-        label = np.zeros((height, width), np.uint8)
-        if i >= 3:
-            left = 4 + 3 * (i - 3)
-            frame[10:22, left : left + 12] = (30, 200, 240)
-            label[9:23, left - 1 : left + 13] = 170
-            label[10:22, left : left + 12] = 255
-        cv2.imwrite(str(root / "input" / f"in{first + i:06d}.png"), frame)
-        cv2.imwrite(str(root / "groundtruth" / f"gt{first + i:06d}.png"), label)
-        frames.append(frame)
-        labels.append(label)
-    if temporal is not None:
-        (root / "temporalROI.txt").write_text(f"{temporal[0]} {temporal[1]}")
-    if roi is not None:
-        cv2.imwrite(str(root / "ROI.bmp"), roi)
-    return root, frames, labels
-
-
 def integer_luma(bgr: np.ndarray) -> np.ndarray:
     b, g, r = (bgr[..., i].astype(np.uint32) for i in range(3))
     return ((b * 7471 + g * 38470 + r * 19595 + 32768) >> 16).astype(np.uint8)
@@ -219,17 +199,149 @@ def test_load_folder_errors(tmp_path, breakage, fragment):
     assert info.value.exit_code == 2
 
 
-def test_load_folder_bad_temporal_roi_and_roi_size(tmp_path):
+def test_load_folder_bad_temporal_roi(tmp_path):
     root, _, _ = make_folder(tmp_path / "a")
     (root / "temporalROI.txt").write_text("470 to 1700")
     with pytest.raises(GroundTruthError, match="two frame numbers"):
         load_folder(root)
-    root, _, _ = make_folder(tmp_path / "b", roi=np.full((10, 10), 255, np.uint8))
-    with pytest.raises(GroundTruthError, match="10x10, the frames 48x36"):
-        load_folder(root)
     root, _, _ = make_folder(tmp_path / "c", temporal=(500, 600))
     with pytest.raises(GroundTruthError, match="inside the temporal ROI"):
         load_folder(root)
+
+
+def nearest_rows(src: int, dst: int) -> np.ndarray:
+    """Nearest-neighbour source index of each of ``dst`` pixels (centre mapping), by hand."""
+    return np.floor((np.arange(dst) + 0.5) * src / dst).astype(int)
+
+
+@pytest.mark.parametrize("roi_size", [(24, 18), (30, 20), (96, 72)])
+def test_roi_of_another_size_is_resized_with_nearest_neighbour_and_a_warning(tmp_path, caplog, roi_size):
+    # CDnet ships some ROI.bmp files whose size differs from the frames (48x36 here).
+    width, height = roi_size
+    small = np.zeros((height, width), np.uint8)
+    small[:, width // 3 :] = 255
+    small[height // 2 :, : width // 5] = 255
+    root, _, _ = make_folder(tmp_path / "clip", roi=small)
+    with caplog.at_level(logging.WARNING, logger="motiondetect"):
+        folder = load_folder(root)
+    expected = (small != 0)[nearest_rows(height, 36)][:, nearest_rows(width, 48)]
+    assert folder.roi.shape == (36, 48) and np.array_equal(folder.roi, expected)
+    (record,) = [r for r in caplog.records if "ROI.bmp" in r.getMessage()]
+    assert record.levelno == logging.WARNING
+    assert f"is {width}x{height}, the frames 48x36: resized to the frames with nearest neighbour" in record.getMessage()
+
+
+def test_evaluate_runs_with_a_resized_roi(tmp_path, capsys):
+    small = np.full((18, 24), 255, np.uint8)
+    small[:, :6] = 0  # the left quarter is outside
+    root, _, _ = make_folder(tmp_path / "clip", roi=small)
+    out = tmp_path / "scores.json"
+    assert main(["evaluate", str(root), "-c", str(SEED_YAML), "--backend", "cpu", "--skip", "2", "--json", str(out), "-q"]) == 0
+    (evaluation,) = json.loads(out.read_text())["evaluations"]
+    assert evaluation["roi_fraction"] == 0.75 and evaluation["frames_scored"] == 10
+
+
+# -- the anchors -------------------------------------------------------------------------------
+
+
+class _CountingSubtractor:
+    """Stand-in background subtractor: counts its calls; marks pixels brighter than 100 (255)
+    and a shadow band (127)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def apply(self, frame):
+        self.calls += 1
+        mask = np.where(frame[..., 0] > 100, 255, 0).astype(np.uint8)
+        mask[0] = 127
+        return mask
+
+
+def test_anchors_without_contrib_are_mog2_and_knn_with_and_without_median(monkeypatch):
+    monkeypatch.delattr(cv2, "bgsegm", raising=False)
+    assert [name for name, _ in anchor_factories()] == ["MOG2", "KNN"]
+    names = [m.name for m in opencv_baselines()]
+    assert names == ["OpenCV MOG2 (defaults)", "OpenCV MOG2 + median 5x5", "OpenCV KNN (defaults)", "OpenCV KNN + median 5x5"]
+
+
+def test_contrib_anchors_join_when_bgsegm_exists_and_each_subtractor_sees_a_frame_once(monkeypatch):
+    made = []
+
+    def factory():
+        made.append(_CountingSubtractor())
+        return made[-1]
+
+    fake = type("bgsegm", (), {f"createBackgroundSubtractor{n}": staticmethod(factory) for n in ("MOG", "CNT", "GSOC")})
+    monkeypatch.setattr(cv2, "bgsegm", fake, raising=False)
+    methods = opencv_baselines()
+    assert [m.name for m in methods][4:] == [
+        "OpenCV MOG (defaults)", "OpenCV MOG + median 5x5",
+        "OpenCV CNT (defaults)", "OpenCV CNT + median 5x5",
+        "OpenCV GSOC (defaults)", "OpenCV GSOC + median 5x5",
+    ]
+    rng = np.random.default_rng(3)
+    frames = [rng.integers(0, 256, (20, 30, 3), dtype=np.uint8) for _ in range(4)]
+    mog, mog_median = methods[4], methods[5]
+    for frame in frames:
+        raw = mog(frame)
+        filtered = mog_median(frame)
+        expected_raw = np.where(frame[..., 0] > 100, 255, 0).astype(np.uint8)
+        expected_raw[0] = 127
+        assert np.array_equal(raw, expected_raw)
+        # The median of motion only: the shadow band (127) is background for it.
+        binary = np.where(expected_raw == 255, 255, 0).astype(np.uint8)
+        assert np.array_equal(filtered, cv2.medianBlur(binary, 5))
+    assert made[0].calls == len(frames)  # the median row reused the plain row's masks
+    assert mog_median.upstream is mog and mog_median.total_seconds >= mog.seconds
+
+
+def test_median_of_motion_is_a_majority_vote():
+    mask = np.zeros((10, 10), np.uint8)
+    mask[1:6, 1:6] = 255
+    mask[3, 3] = 0  # a pinhole: filled
+    mask[9, 9] = 255  # a speck (a replicated corner: 9 of 25): removed
+    out = median_of_motion(mask)
+    assert out[3, 3] == 255 and out[9, 9] == 0 and set(np.unique(out)) <= {0, 255}
+    # 13 of a 5x5 window's 25 pixels is a majority; 12 is not.
+    window = np.zeros((5, 5), np.uint8)
+    window.flat[:13] = 255
+    assert median_of_motion(window)[2, 2] == 255
+    window.flat[12] = 127  # shadows are not motion
+    assert median_of_motion(window)[2, 2] == 0
+
+
+# -- leave-one-clip-out -------------------------------------------------------------------------
+
+
+def test_leave_one_out_chooses_each_clip_without_it():
+    # Clip "a" alone loves p1; the others prefer p2, so a is scored with p2. Clip "d" prefers
+    # p3, which nobody else does.
+    scores = {
+        "a": {"p1": 1.00, "p2": 0.10, "p3": 0.20},
+        "b": {"p1": 0.50, "p2": 0.60, "p3": 0.40},
+        "c": {"p1": 0.52, "p2": 0.55, "p3": 0.50},
+        "d": {"p1": 0.10, "p2": 0.20, "p3": 0.90},
+    }
+    chosen = leave_one_out(scores)
+    # By hand: mean over the three other clips.
+    #   a: p1 0.373, p2 0.450, p3 0.600 -> p3;  b: p1 0.540, p2 0.283, p3 0.533 -> p1
+    #   c: p1 0.533, p2 0.300, p3 0.500 -> p1;  d: p1 0.673, p2 0.417, p3 0.367 -> p1
+    assert chosen == {"a": "p3", "b": "p1", "c": "p1", "d": "p1"}
+    # Whatever a clip's own scores are, its choice does not move.
+    rng = np.random.default_rng(0)
+    for clip in scores:
+        for _ in range(20):
+            changed = {**scores, clip: {k: float(rng.random()) for k in scores[clip]}}
+            assert leave_one_out(changed)[clip] == chosen[clip]
+
+
+def test_leave_one_out_ties_and_errors():
+    assert leave_one_out({"a": {(1, 2): 0.5, (3, 4): 0.5}, "b": {(1, 2): 0.5, (3, 4): 0.5}}) == {"a": (1, 2), "b": (1, 2)}
+    with pytest.raises(ValueError, match="at least 2 clips; got 1"):
+        leave_one_out({"a": {1: 0.5}})
+    with pytest.raises(ValueError, match="clip 'b' has other parameter sets than clip 'a'"):
+        leave_one_out({"a": {1: 0.5, 2: 0.1}, "b": {1: 0.5}})
 
 
 def test_evaluate_perfect_method_and_scored_frames(tmp_path):
@@ -257,19 +369,31 @@ def test_cli_evaluate_seed_against_independent_chain_and_baselines(tmp_path, cap
     assert rc == 0, captured.err
     lines = captured.out.strip().splitlines()
     assert lines[0].startswith("clip: 14 frames 48x36, 10 scored (frames 104..113; first 4 not scored), whole frame")
-    assert [line.split()[0] for line in lines[2:]] == ["motiondetect", "OpenCV", "OpenCV"]
+    names = [f"OpenCV {n}{suffix}" for n, _ in anchor_factories() for suffix in (" (defaults)", " + median 5x5")]
+    assert names[:4] == ["OpenCV MOG2 (defaults)", "OpenCV MOG2 + median 5x5", "OpenCV KNN (defaults)", "OpenCV KNN + median 5x5"]
+    assert [line[: len(name)] for line, name in zip(lines[3:], names)] == names and len(lines) == 3 + len(names)
     report = json.loads(out.read_text())
     assert report["backend"] == "cpu" and report["config"]["pipeline"][1] == {"filter": "difference"}
     (evaluation,) = report["evaluations"]
     assert evaluation["frames_scored"] == 10 and evaluation["scored_range"] == [104, 113]
-    ours, mog2, knn = evaluation["methods"]
-    assert (mog2["name"], knn["name"]) == ("OpenCV MOG2 (defaults)", "OpenCV KNN (defaults)")
+    ours, mog2, mog2_median, knn, knn_median = evaluation["methods"][:5]
+    assert [m["name"] for m in evaluation["methods"][1:]] == names
     expected = counts_by_hand(seed_chain_masks(frames), labels, range(4, 14))
     assert {k: ours["pixel"][k] for k in expected} == expected
     assert expected["tp"] > 0 and expected["fn"] > 0  # the frame pair misses the square's middle
     subtractor = cv2.createBackgroundSubtractorMOG2()
     mog2_masks = [subtractor.apply(f) for f in frames]
     assert {k: mog2["pixel"][k] for k in expected} == counts_by_hand(mog2_masks, labels, range(4, 14))
+    medians = [cv2.medianBlur(np.where(m == 255, 255, 0).astype(np.uint8), 5) for m in mog2_masks]
+    assert {k: mog2_median["pixel"][k] for k in expected} == counts_by_hand(medians, labels, range(4, 14))
+    # KNN is reseeded and seen once per frame (the median row reuses its mask): its scores are
+    # those of a lone KNN from seed 0, and the median row is the median of those very masks.
+    cv2.setRNGSeed(0)
+    subtractor = cv2.createBackgroundSubtractorKNN()
+    knn_masks = [subtractor.apply(f) for f in frames]
+    assert {k: knn["pixel"][k] for k in expected} == counts_by_hand(knn_masks, labels, range(4, 14))
+    medians = [cv2.medianBlur(np.where(m == 255, 255, 0).astype(np.uint8), 5) for m in knn_masks]
+    assert {k: knn_median["pixel"][k] for k in expected} == counts_by_hand(medians, labels, range(4, 14))
     # Refuses to overwrite the JSON without --overwrite: exit 2, one line.
     rc = main(["evaluate", str(root), "--backend", "cpu", "--json", str(out), "-q"])
     err = capsys.readouterr().err.strip().splitlines()
@@ -320,9 +444,15 @@ def scores(method):
     return round(method["pixel"]["f_measure"], 3), round(method["frame"]["f1"], 3)
 
 
+def by_name(evaluation):
+    return {m["name"]: m for m in evaluation["methods"]}
+
+
 @pytest.mark.parametrize("clip", CLIPS)
 def test_reproduces_the_issue_table(cdnet_reports, clip):
-    seed, mog2, knn = cdnet_reports["seed"][clip]["methods"]
+    seed = cdnet_reports["seed"][clip]["methods"][0]
+    methods = by_name(cdnet_reports["seed"][clip])
+    mog2, knn = methods["OpenCV MOG2 (defaults)"], methods["OpenCV KNN (defaults)"]
     assert {"seed": scores(seed), "mog2": scores(mog2), "knn": scores(knn)} == ISSUE_TABLE[clip]
 
 
@@ -330,8 +460,63 @@ def test_reproduces_the_issue_table(cdnet_reports, clip):
 def test_default_pipeline_meets_the_goal(cdnet_reports, clip):
     # The issue's goal: pixel F-measure at least the best of MOG2 and KNN, frame-level F1 >= 0.95.
     (ours,) = cdnet_reports["default"][clip]["methods"]
-    _, mog2, knn = cdnet_reports["seed"][clip]["methods"]
+    methods = by_name(cdnet_reports["seed"][clip])
+    mog2, knn = methods["OpenCV MOG2 (defaults)"], methods["OpenCV KNN (defaults)"]
     best_baseline = max(mog2["pixel"]["f_measure"], knn["pixel"]["f_measure"])
     assert ours["pixel"]["f_measure"] >= best_baseline + 0.1
     assert ours["frame"]["f1"] >= 0.95
     assert ours["events"]["hits"] == ours["events"]["truth_events"]
+
+
+# -- the dev set (samples/dev, made by samples/dev/fetch_dev.py) --------------------------------
+
+DEV = ROOT / "samples" / "dev"
+
+
+def dev_clip(name: str) -> Path:
+    clip = DEV / name
+    if not (clip / "groundtruth").is_dir():
+        pytest.skip(f"{clip} not materialized (python samples/dev/fetch_dev.py)")
+    return clip
+
+
+def test_dev_set_files_match_their_checksums():
+    listed = [line.split(maxsplit=1) for line in (DEV / "SHA256SUMS").read_text().splitlines()]
+    folders = {name.split("/")[0] for _, name in listed}
+    assert folders == {"baseline_pedestrians", "baseline_office"}
+    present = [(digest, name) for digest, name in listed if (DEV / name.split("/")[0] / "groundtruth").is_dir()]
+    if not present:
+        pytest.skip("no dev clip materialized")
+    import hashlib
+
+    for digest, name in present:
+        assert hashlib.sha256((DEV / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_evaluate_on_the_first_frames_of_a_dev_clip(tmp_path):
+    # The first 12 frames of baseline_pedestrians (650..661: a man walking), linked into a
+    # folder of their own: the command runs on the real clip, and MOG2's counts match an
+    # independent run over the same files.
+    clip = dev_clip("baseline_pedestrians")
+    root = tmp_path / "pedestrians12"
+    for part in ("input", "groundtruth"):
+        (root / part).mkdir(parents=True)
+    numbers = range(650, 662)
+    for n in numbers:
+        (root / "input" / f"in{n:06d}.jpg").symlink_to(clip / "input" / f"in{n:06d}.jpg")
+        (root / "groundtruth" / f"gt{n:06d}.png").symlink_to(clip / "groundtruth" / f"gt{n:06d}.png")
+    for name in ("ROI.bmp", "temporalROI.txt"):
+        (root / name).symlink_to(clip / name)
+    out = tmp_path / "scores.json"
+    assert main(["evaluate", str(root), "--backend", "cpu", "--baselines", "--skip", "2", "--json", str(out), "-q"]) == 0
+    (evaluation,) = json.loads(out.read_text())["evaluations"]
+    assert evaluation["frame_size"] == [360, 240] and evaluation["scored_range"] == [652, 661] and evaluation["frames_scored"] == 10
+    methods = by_name(evaluation)
+    frames = [cv2.imread(str(root / "input" / f"in{n:06d}.jpg")) for n in numbers]
+    labels = [cv2.imread(str(root / "groundtruth" / f"gt{n:06d}.png"), cv2.IMREAD_GRAYSCALE) for n in numbers]
+    subtractor = cv2.createBackgroundSubtractorMOG2()
+    expected = counts_by_hand([subtractor.apply(f) for f in frames], labels, range(2, 12))
+    assert expected["tp"] > 0
+    assert {k: methods["OpenCV MOG2 (defaults)"]["pixel"][k] for k in expected} == expected
+    ours = evaluation["methods"][0]
+    assert ours["name"] == "motiondetect (cpu)" and ours["frame"]["tp"] + ours["frame"]["fn"] == 10

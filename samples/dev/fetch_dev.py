@@ -1,0 +1,83 @@
+"""Materialize the dev-set clips of ``samples/dev/`` from snapshots of their source repositories.
+
+The frames are byte-for-byte copies of upstream git blobs (no re-encoding); this script only
+copies a contiguous window of them and checks every file against ``SHA256SUMS``. The clip
+folders themselves are not committed (see README.md, "Why the frames are not in git").
+
+Usage:
+    python samples/dev/fetch_dev.py [--mirror DIR]   # copy from DIR/<owner>+<name>/repo, then verify
+    python samples/dev/fetch_dev.py --check          # only verify what is there
+
+``--mirror`` is a folder holding bare git snapshots named ``<owner>+<name>/repo`` (default:
+``/work/.mirror``, where the team's snapshot tool puts them); a plain ``git clone --bare`` of the
+repository at the commit below works too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+#: folder -> (repository, commit, path of the sequence in it, first frame, last frame); frames inclusive.
+CLIPS = {
+    "baseline_pedestrians": ("romannowak9/zaawansowane_alg_wizyjne", "479aabb2327f8e37b0cf1d6b93b91293e3ce888e", "lab02_cfd/pedestrian", 650, 849),
+    "baseline_office": ("romannowak9/zaawansowane_alg_wizyjne", "479aabb2327f8e37b0cf1d6b93b91293e3ce888e", "lab02_cfd/office", 570, 769),
+}
+#: Files copied besides the frames (CDnet's own, unmodified).
+EXTRAS = ("ROI.bmp", "ROI.jpg", "temporalROI.txt")
+
+
+def clip_files(first: int, last: int) -> list[str]:
+    """Relative paths of one clip's files: frames, labels and the CDnet extras."""
+    names = [f"input/in{n:06d}.jpg" for n in range(first, last + 1)]
+    names += [f"groundtruth/gt{n:06d}.png" for n in range(first, last + 1)]
+    return names + list(EXTRAS)
+
+
+def materialize(mirror: Path) -> None:
+    """Copy every clip's files out of the bare snapshots under ``mirror``."""
+    for folder, (repo, commit, prefix, first, last) in CLIPS.items():
+        git_dir = mirror / repo.replace("/", "+") / "repo"
+        if not git_dir.is_dir():
+            sys.exit(f"no snapshot of {repo} at {git_dir}")
+        for name in clip_files(first, last):
+            blob = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", f"{commit}:{prefix}/{name}"], check=True, capture_output=True).stdout
+            target = HERE / folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(blob)
+
+
+def verify() -> int:
+    """Check every file listed in SHA256SUMS; return the number of problems (printed)."""
+    problems = 0
+    for line in (HERE / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        path = HERE / name.lstrip("*")
+        if not path.is_file():
+            print(f"missing: {name}")
+            problems += 1
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            print(f"checksum mismatch: {name}")
+            problems += 1
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="folder of bare git snapshots <owner>+<name>/repo")
+    parser.add_argument("--check", action="store_true", help="only verify the files against SHA256SUMS")
+    args = parser.parse_args()
+    if not args.check:
+        materialize(args.mirror)
+    problems = verify()
+    print("all files match SHA256SUMS" if not problems else f"{problems} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
