@@ -37,9 +37,17 @@ class RedBlend(Filter):
         self.lut = np.floor((1.0 - alpha) * red + alpha * 255.0 + 0.5).astype(np.uint8)
 
     def reference(self, src, side=None):
-        blue, green, red = cv2.split(side)
-        cv2.copyTo(cv2.LUT(red, self.lut), src, red)  # the blended red where the mask is set
-        return cv2.merge((blue, green, red))
+        out = side.copy()
+        # Only the mask's bounding box can change: its red channel is taken out, blended where
+        # the mask is set and put back (the whole frame's split and merge cost 4x more at 1080p
+        # when the box is small, and up to 1.3x less when it covers the frame).
+        x, y, w, h = cv2.boundingRect(src)
+        if w:
+            region = out[y : y + h, x : x + w]  # a view: insertChannel writes into out
+            red = cv2.extractChannel(region, 2)
+            cv2.copyTo(cv2.LUT(red, self.lut), src[y : y + h, x : x + w], red)
+            cv2.insertChannel(red, region, 2)
+        return out
 
     def apply_kernel(self, cuda, src, dst, side=None):
         lut = cuda.constant(("red_blend_lut", self.params["alpha"]), self.lut)
