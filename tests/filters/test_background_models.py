@@ -125,18 +125,24 @@ PARAMS = [
 ]
 
 
+def assert_gaussian_matches_naive(frames, params) -> list[list[int]]:
+    """The filter's masks and final model equal the naive model's; returns the naive variance."""
+    flt = GaussianBackground(**params)
+    want, mean, var = naive_gaussian(frames, **{**GaussianBackground().params, **params})
+    for got, expected in zip(run_filter(flt, frames), want):
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(flt.model[0], np.array(mean))
+    np.testing.assert_array_equal(flt.model[1], np.array(var))
+    return var
+
+
 @pytest.mark.parametrize("params", PARAMS, ids=str)
 def test_gaussian_matches_naive_fixed_point(rng, params, bands):
     for shape in SHAPES:
         # A scene with noise plus occasional jumps, so both branches (background, foreground) run.
         base = rng.integers(0, 256, shape)
         frames = [np.clip(base + rng.normal(0, 4, shape) + (rng.random(shape) < 0.2) * rng.integers(-120, 120, shape), 0, 255).astype(np.uint8) for _ in range(10)]
-        flt = GaussianBackground(**params)
-        want, mean, var = naive_gaussian(frames, **{**GaussianBackground().params, **params})
-        for got, expected in zip(run_filter(flt, frames), want):
-            np.testing.assert_array_equal(got, expected)
-        np.testing.assert_array_equal(flt.model[0], np.array(mean))
-        np.testing.assert_array_equal(flt.model[1], np.array(var))
+        assert_gaussian_matches_naive(frames, params)
 
 
 def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
@@ -145,12 +151,7 @@ def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
     first = np.array([[0, 255, 0, 255], [255, 0, 255, 0]], np.uint8)
     frames = [first, 255 - first] * 4 + [255 - first] * 5  # flipping, then the flip held
     for params in PARAMS[1:3] + [{"sigmas": 10.0, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0}]:
-        flt = GaussianBackground(**params)
-        want, mean, var = naive_gaussian(frames, **{**GaussianBackground().params, **params})
-        for got, expected in zip(run_filter(flt, frames), want):
-            np.testing.assert_array_equal(got, expected)
-        np.testing.assert_array_equal(flt.model[0], np.array(mean))
-        np.testing.assert_array_equal(flt.model[1], np.array(var))
+        var = assert_gaussian_matches_naive(frames, params)
     assert var == [[255**2 * 256] * 4] * 2  # the last model reached the variance bound everywhere
 
 
