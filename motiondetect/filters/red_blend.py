@@ -37,17 +37,27 @@ class RedBlend(Filter):
         self.lut = np.floor((1.0 - alpha) * red + alpha * 255.0 + 0.5).astype(np.uint8)
 
     def reference(self, src, side=None):
-        out = side.copy()
-        # Only the mask's bounding box can change: its red channel is taken out, blended where
-        # the mask is set and put back (the whole frame's split and merge cost 4x more at 1080p
-        # when the box is small, and up to 1.3x less when it covers the frame).
+        # Only the mask's bounding box can change. A box under half the frame: copy the frame
+        # and blend the red channel inside the box (4x faster than the whole frame's split and
+        # merge at 1080p for a small box). A larger one: split the frame into planes kept
+        # between frames, blend inside the box, merge into the new frame (1.5x faster than
+        # taking the red channel out of the box and putting it back).
         x, y, w, h = cv2.boundingRect(src)
-        if w:
-            region = out[y : y + h, x : x + w]  # a view: insertChannel writes into out
-            red = cv2.extractChannel(region, 2)
-            cv2.copyTo(cv2.LUT(red, self.lut), src[y : y + h, x : x + w], red)
-            cv2.insertChannel(red, region, 2)
-        return out
+        box = (slice(y, y + h), slice(x, x + w))
+        if 2 * w * h < src.size:
+            out = side.copy()
+            if w:
+                region = out[box]  # a view: insertChannel writes into out
+                red = cv2.extractChannel(region, 2)
+                cv2.copyTo(cv2.LUT(red, self.lut), src[box], red)
+                cv2.insertChannel(red, region, 2)
+            return out
+        if getattr(self, "_planes", None) is None or self._planes[0].shape != src.shape:
+            self._planes = [np.empty(src.shape, np.uint8) for _ in range(4)]  # B, G, R, blended R
+        blue, green, red = cv2.split(side, self._planes[:3])  # into the kept planes
+        blended = cv2.LUT(red[box], self.lut, dst=self._planes[3][box])
+        cv2.copyTo(blended, src[box], red[box])  # a view: copyTo writes into the red plane
+        return cv2.merge((blue, green, red), dst=np.empty_like(side))  # a new frame, allocated by NumPy
 
     def apply_kernel(self, cuda, src, dst, side=None):
         lut = cuda.constant(("red_blend_lut", self.params["alpha"]), self.lut)
