@@ -21,7 +21,7 @@ import cv2
 
 #: Fewest pixels worth a band of their own: handing a band to a pool thread and waiting for it
 #: costs tens of microseconds, the work of about this many pixels in the cheapest filter.
-MIN_BAND_PIXELS = 1 << 16
+MIN_BAND_PIXELS = 1 << 15
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0

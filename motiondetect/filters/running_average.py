@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from motiondetect.filters.base import Filter, Kind, Param, element_count
@@ -51,22 +52,35 @@ class RunningAverage(Filter):
 
     def reset(self) -> None:
         self._background: np.ndarray | None = None
+        self._scratch: tuple[np.ndarray, ...] = ()
         self._device_shape: tuple[int, ...] | None = None
 
     @property
     def background(self) -> np.ndarray | None:
-        """The CPU model's background, ``(H, W)`` int32 in grey levels * 2**16, or ``None``."""
-        return self._background
+        """The CPU model's background, ``(H, W)`` int32 in grey levels * 2**16 (a copy), or ``None``."""
+        return None if self._background is None else self._background.copy()
 
     def reference(self, src, side=None):
         if self._background is None or self._background.shape != src.shape:
             if side is None:
                 raise ValueError("running_average: the first frame of a stream needs the reference frame")
-            self._background = side.astype(np.int64) << 16
+            # int32 holds B, as in the kernel: it stays between its old value and x * 2**16.
+            self._background = np.left_shift(side, 16, dtype=np.int32)
+            self._scratch = (np.empty(src.shape, np.int32), np.empty(src.shape, np.float64), np.empty(src.shape, np.uint8))
         b = self._background
-        x = src.astype(np.int64)
-        out = np.abs(x - ((b + 32768) >> 16)).astype(np.uint8)
-        self._background = b + ((((x << 16) - b) * self.alpha_q16 + 32768) >> 16)
+        d, t, level = self._scratch
+        np.add(b, 32768, out=d)
+        d >>= 16  # the background rounded half up, at most 255
+        np.copyto(level, d, casting="unsafe")
+        out = cv2.absdiff(src, level)
+        # The update B + ((d * a + 2**15) >> 16), d = x * 2**16 - B, is floor(B + d * (a * 2**-16)
+        # + 1/2): |d| < 2**24 and a <= 2**16, so every term is exact in float64, and the value lies
+        # between B and x * 2**16, so it is positive and truncation (the cast) is the floor.
+        np.left_shift(src, 16, out=d, dtype=np.int32)
+        d -= b
+        np.multiply(d, self.alpha_q16 * 2.0**-16, out=t)
+        t += b
+        np.add(t, 0.5, out=b, casting="unsafe")
         return out
 
     def apply_kernel(self, cuda, src, dst, side=None):
