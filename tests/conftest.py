@@ -37,7 +37,7 @@ def rng() -> np.random.Generator:
 def bands(request, monkeypatch):
     """Run the CPU references' row bands (:mod:`motiondetect.filters.bands`) first on the calling
     thread alone, then split into as many bands as the image has rows (at most 4) on the pool,
-    so a test using it checks that both give its expected bits."""
+    each done in chunks of one row, so a test using it checks that both give its expected bits."""
     import cv2
 
     from motiondetect.filters import bands as module
@@ -45,6 +45,7 @@ def bands(request, monkeypatch):
     threads = cv2.getNumThreads()
     if request.param == "many bands":
         monkeypatch.setattr(module, "MIN_BAND_PIXELS", 1)
+        monkeypatch.setattr(module, "CHUNK_PIXELS", 1)
         cv2.setNumThreads(4)
     else:
         cv2.setNumThreads(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.bands import run_bands
+from motiondetect.filters.bands import Scratch, run_bands
 from motiondetect.filters.base import Filter, Kind, element_count
 
 #: BT.601 luma weights (ITU-R BT.601: Y = 0.299 R + 0.587 G + 0.114 B) in 16-bit fixed point,
@@ -39,21 +39,14 @@ class Gray(Filter):
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
-        self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per band, kept between frames
+        self._scratch = Scratch(pixels=(np.float32, (3,)), luma=(np.float32, ()))
 
     def reference(self, src, side=None):
         height, width = src.shape[:2]
         out = np.empty((height, width), np.uint8)
         rows = min(_CHUNK_ROWS, height)
-        run_bands(height, width, lambda band, start, stop: self._luma_rows(src, out, self._scratch(band, rows, width), start, stop))
+        run_bands(height, width, lambda band, start, stop: self._luma_rows(src, out, self._scratch.get(band, rows, width), start, stop), rows)
         return out
-
-    def _scratch(self, band: int, rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Band ``band``'s float32 buffers: (rows, width, 3) pixels and (rows, width) luma."""
-        buffers = self._buffers.get(band)
-        if buffers is None or buffers[1].shape != (rows, width):
-            buffers = self._buffers[band] = (np.empty((rows, width, 3), np.float32), np.empty((rows, width), np.float32))
-        return buffers
 
     @staticmethod
     def _luma_rows(src, out, scratch, start, stop):
@@ -63,12 +56,11 @@ class Gray(Filter):
         # non-negative result, i.e. it is the integer shift. A test checks all 2**24 BGR colours
         # against the integer formula. Done a few rows at a time so the float32 copy stays in
         # the cache (2x faster than converting the whole frame at once at 1080p).
-        pixels, luma = scratch
-        for y in range(start, stop, len(pixels)):
-            n = min(len(pixels), stop - y)
-            np.copyto(pixels[:n], src[y : y + n], casting="unsafe")
-            cv2.transform(pixels[:n], _WEIGHTS_AND_OFFSET, dst=luma[:n])
-            np.copyto(out[y : y + n], luma[:n], casting="unsafe")
+        n = stop - start
+        pixels, luma = scratch["pixels"][:n], scratch["luma"][:n]
+        np.copyto(pixels, src[start:stop], casting="unsafe")
+        cv2.transform(pixels, _WEIGHTS_AND_OFFSET, dst=luma)
+        np.copyto(out[start:stop], luma, casting="unsafe")
 
     def apply_kernel(self, cuda, src, dst, side=None):
         fn = cuda.function(self.KERNEL, "md_gray_bt601_u8", "PPi")

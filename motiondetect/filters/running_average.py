@@ -5,6 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from motiondetect.filters.bands import Scratch, chunk_rows, run_bands
 from motiondetect.filters.base import Filter, Kind, Param, element_count
 
 #: Fixed-point scale of the background and the learning rate (Q16): must match the kernel.
@@ -52,7 +53,7 @@ class RunningAverage(Filter):
 
     def reset(self) -> None:
         self._background: np.ndarray | None = None
-        self._scratch: tuple[np.ndarray, ...] = ()
+        self._scratch = Scratch(d=(np.int32, ()), t=(np.float64, ()), level=(np.uint8, ()))
         self._device_shape: tuple[int, ...] | None = None
 
     @property
@@ -66,22 +67,29 @@ class RunningAverage(Filter):
                 raise ValueError("running_average: the first frame of a stream needs the reference frame")
             # int32 holds B, as in the kernel: it stays between its old value and x * 2**16.
             self._background = np.left_shift(side, 16, dtype=np.int32)
-            self._scratch = (np.empty(src.shape, np.int32), np.empty(src.shape, np.float64), np.empty(src.shape, np.uint8))
-        b = self._background
-        d, t, level = self._scratch
+        out = np.empty(src.shape, np.uint8)
+        height, width = src.shape
+        rows = chunk_rows(width)
+        run_bands(height, width, lambda band, start, stop: self._update(src, out, slice(start, stop), self._scratch.get(band, rows, width)), rows)
+        return out
+
+    def _update(self, src, out, rows: slice, scratch: dict[str, np.ndarray]) -> None:
+        """Compare rows ``rows`` of ``src`` with the background into ``out``, then update it there."""
+        b, x = self._background[rows], src[rows]
+        n = len(b)
+        d, t, level = scratch["d"][:n], scratch["t"][:n], scratch["level"][:n]
         np.add(b, 32768, out=d)
         d >>= 16  # the background rounded half up, at most 255
         np.copyto(level, d, casting="unsafe")
-        out = cv2.absdiff(src, level)
+        cv2.absdiff(x, level, dst=out[rows])
         # The update B + ((d * a + 2**15) >> 16), d = x * 2**16 - B, is floor(B + d * (a * 2**-16)
         # + 1/2): |d| < 2**24 and a <= 2**16, so every term is exact in float64, and the value lies
         # between B and x * 2**16, so it is positive and truncation (the cast) is the floor.
-        np.left_shift(src, 16, out=d, dtype=np.int32)
+        np.left_shift(x, 16, out=d, dtype=np.int32)
         d -= b
         np.multiply(d, self.alpha_q16 * 2.0**-16, out=t)
         t += b
         np.add(t, 0.5, out=b, casting="unsafe")
-        return out
 
     def apply_kernel(self, cuda, src, dst, side=None):
         init = self._device_shape != src.shape

@@ -39,7 +39,7 @@ def run_filter(flt, frames):
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.01, 0.05, 0.3, 1.0])
-def test_running_average_matches_naive(rng, alpha):
+def test_running_average_matches_naive(rng, alpha, bands):
     for shape in SHAPES:
         frames = [rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(8)]
         for got, want in zip(run_filter(RunningAverage(alpha=alpha), frames), naive_running_average(frames, alpha)):
