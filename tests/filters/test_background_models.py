@@ -17,7 +17,8 @@ SHAPES = [(1, 1), (3, 5), (16, 21)]
 
 
 def naive_running_average(frames, alpha):
-    """Pixel by pixel with Python ints: B in units of 2**-16, a = round(alpha * 2**16)."""
+    """Pixel by pixel with Python ints: B in units of 2**-16, a = round(alpha * 2**16); returns
+    the outputs and the final background."""
     a = int(alpha * 65536 + 0.5)
     height, width = frames[0].shape
     background = [[int(v) * 65536 for v in row] for row in frames[0]]
@@ -30,7 +31,7 @@ def naive_running_average(frames, alpha):
                 out[y, x] = abs(v - (b + 32768) // 65536)
                 background[y][x] = b + ((v * 65536 - b) * a + 32768) // 65536  # // is floor, like >>
         outputs.append(out)
-    return outputs
+    return outputs, background
 
 
 def run_filter(flt, frames):
@@ -42,8 +43,11 @@ def run_filter(flt, frames):
 def test_running_average_matches_naive(rng, alpha, bands):
     for shape in SHAPES:
         frames = [rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(8)]
-        for got, want in zip(run_filter(RunningAverage(alpha=alpha), frames), naive_running_average(frames, alpha)):
+        flt = RunningAverage(alpha=alpha)
+        outputs, background = naive_running_average(frames, alpha)
+        for got, want in zip(run_filter(flt, frames), outputs):
             np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(flt.background, np.array(background))
 
 
 def test_running_average_alpha_one_is_the_frame_pair_difference(rng):
