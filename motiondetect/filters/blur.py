@@ -39,7 +39,7 @@ class Blur(Filter):
         # nearest in one pass (cv2.convertScaleAbs) is (s + n // 2) // n: n = k * k is odd, so
         # no s / n lies halfway between integers (2 s = n (2 j + 1) has no solution), every
         # s / n is at least 1 / (2 n) >= 1 / 1922 from a halfway point, and s * fl(1 / n) in
-        # float is within 255 * 2**-23 of s / n. 10x faster than integer division at 1080p.
+        # float is within 255 * 2**-23 of s / n. 7x faster than integer division at 1080p.
         sums = cv2.boxFilter(src, cv2.CV_32F, (k, k), normalize=False, borderType=cv2.BORDER_REPLICATE)
         return cv2.convertScaleAbs(sums, alpha=1.0 / (k * k))
 

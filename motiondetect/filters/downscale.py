@@ -85,7 +85,8 @@ def _uniform_block_means(src: np.ndarray, f: int) -> np.ndarray:
 
     Sums in uint16, exact for f <= 16 (at most 256 * 255 < 2**16): the ``f`` rows of each
     block are added by a reduction over a reshaped view (contiguous rows, vectorised), then the
-    ``f`` columns by strided slices. 4x faster than the summed-area table at 1080p.
+    ``f`` columns by strided slices. Measured at 1080p: 4x faster than the summed-area table
+    with integer division, 1.7x faster than with the float64 division of :class:`_Partition`.
     """
     height, width = src.shape
     h, w = height // f, width // f

@@ -173,8 +173,9 @@ class GaussianBackground(Filter):
         - the variance: ``v + (((s - v) * r + 2**15) >> 16) = floor(v + (s - v) * (r * 2**-16) + 1/2)``,
           between ``v`` and ``s``, so positive again.
 
-        Whole-array operations on chunks of rows, into buffers kept between frames: 2x faster
-        than the int64 NumPy form at the default working size.
+        Whole-array operations on chunks of rows, into buffers kept between frames: at the
+        default working size (480 x 270) 1.3x faster than the int64 NumPy form on one thread,
+        1.8x with two bands.
         """
         c = self.constants
         mean, var, mask = self._mean[rows], self._var[rows], out[rows]
