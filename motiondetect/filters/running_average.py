@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
+from motiondetect.filters.bands import Scratch, chunk_rows, run_bands
 from motiondetect.filters.base import Filter, Kind, Param, element_count
 
 #: Fixed-point scale of the background and the learning rate (Q16): must match the kernel.
@@ -51,23 +53,43 @@ class RunningAverage(Filter):
 
     def reset(self) -> None:
         self._background: np.ndarray | None = None
+        self._scratch = Scratch(d=(np.int32, ()), t=(np.float64, ()), level=(np.uint8, ()))
         self._device_shape: tuple[int, ...] | None = None
 
     @property
     def background(self) -> np.ndarray | None:
-        """The CPU model's background, ``(H, W)`` int32 in grey levels * 2**16, or ``None``."""
-        return self._background
+        """The CPU model's background, ``(H, W)`` int32 in grey levels * 2**16 (a copy), or ``None``."""
+        return None if self._background is None else self._background.copy()
 
     def reference(self, src, side=None):
         if self._background is None or self._background.shape != src.shape:
             if side is None:
                 raise ValueError("running_average: the first frame of a stream needs the reference frame")
-            self._background = side.astype(np.int64) << 16
-        b = self._background
-        x = src.astype(np.int64)
-        out = np.abs(x - ((b + 32768) >> 16)).astype(np.uint8)
-        self._background = b + ((((x << 16) - b) * self.alpha_q16 + 32768) >> 16)
+            # int32 holds B, as in the kernel: it stays between its old value and x * 2**16.
+            self._background = np.left_shift(side, 16, dtype=np.int32)
+        out = np.empty(src.shape, np.uint8)
+        height, width = src.shape
+        rows = chunk_rows(width)
+        run_bands(height, width, lambda band, start, stop: self._update(src, out, slice(start, stop), self._scratch.get(band, rows, width)), rows)
         return out
+
+    def _update(self, src, out, rows: slice, scratch: dict[str, np.ndarray]) -> None:
+        """Compare rows ``rows`` of ``src`` with the background into ``out``, then update it there."""
+        b, x = self._background[rows], src[rows]
+        n = len(b)
+        d, t, level = scratch["d"][:n], scratch["t"][:n], scratch["level"][:n]
+        np.add(b, 32768, out=d)
+        d >>= 16  # the background rounded half up, at most 255
+        np.copyto(level, d, casting="unsafe")
+        cv2.absdiff(x, level, dst=out[rows])
+        # The update B + ((d * a + 2**15) >> 16), d = x * 2**16 - B, is floor(B + d * (a * 2**-16)
+        # + 1/2): |d| < 2**24 and a <= 2**16, so every term is exact in float64, and the value lies
+        # between B and x * 2**16, so it is positive and truncation (the cast) is the floor.
+        np.left_shift(x, 16, out=d, dtype=np.int32)
+        d -= b
+        np.multiply(d, self.alpha_q16 * 2.0**-16, out=t)
+        t += b
+        np.add(t, 0.5, out=b, casting="unsafe")
 
     def apply_kernel(self, cuda, src, dst, side=None):
         init = self._device_shape != src.shape

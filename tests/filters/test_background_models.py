@@ -17,7 +17,8 @@ SHAPES = [(1, 1), (3, 5), (16, 21)]
 
 
 def naive_running_average(frames, alpha):
-    """Pixel by pixel with Python ints: B in units of 2**-16, a = round(alpha * 2**16)."""
+    """Pixel by pixel with Python ints: B in units of 2**-16, a = round(alpha * 2**16); returns
+    the outputs and the final background."""
     a = int(alpha * 65536 + 0.5)
     height, width = frames[0].shape
     background = [[int(v) * 65536 for v in row] for row in frames[0]]
@@ -30,7 +31,7 @@ def naive_running_average(frames, alpha):
                 out[y, x] = abs(v - (b + 32768) // 65536)
                 background[y][x] = b + ((v * 65536 - b) * a + 32768) // 65536  # // is floor, like >>
         outputs.append(out)
-    return outputs
+    return outputs, background
 
 
 def run_filter(flt, frames):
@@ -39,11 +40,14 @@ def run_filter(flt, frames):
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.01, 0.05, 0.3, 1.0])
-def test_running_average_matches_naive(rng, alpha):
+def test_running_average_matches_naive(rng, alpha, bands):
     for shape in SHAPES:
         frames = [rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(8)]
-        for got, want in zip(run_filter(RunningAverage(alpha=alpha), frames), naive_running_average(frames, alpha)):
+        flt = RunningAverage(alpha=alpha)
+        outputs, background = naive_running_average(frames, alpha)
+        for got, want in zip(run_filter(flt, frames), outputs):
             np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(flt.background, np.array(background))
 
 
 def test_running_average_alpha_one_is_the_frame_pair_difference(rng):
@@ -120,21 +124,39 @@ PARAMS = [
     {"sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1, "warmup": 3},
     {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
     {"sigmas": 0.5, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 0.0, "variance_alpha_foreground": 0.0, "warmup": 0},
+    # k2 = 64, min_var = 66: the limit's rounding (64 * 66 + 128) >> 8 meets a tie (16.5 -> 17).
+    {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0},
 ]
 
 
+def assert_gaussian_matches_naive(frames, params) -> list[list[int]]:
+    """The filter's masks and final model equal the naive model's; returns the naive variance."""
+    flt = GaussianBackground(**params)
+    want, mean, var = naive_gaussian(frames, **{**GaussianBackground().params, **params})
+    for got, expected in zip(run_filter(flt, frames), want):
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(flt.model[0], np.array(mean))
+    np.testing.assert_array_equal(flt.model[1], np.array(var))
+    return var
+
+
 @pytest.mark.parametrize("params", PARAMS, ids=str)
-def test_gaussian_matches_naive_fixed_point(rng, params):
+def test_gaussian_matches_naive_fixed_point(rng, params, bands):
     for shape in SHAPES:
         # A scene with noise plus occasional jumps, so both branches (background, foreground) run.
         base = rng.integers(0, 256, shape)
         frames = [np.clip(base + rng.normal(0, 4, shape) + (rng.random(shape) < 0.2) * rng.integers(-120, 120, shape), 0, 255).astype(np.uint8) for _ in range(10)]
-        flt = GaussianBackground(**params)
-        want, mean, var = naive_gaussian(frames, **{**GaussianBackground().params, **params})
-        for got, expected in zip(run_filter(flt, frames), want):
-            np.testing.assert_array_equal(got, expected)
-        np.testing.assert_array_equal(flt.model[0], np.array(mean))
-        np.testing.assert_array_equal(flt.model[1], np.array(var))
+        assert_gaussian_matches_naive(frames, params)
+
+
+def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
+    # The largest differences (0 against 255, both ways), the largest variance the sample can
+    # reach, the largest sigmas and min_sigma: the ranges the float64 evaluation is proved for.
+    first = np.array([[0, 255, 0, 255], [255, 0, 255, 0]], np.uint8)
+    frames = [first, 255 - first] * 4 + [255 - first] * 5  # flipping, then the flip held
+    for params in PARAMS[1:3] + [{"sigmas": 10.0, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0}]:
+        var = assert_gaussian_matches_naive(frames, params)
+    assert var == [[255**2 * 256] * 4] * 2  # the last model reached the variance bound everywhere
 
 
 def test_gaussian_tracks_the_float_model(rng):

@@ -50,6 +50,16 @@ def test_equals_opencv_blur_with_replicated_border(rng, k):
         np.testing.assert_array_equal(Blur(kernel_size=k).reference(img), cv2.blur(img, (k, k), borderType=cv2.BORDER_REPLICATE))
 
 
+@pytest.mark.parametrize("k", [9, 31])
+def test_large_windows_match_naive(rng, k):
+    # Windows larger than the image: every pixel reads the replicated border many times.
+    for shape in [(12, 9), (1, 20), (33, 2)]:
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        np.testing.assert_array_equal(Blur(kernel_size=k).reference(img), naive_box(img, k), err_msg=f"{shape=} {k=}")
+    for value in (0, 1, 128, 254, 255):  # sums k * k * value: the quotients are whole
+        np.testing.assert_array_equal(Blur(kernel_size=k).reference(np.full((3, 4), value, np.uint8)), np.full((3, 4), value, np.uint8))
+
+
 def test_constant_image_unchanged_and_rounding_to_nearest():
     np.testing.assert_array_equal(Blur(kernel_size=5).reference(np.full((6, 7), 77, np.uint8)), np.full((6, 7), 77, np.uint8))
     img = np.zeros((3, 3), np.uint8)

@@ -87,6 +87,16 @@ def test_random_odd_sizes_and_non_contiguous_input(rng):
     np.testing.assert_array_equal(Gray().reference(view), integer_luma(np.ascontiguousarray(view)))
 
 
+def test_row_bands_and_chunks_give_the_integer_formula(rng, bands):
+    # Heights around the 64-row chunk and the band edges: every row converted exactly once.
+    from motiondetect.filters.bands import band_count
+
+    for shape in [(1, 5), (3, 1), (63, 7), (64, 3), (65, 9), (130, 11), (257, 4)]:
+        frame = rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+        np.testing.assert_array_equal(Gray().reference(frame), integer_luma(frame))
+    assert band_count(257, 4) == (1 if bands == "one band" else 4)
+
+
 def test_within_one_level_of_opencv(rng):
     """cv2.cvtColor uses 14/15-bit weights, so it may differ from ours by one grey level.
 

@@ -80,6 +80,19 @@ def test_any_nonzero_mask_value_counts(rng):
     np.testing.assert_array_equal(RedBlend(alpha=0.5).reference(mask, frame), float_blend(frame, mask, 0.5))
 
 
+@pytest.mark.parametrize("box", [(3, 4, 1, 1), (0, 0, 2, 5), (10, 2, 7, 9), (16, 0, 1, 11), (0, 10, 17, 1), (1, 1, 15, 9), (0, 0, 17, 10)])
+def test_mask_inside_a_box(rng, box):
+    # Only the mask's bounding box is processed: pixels around it, at the frame's edges or not,
+    # keep their values, and the ones inside follow the formula; for boxes under half the
+    # frame and over it (two ways of computing it).
+    frame = rng.integers(0, 256, (11, 17, 3), dtype=np.uint8)
+    x, y, w, h = box
+    mask = np.zeros((11, 17), np.uint8)
+    mask[y : y + h, x : x + w] = np.where(rng.random((h, w)) < 0.6, 255, 0)
+    mask[y, x] = mask[y + h - 1, x + w - 1] = 255  # the box is exactly (x, y, w, h)
+    np.testing.assert_array_equal(RedBlend(alpha=0.3).reference(mask, frame), float_blend(frame, mask, 0.3))
+
+
 def test_empty_and_full_masks(rng):
     frame = rng.integers(0, 256, (5, 6, 3), dtype=np.uint8)
     np.testing.assert_array_equal(RedBlend().reference(np.zeros((5, 6), np.uint8), frame), frame)

@@ -65,6 +65,41 @@ def test_downscale_matches_naive_and_upscale_undoes_the_partition(rng, shape, ta
     np.testing.assert_array_equal(flt.reference(up), small)
 
 
+def block_means(image: np.ndarray, f: int) -> np.ndarray:
+    """Means of equal f x f blocks (H = f * h, W = f * w), rounded half up, in int64."""
+    height, width = image.shape
+    sums = image.reshape(height // f, f, width // f, f).astype(np.int64).sum(axis=(1, 3))
+    return ((sums + f * f // 2) // (f * f)).astype(np.uint8)
+
+
+@pytest.mark.parametrize(
+    "shape, target, factor",
+    [
+        ((1080, 1920), 240, 4),  # the default pipeline at 1080p
+        ((8, 12), 4, 2),
+        ((9, 3), 3, 3),  # odd block area: a division, not a shift
+        ((48, 80), 3, 16),  # the largest factor summed in uint16
+        ((51, 34), 3, 17),  # beyond it: the summed-area table
+        ((16, 1), 1, 16),  # one column
+        ((2, 40), 1, 2),
+    ],
+)
+def test_equal_blocks_match_their_means(rng, shape, target, factor):
+    flt = make(target)
+    assert flt.factor(shape[0]) == factor
+    for image in (rng.integers(0, 256, shape, dtype=np.uint8), np.full(shape, 255, np.uint8)):
+        small = flt.reference(image)
+        if shape[1] % factor == 0:
+            np.testing.assert_array_equal(small, block_means(image, factor))
+        else:
+            np.testing.assert_array_equal(small, naive_downscale(image, *small.shape))
+    if factor % 2 == 0 and shape[1] % factor == 0:
+        # Ties round up: one pixel of each block holds n / 2 (n = factor**2), so each mean is 0.5.
+        image = np.zeros(shape, np.uint8)
+        image[::factor, ::factor] = factor * factor // 2
+        assert np.all(flt.reference(image) == 1)
+
+
 def test_exact_multiple_equals_opencv_area_resize_on_block_constant_images(rng):
     # On an image made of 2x2 constant blocks both are exact: the block values come back.
     small = rng.integers(0, 256, (12, 17), dtype=np.uint8)
