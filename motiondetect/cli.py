@@ -482,6 +482,8 @@ def _batched_path_problem(config: dict[str, Any], video, cuda: CUDAHandler | Non
         return "frame skip and scan downscale run one frame at a time"
     if wants_frames and not detector.annotate:
         return "unannotated video output"
+    if any(f.engine == "cublas" for f in detector.filters):
+        return "the cuBLAS engine runs one frame at a time"
     if not batch_supports(detector.filters):
         return "the pipeline's annotation has no Y'CbCr form"
     return None
