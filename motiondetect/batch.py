@@ -29,8 +29,8 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from motiondetect.detector import FrameResult, Geometry, MotionDetector, box_from_corners, device_and_mask, device_expand, queue_mask_stats
-from motiondetect.filters import Filter, Kind
+from motiondetect.detector import FrameResult, Geometry, MotionDetector, SizeOnly, box_from_corners, device_and_mask, device_expand, queue_mask_stats
+from motiondetect.filters import Filter
 from motiondetect.nvdec import DeviceFrame
 from motiondetect.picture import Picture, chroma_shape, unpack_planes
 from motiondetect.video import Frame
@@ -103,6 +103,10 @@ class BatchDetector:
         detect = self.plan.detection_filters
         self._pair = next(i for i, f in enumerate(detect) if f.SIDE_INPUT == "reference")
         self._started = False  # the stream's first frame has been seen
+        import pycuda.driver as drv
+
+        #: The decode thread's stream, made here so it lives and dies with the handler's context.
+        self._feed_stream = drv.Stream()
 
     def reset(self) -> None:
         """Start a new stream: the next frame has no predecessor, every model starts afresh."""
@@ -134,11 +138,9 @@ class BatchDetector:
     # -- the decode thread ---------------------------------------------------------------------
     def _fill(self, frames: Iterator[Frame], slots: list[_Slot], free: threading.Semaphore, ready: queue.Queue, stop: threading.Event) -> None:
         """Decode thread: fill ring slots with K frames each, then hand them over."""
-        import pycuda.driver as drv
-
         self.cuda.context.push()
         try:
-            stream = drv.Stream()
+            stream = self._feed_stream
             turn = 0
             batch: list[Frame] = []
             slot = None
@@ -166,8 +168,6 @@ class BatchDetector:
             self.cuda.context.pop()
 
     def _copy_in(self, slot: _Slot, k: int, image, stream) -> None:
-        import pycuda.driver as drv
-
         if isinstance(image, DeviceFrame):
             width, height = image.size
             _copy_2d(int(slot.luma.gpudata) + k * width * height, width, image.luma, image.luma_pitch, width, height, stream)
@@ -183,7 +183,6 @@ class BatchDetector:
             slot.chroma_host[k, 0] = image.u
             slot.chroma_host[k, 1] = image.v
         slot.full_range = image.full_range
-        del drv
 
     def _hand_over(self, slot: _Slot, batch: list[Frame], stream, ready: queue.Queue) -> None:
         import pycuda.driver as drv
@@ -279,7 +278,7 @@ class BatchDetector:
             target_shape = (k + 1, *shape) if stage == self._pair - 1 else (k, *shape)
             target = pair_buffer if stage == self._pair - 1 else self._buffer(("stage", stage), target_shape)
             dst = frames_view(target, 1, m + 1) if stage == self._pair - 1 else frames_view(target, 0, m)
-            side = _SizeOnly((w_h, w_w, 3)) if flt.SIDE_INPUT == "frame" else None
+            side = SizeOnly((w_h, w_w, 3)) if flt.SIDE_INPUT == "frame" else None
             image = self._apply(flt, image, dst, side)
         m = n - skip
         counts = np.zeros(n, np.int64)
@@ -352,13 +351,6 @@ class BatchDetector:
         return dst
 
 
-@dataclass(frozen=True)
-class _SizeOnly:
-    """The work image's shape, for filters that read only the size of their ``frame`` side input."""
-
-    shape: tuple[int, int, int]
-
-
 def _copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, height: int, stream) -> None:
     """Queue a pitched device-to-device copy of ``height`` rows of ``width`` bytes."""
     import pycuda.driver as drv
@@ -372,8 +364,3 @@ def _copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, hei
     copy.height = height
     copy(stream)
 
-
-def supports(filters: Sequence[Filter]) -> bool:
-    """Whether a pipeline can run batched: its annotation, if any, is a single red blend."""
-    annotate = filters[max(i for i, f in enumerate(filters) if f.OUTPUT is Kind.MASK) + 1 :]
-    return not annotate or (len(annotate) == 1 and hasattr(annotate[0], "apply_yuv"))

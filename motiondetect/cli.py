@@ -25,7 +25,7 @@ import numpy as np
 
 
 from motiondetect import __version__
-from motiondetect.batch import BatchDetector, supports as batch_supports
+from motiondetect.batch import BatchDetector
 from motiondetect.config import BACKENDS, DECODERS, ENGINES, PRESETS, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
 from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
@@ -39,7 +39,7 @@ from motiondetect.outputs.masks import mask_name
 from motiondetect.overlay import Overlay
 from motiondetect.platform import cuda_device_error, feature_report
 from motiondetect.live import LatestFrameReader
-from motiondetect.nvdec import NvdecSource, NvdecUnavailable, nvdec_problem
+from motiondetect.nvdec import NvdecSource, NvdecUnavailable
 from motiondetect.threads import BackgroundWriter, PrefetchReader
 from motiondetect.preview import KEYS, PreviewSink
 from motiondetect.roi import rasterize, roi_from_file
@@ -484,7 +484,7 @@ def _batched_path_problem(config: dict[str, Any], video, cuda: CUDAHandler | Non
         return "unannotated video output"
     if any(f.engine == "cublas" for f in detector.filters):
         return "the cuBLAS engine runs one frame at a time"
-    if not batch_supports(detector.filters):
+    if detector.annotation_filters and not detector.yuv_annotation:
         return "the pipeline's annotation has no Y'CbCr form"
     return None
 
@@ -506,10 +506,7 @@ def _choose_decoder(requested: str, video, cuda: CUDAHandler | None, batched: st
         raise UsageError("--decoder nvdec decodes video files; this input is an image sequence, a camera or a stream")
     if cuda is None:
         raise UsageError("--decoder nvdec decodes on the GPU: it needs the CUDA backend (--backend cuda or auto on a machine with a GPU)")
-    problem = nvdec_problem()
     try:
-        if problem:
-            raise NvdecUnavailable(f"NVDEC unavailable: {problem}")
         source = stack.enter_context(NvdecSource(video.source, cuda, fps=fps, host=batched is not None))
         if requested == "auto" and not source.exact:
             # Only exact codecs under auto: the results must not depend on the decoder.

@@ -401,7 +401,7 @@ class MotionDetector:
             # Luma first: the grey stage is the decoder's luma, expanded to full range. Filters
             # that read the frame's size (upscale) get it from a stand-in of the work image.
             image, first = run.luma(self._detect[0], picture, geo), 1
-            original = _SizeOnly((geo.work_size[1], geo.work_size[0], 3))
+            original = SizeOnly((geo.work_size[1], geo.work_size[0], 3))
         else:
             original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
             image, first = original, 0
@@ -466,8 +466,9 @@ class MotionDetector:
 
 
 @dataclass(frozen=True)
-class _SizeOnly:
-    """Stands in for the work image where a filter reads only its shape (upscale's side input)."""
+class SizeOnly:
+    """Stands in for the work image where a filter reads only its shape (upscale's ``frame``
+    side input) and the image itself is not at hand (luma-first pictures, batches)."""
 
     shape: tuple[int, int, int]
 
@@ -597,15 +598,17 @@ class _CudaExecutor:
     def __init__(self, cuda) -> None:
         self.cuda = cuda
         self._yuv_size: tuple[int, int, bool] | None = None  # (H, W, full range) of a blended picture
+        self._luma = None  # this frame's Y' plane on the device, when luma() uploaded it whole
 
     def upload(self, key, frame):
         return self.cuda.upload(key, frame)
 
     def luma(self, gray, picture, geo):
         cuda = self.cuda
+        self._luma = None
         if not geo.identity:  # cropped or downscaled on the host, as BGR work images are
             return cuda.upload(("stage", 0), geo.work_image(gray.reference_luma(picture)))
-        luma = cuda.upload("luma", np.ascontiguousarray(picture.y))
+        luma = self._luma = cuda.upload("luma", np.ascontiguousarray(picture.y))
         dst = cuda.buffer(("stage", 0), picture.y.shape)
         gray.apply_luma(cuda, int(luma.gpudata), picture.y.shape[1], 0, dst, picture.full_range)
         return dst
@@ -613,7 +616,7 @@ class _CudaExecutor:
     def blend_yuv(self, flt, mask, picture):
         cuda = self.cuda
         height, width = picture.y.shape
-        y = cuda.upload("luma", np.ascontiguousarray(picture.y))
+        y = self._luma if self._luma is not None else cuda.upload("luma", np.ascontiguousarray(picture.y))
         u = cuda.upload("chroma_u", np.ascontiguousarray(picture.u))
         v = cuda.upload("chroma_v", np.ascontiguousarray(picture.v))
         out = cuda.buffer("yuv_out", (height * width + 2 * u.size,))

@@ -119,13 +119,7 @@ class Picture:
     def from_i420(cls, packed: np.ndarray, full_range: bool = False) -> Picture:
         """Views of a packed (H * 3 / 2, W) yuv420p buffer (even sizes) as a picture."""
         rows, width = packed.shape
-        height = rows * 2 // 3
-        flat = packed.reshape(-1)
-        quarter = (height // 2) * (width // 2)
-        y = flat[: height * width].reshape(height, width)
-        u = flat[height * width : height * width + quarter].reshape(height // 2, width // 2)
-        v = flat[height * width + quarter :].reshape(height // 2, width // 2)
-        return cls(y, u, v, full_range)
+        return unpack_planes(packed, rows * 2 // 3, width, full_range)
 
     @classmethod
     def from_bgr(cls, bgr: np.ndarray) -> Picture:
@@ -148,10 +142,6 @@ def unpack_planes(buffer: np.ndarray, height: int, width: int, full_range: bool)
     u = flat[height * width : height * width + ch * cw].reshape(ch, cw)
     v = flat[height * width + ch * cw : height * width + 2 * ch * cw].reshape(ch, cw)
     return Picture(y, u, v, full_range)
-
-
-def _floor_div(a: np.ndarray, b) -> np.ndarray:
-    return a // b  # NumPy's integer division floors, as the kernel's helper does
 
 
 def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Picture:
@@ -190,6 +180,7 @@ def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Pi
     rows = np.minimum(2, height - 2 * np.arange(ch))
     cols = np.minimum(2, width - 2 * np.arange(cw))
     n = rows[:, None] * cols[None, :]
-    new_u = np.clip(picture.u + _floor_div(du_dr * sums + n * 32768, n * 65536), 0, 255).astype(np.uint8)
-    new_v = np.clip(picture.v + _floor_div(dv_dr * sums + n * 32768, n * 65536), 0, 255).astype(np.uint8)
+    # NumPy's integer division floors, as the kernel's md_floor_div does: rounding half up.
+    new_u = np.clip(picture.u + (du_dr * sums + n * 32768) // (n * 65536), 0, 255).astype(np.uint8)
+    new_v = np.clip(picture.v + (dv_dr * sums + n * 32768) // (n * 65536), 0, 255).astype(np.uint8)
     return Picture(new_y, new_u, new_v, picture.full_range)
