@@ -17,6 +17,7 @@ from motiondetect.filters.gray import Gray
 from motiondetect.filters.median import Median
 from motiondetect.filters.red_blend import RedBlend
 from motiondetect.filters.running_average import RunningAverage
+from motiondetect.filters.subsense import Subsense
 from motiondetect.filters.threshold import Threshold
 from motiondetect.filters.upscale import Upscale
 
@@ -27,7 +28,7 @@ REGISTRY: dict[str, type[Filter]] = {
     cls.NAME: cls
     for cls in (
         Gray, Equalize, Blur, Downscale,
-        Difference, RunningAverage, GaussianBackground,
+        Difference, RunningAverage, GaussianBackground, Subsense,
         Threshold, DispersionThreshold,
         Median, Erosion, Dilation, Upscale,
         RedBlend,
@@ -51,6 +52,7 @@ __all__ = [
     "Param",
     "RedBlend",
     "RunningAverage",
+    "Subsense",
     "Threshold",
     "Upscale",
 ]
