@@ -9,7 +9,10 @@ their pixel F and frame F1, next to today's defaults, the single best grid point
 Usage::
 
     python benchmarks/tune_loo.py samples/dev/*/ ../shared/samples/cdnet_highway ../shared/samples/cdnet_fall \\
-        [--jobs 2] [--cache .data/tune_loo.json] [--grid small|full]
+        [--jobs 2] [--cache .data/tune_loo.json] [--grid small|tiny|subsense] [--config configs/subsense.yaml]
+
+``--config`` tunes another pipeline than the default one (its values are then the "defaults"
+row); the ``subsense`` grid goes with ``configs/subsense.yaml``.
 
 Scores are cached per clip and grid point in a JSON file (keyed by the clip folder's name and
 the parameter values), so a rerun or a grown grid only computes what is missing. Each worker
@@ -32,7 +35,7 @@ import statistics
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from motiondetect.config import build_filters, default_config
+from motiondetect.config import build_filters, default_config, load_config
 from motiondetect.detector import MotionDetector
 from motiondetect.evaluate import DEFAULT_SKIP, Method, decoded_frames, evaluate, leave_one_out, load_folder, opencv_baselines
 
@@ -50,14 +53,20 @@ GRIDS = {
         ("gaussian_background", "sigmas"): [2.5, 3.0],
         ("median", "kernel_size"): [3, 5],
     },
+    "subsense": {
+        ("subsense", "color_threshold"): [10, 15, 20],
+        ("subsense", "ghost_share"): [0.9, 0.995],
+        ("subsense", "ghost_distance"): [0.01, 0.05],
+        ("median", "kernel_size"): [9],
+    },
 }
 
 _CLIPS: dict[str, tuple] = {}  # per worker: folder path -> (GroundTruthFolder, decoded frames)
 
 
-def config_for(params: dict[tuple[str, str], float]) -> dict:
-    """The default config with ``params`` ({(filter, parameter): value}) set in its pipeline."""
-    config = copy.deepcopy(default_config())
+def config_for(params: dict[tuple[str, str], float], base: dict | None = None) -> dict:
+    """``base`` (default: the default config) with ``params`` ({(filter, parameter): value}) set in its pipeline."""
+    config = copy.deepcopy(base or default_config())
     for (name, key), value in params.items():
         (entry,) = [e for e in config["pipeline"] if e["filter"] == name]
         entry[key] = value
@@ -78,10 +87,10 @@ def _summary(evaluation) -> list[dict]:
     ]
 
 
-def score_point(path: str, params: dict, skip: int, min_area: float) -> dict:
-    """Pixel F, frame F1 and counts of the default pipeline with ``params`` on one clip (CPU)."""
+def score_point(path: str, params: dict, skip: int, min_area: float, base: dict | None = None) -> dict:
+    """Pixel F, frame F1 and counts of the ``base`` (default) pipeline with ``params`` on one clip (CPU)."""
     folder, frames = _clip(path)
-    detector = MotionDetector(build_filters(config_for(params)), annotate=False)
+    detector = MotionDetector(build_filters(config_for(params, base)), annotate=False)
     method = Method("motiondetect", lambda frame: detector.process(frame).mask)
     return _summary(evaluate(folder, [method], skip=skip, min_area=min_area, frames=frames))[0]
 
@@ -97,11 +106,14 @@ def point_key(params: dict) -> str:
     return ",".join(f"{name}.{key}={value}" for (name, key), value in sorted(params.items()))
 
 
-def run(paths: list[str], grid: dict, jobs: int, cache_path: Path | None, skip: int, min_area: float) -> tuple[dict, list[dict]]:
-    """Score every clip at every grid point and the anchors (cached); return ({clip: {key: scores}}, points)."""
+def run(paths: list[str], grid: dict, jobs: int, cache_path: Path | None, skip: int, min_area: float, base: dict | None = None) -> tuple[dict, list[dict]]:
+    """Score every clip at every grid point of the ``base`` (default) pipeline and the anchors
+    (cached); return ({clip: {key: scores}}, points)."""
     cache = json.loads(cache_path.read_text()) if cache_path and cache_path.is_file() else {}
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
     tag = f"skip={skip},min_area={min_area}"
+    if base is not None:  # another pipeline: its own cache entries
+        tag += ",pipeline=" + json.dumps(base["pipeline"], sort_keys=True)
     todo = []
     for path in paths:
         clip = cache.setdefault(f"{Path(path).resolve().name}|{tag}", {})
@@ -110,7 +122,7 @@ def run(paths: list[str], grid: dict, jobs: int, cache_path: Path | None, skip: 
     print(f"{len(paths)} clips x {len(points)} grid points: {len(todo)} runs to do ({jobs} workers)", flush=True)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = {
-            pool.submit(score_anchors, path, skip, min_area) if params is None else pool.submit(score_point, path, params, skip, min_area): (path, key)
+            pool.submit(score_anchors, path, skip, min_area) if params is None else pool.submit(score_point, path, params, skip, min_area, base): (path, key)
             for path, key, params in sorted(todo)  # grouped by clip: a worker decodes few clips
         }
         for done, (future, (path, key)) in enumerate(futures.items(), 1):
@@ -121,12 +133,13 @@ def run(paths: list[str], grid: dict, jobs: int, cache_path: Path | None, skip: 
     return {Path(p).resolve().name: cache[f"{Path(p).resolve().name}|{tag}"] for p in paths}, points
 
 
-def table(results: dict, points: list[dict]) -> str:
-    """The LOO table: per clip the LOO choice and scores, the defaults, the in-sample best and the anchors."""
+def table(results: dict, points: list[dict], base: dict | None = None) -> str:
+    """The LOO table: per clip the LOO choice and scores, the defaults (``base``'s values), the
+    in-sample best and the anchors."""
     keys = [point_key(p) for p in points]
     pixel = {clip: {k: results[clip][k]["pixel_f"] for k in keys} for clip in results}
     chosen = leave_one_out(pixel)
-    defaults = point_key({k: v for k, v in ((k, _default(k)) for k in points[0])})
+    defaults = point_key({k: v for k, v in ((k, _default(k, base)) for k in points[0])})
     best_all = max(keys, key=lambda k: statistics.mean(pixel[c][k] for c in results))
     anchors = [a["name"] for a in next(iter(results.values()))["anchors"]]
     lines = ["clip                   LOO params (chosen without the clip)                     LOO F  LOO F1   default F  F1     in-sample-best F  F1     best anchor (pixel F, F1)"]
@@ -155,13 +168,16 @@ def table(results: dict, points: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _default(key: tuple[str, str]):
-    (entry,) = [e for e in default_config()["pipeline"] if e["filter"] == key[0]]
+def _default(key: tuple[str, str], base: dict | None = None):
+    (entry,) = [e for e in (base or default_config())["pipeline"] if e["filter"] == key[0]]
     return entry[key[1]]
 
 
 def _short(key: str) -> str:
-    names = {"gaussian_background.sigmas": "sig", "gaussian_background.min_sigma": "minsig", "downscale.height": "h", "median.kernel_size": "med", "dilation.kernel_size": "dil"}
+    names = {
+        "gaussian_background.sigmas": "sig", "gaussian_background.min_sigma": "minsig", "downscale.height": "h", "median.kernel_size": "med",
+        "dilation.kernel_size": "dil", "subsense.color_threshold": "R0", "subsense.ghost_share": "gs", "subsense.ghost_distance": "gd",
+    }
     parts = [p.split("=") for p in key.split(",")]
     return " ".join(f"{names.get(n, n)}={v}" for n, v in parts)
 
@@ -173,10 +189,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes [default: all cores]")
     parser.add_argument("--cache", type=Path, default=Path(".data/tune_loo.json"), help="score cache (JSON) [default: .data/tune_loo.json]")
     parser.add_argument("--skip", type=int, default=DEFAULT_SKIP, help=f"frames at the start not scored [default: {DEFAULT_SKIP}]")
+    parser.add_argument("--config", type=Path, help="tune this preset's pipeline instead of the default one (e.g. configs/subsense.yaml)")
     args = parser.parse_args()
-    min_area = default_config()["events"]["min_area"]
-    results, points = run(args.folders, GRIDS[args.grid], args.jobs, args.cache, args.skip, min_area)
-    print(table(results, points))
+    base = load_config(args.config) if args.config else None
+    min_area = (base or default_config())["events"]["min_area"]
+    results, points = run(args.folders, GRIDS[args.grid], args.jobs, args.cache, args.skip, min_area, base)
+    print(table(results, points, base))
 
 
 if __name__ == "__main__":

@@ -60,12 +60,16 @@ __device__ __forceinline__ unsigned int md_lbsp(const unsigned char* __restrict_
 
 // Start the model from the stream's first frame: sample n of pixel (x, y) is the grey level and
 // LBSP descriptor of the 3x3 neighbour picked by md_hash(0, i, 2 + n) % 9 (clamped at the
-// borders); R = 1, T = t_lower, v = v_init, D_min = 0, no pixel foreground.
+// borders); R = 1, T = t_lower, v = v_init, D_min = s_avg = d_last = 0, no pixel foreground,
+// and the first frame is the "last" frame (grey level and descriptor) of the next comparison.
 __global__ void md_subsense_init_u8(const unsigned char* __restrict__ reference,
                                     unsigned char* __restrict__ colours,
                                     unsigned short* __restrict__ descs,
                                     int* __restrict__ r, int* __restrict__ t, int* __restrict__ v, int* __restrict__ dmin,
+                                    int* __restrict__ savg, int* __restrict__ dlast,
                                     unsigned char* __restrict__ last,
+                                    unsigned char* __restrict__ last_colour,
+                                    unsigned short* __restrict__ desc,
                                     int width, int height, int samples, int tr_q16, int t_lower_q16, int v_init_q16)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -81,25 +85,39 @@ __global__ void md_subsense_init_u8(const unsigned char* __restrict__ reference,
     t[i] = t_lower_q16;
     v[i] = v_init_q16;
     dmin[i] = 0;
+    savg[i] = 0;
+    dlast[i] = 0;
     last[i] = 0;
+    last_colour[i] = reference[i];
+    desc[i] = (unsigned short)md_lbsp(reference, x, y, width, height, tr_q16);
+}
+
+// The normalised distance (|a - b| / 255 + hamming / 16) / 2 in units of 1 / 8160.
+__device__ __forceinline__ int md_distance(int c, int h)
+{
+    return 16 * c + 255 * h;
 }
 
 // One frame, phase 1: compare each pixel with its samples (foreground when fewer than
 // min_matches samples lie within R_color in grey level and R_lbsp in LBSP Hamming distance),
-// update D_min, T, v and R (the feedback of SuBSENSE's section III-C/D; formulas in subsense.py),
-// replace one of the pixel's own samples with probability 1/T where it is background, and record
-// in push[i] the neighbour (0..7) that this pixel's value is spread to (probability 1/T), or 255.
+// update D_min, T, v and R (the feedback of SuBSENSE's section III; formulas in subsense.py) and
+// the ghost statistics s_avg and d_last, replace one of the pixel's own samples with
+// probability 1/T where it is background, and record in push[i] the neighbour this pixel's value
+// may spread to: direction 0..7 in bits 0..2, bit 3 set when drawn with probability 1/T (else it
+// was drawn with probability 1/t_lower and only a ghost pixel takes it), 255 for none.
 // Each thread reads and writes only its own pixel's model, so threads never race.
 __global__ void md_subsense_classify_u8(const unsigned char* __restrict__ src,
                                         unsigned char* __restrict__ colours,
                                         unsigned short* __restrict__ descs,
                                         int* __restrict__ r, int* __restrict__ t, int* __restrict__ v, int* __restrict__ dmin,
+                                        int* __restrict__ savg, int* __restrict__ dlast,
                                         unsigned char* __restrict__ last,
-                                        unsigned short* __restrict__ desc_out,
+                                        unsigned char* __restrict__ last_colour,
+                                        unsigned short* __restrict__ desc_io,
                                         unsigned char* __restrict__ push,
                                         unsigned char* __restrict__ dst,
                                         int width, int height, int samples, int min_matches, int pair,
-                                        int tr_q16, int color_r0, int lbsp_r0, int alpha_q16,
+                                        int tr_q16, int color_r0, int lbsp_r0, int alpha_q16, int alpha_st_q16,
                                         int t_lower_q16, int t_upper_q16, int t_incr_q16, int t_decr_q16,
                                         int v_incr_q16, int v_decr_q16, int v_max_q16, int r_var_q16, int blink_dmin_q16)
 {
@@ -110,23 +128,22 @@ __global__ void md_subsense_classify_u8(const unsigned char* __restrict__ src,
     unsigned int desc = md_lbsp(src, x, y, width, height, tr_q16);
     int rr = r[i], tt = t[i], vv = v[i], dd = dmin[i];
 
-    // Sample consensus (section III-B): thresholds from R(x), eq. R_color = R * R0_color (floor)
-    // and R_lbsp = 2^round(R) + R0_lbsp.
+    // Sample consensus (section III-A): thresholds from R(x), R_color = floor(R * R0_color) and
+    // R_lbsp = 2^round(R) + R0_lbsp.
     int r_color = (int)(((long long)rr * color_r0) >> 16);
     int shift = min((rr + 32768) >> 16, 16);
     int r_lbsp = (1 << shift) + lbsp_r0;
-    int matches = 0, best = 16 * 255 + 255 * 16;
+    int matches = 0, best = md_distance(255, 16);
     for (int n = 0; n < samples; ++n) {
         size_t at = (size_t)n * count + i;
         int c = (int)colours[at] - pixel;
         c = c < 0 ? -c : c;
         int h = md_popcount16(desc ^ (unsigned int)descs[at]);
         matches += (c <= r_color && h <= r_lbsp);
-        best = min(best, 16 * c + 255 * h);  // (c / 255 + h / 16) / 2 in units of 1 / 8160
+        best = min(best, md_distance(c, h));
     }
     int foreground = matches < min_matches;
     dst[i] = foreground ? 255 : 0;
-    desc_out[i] = (unsigned short)desc;
 
     // Model update with probability 1 / T(x) (the T of the previous frame), background only.
     unsigned char spread = 255;
@@ -138,10 +155,25 @@ __global__ void md_subsense_classify_u8(const unsigned char* __restrict__ src,
             descs[at] = (unsigned short)desc;
         }
         unsigned int nb = md_hash((unsigned int)pair, (unsigned int)i, 1u);
-        if ((unsigned long long)(nb & 0xFFFFu) * (unsigned long long)tt < (1ULL << 32))
-            spread = (unsigned char)((nb >> 16) & 7u);
+        unsigned long long u = nb & 0xFFFFu;
+        if (u * (unsigned long long)t_lower_q16 < (1ULL << 32))
+            spread = (unsigned char)(((nb >> 16) & 7u) | (u * (unsigned long long)tt < (1ULL << 32) ? 8u : 0u));
     }
     push[i] = spread;
+
+    // Ghost statistics: s_avg, the running share of foreground decisions, and d_last, the
+    // running normalised distance to the last frame, both at the short-term rate.
+    int c_last = pixel - (int)last_colour[i];
+    c_last = c_last < 0 ? -c_last : c_last;
+    int d_last = md_distance(c_last, md_popcount16(desc ^ (unsigned int)desc_io[i]));
+    int dl_q16 = (int)(((long long)d_last * 65536 + 4080) / 8160);
+    int sa = savg[i], dl = dlast[i];
+    sa += (int)(((long long)((foreground ? MD_SUBSENSE_Q16 : 0) - sa) * alpha_st_q16 + 32768) >> 16);
+    dl += (int)(((long long)(dl_q16 - dl) * alpha_st_q16 + 32768) >> 16);
+    savg[i] = sa;
+    dlast[i] = dl;
+    last_colour[i] = (unsigned char)pixel;
+    desc_io[i] = (unsigned short)desc;
 
     // D_min(x): running mean of the minimal normalised distance at rate alpha.
     int d_q16 = (int)(((long long)best * 65536 + 4080) / 8160);
@@ -169,26 +201,32 @@ __global__ void md_subsense_classify_u8(const unsigned char* __restrict__ src,
 
 // One frame, phase 2 (after phase 1 has finished everywhere): each pixel takes the values its
 // neighbours spread to it (ViBe's spatial diffusion, kept by SuBSENSE): for each direction k in
-// order 0..7, if the neighbour x at -offset(k) chose k, sample md_hash(pair, x, 1) >> 19 mod N of
-// this pixel becomes x's grey level and descriptor (a later direction overwrites an earlier one).
-// A gather, so each thread writes only its own pixel's samples: deterministic.
+// order 0..7, if the neighbour x at -offset(k) chose k, with bit 3 set or this pixel a ghost
+// (s_avg > ghost_s and d_last < ghost_d: foreground almost always, yet static), sample
+// md_hash(pair, x, 1) >> 19 mod N of this pixel becomes x's grey level and descriptor (a later
+// direction overwrites an earlier one). A gather, so each thread writes only its own pixel's
+// samples: deterministic.
 __global__ void md_subsense_spread_u8(const unsigned char* __restrict__ src,
                                       const unsigned short* __restrict__ desc,
                                       const unsigned char* __restrict__ push,
+                                      const int* __restrict__ savg,
+                                      const int* __restrict__ dlast,
                                       unsigned char* __restrict__ colours,
                                       unsigned short* __restrict__ descs,
-                                      int width, int height, int samples, int pair)
+                                      int width, int height, int samples, int pair, int ghost_s_q16, int ghost_d_q16)
 {
     const int dy[8] = {-1, -1, -1, 0, 0, 1, 1, 1};
     const int dx[8] = {-1, 0, 1, -1, 1, -1, 0, 1};
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
     int i = y * width + x, count = width * height;
+    int ghost = savg[i] > ghost_s_q16 && dlast[i] < ghost_d_q16;
     for (int k = 0; k < 8; ++k) {
         int sy = y - dy[k], sx = x - dx[k];
         if (sy < 0 || sy >= height || sx < 0 || sx >= width) continue;
         int s = sy * width + sx;
-        if (push[s] != k) continue;
+        int p = push[s];
+        if (p == 255 || (p & 7) != k || !((p & 8) || ghost)) continue;
         size_t at = (size_t)((md_hash((unsigned int)pair, (unsigned int)s, 1u) >> 19) % (unsigned int)samples) * count + i;
         colours[at] = src[s];
         descs[at] = desc[s];

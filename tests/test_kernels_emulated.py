@@ -96,12 +96,14 @@ void histogram(const u8* s, int n, unsigned* h) {               // one thread pe
 void equalize_lut(const unsigned* h, int n, u8* lut) { blockIdx = {0, 0, 0}; threadIdx = {0, 0, 0}; md_equalize_lut(h, n, lut); }
 void apply_lut(const u8* s, const u8* lut, u8* d, int n) { grid1d(n, [&] { md_apply_lut_u8(s, lut, d, n); }); }
 typedef unsigned short u16;
-void subsense_init(const u8* ref, u8* col, u16* des, int* r, int* t, int* v, int* dm, u8* last, int w, int h, int n, int tr, int tl, int vi) {
-    grid2d(w, h, 1, [&] { md_subsense_init_u8(ref, col, des, r, t, v, dm, last, w, h, n, tr, tl, vi); }); }
-void subsense_frame(const u8* s, u8* col, u16* des, int* r, int* t, int* v, int* dm, u8* last, u16* desc, u8* push, u8* d, int w, int h,
-                    int n, int mm, int pair, int tr, int cr, int lr, int a, int tl, int tu, int ti, int td, int vi, int vd, int vm, int rv, int bd) {
-    grid2d(w, h, 1, [&] { md_subsense_classify_u8(s, col, des, r, t, v, dm, last, desc, push, d, w, h, n, mm, pair, tr, cr, lr, a, tl, tu, ti, td, vi, vd, vm, rv, bd); });
-    grid2d(w, h, 1, [&] { md_subsense_spread_u8(s, desc, push, col, des, w, h, n, pair); }); }
+void subsense_init(const u8* ref, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc,
+                   int w, int h, int n, int tr, int tl, int vi) {
+    grid2d(w, h, 1, [&] { md_subsense_init_u8(ref, col, des, r, t, v, dm, sa, dl, last, lc, desc, w, h, n, tr, tl, vi); }); }
+void subsense_frame(const u8* s, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc, u8* push, u8* d,
+                    int gs, int gd, int w, int h, int n, int mm, int pair, int tr, int cr, int lr, int a, int ast, int tl, int tu, int ti, int td,
+                    int vi, int vd, int vm, int rv, int bd) {
+    grid2d(w, h, 1, [&] { md_subsense_classify_u8(s, col, des, r, t, v, dm, sa, dl, last, lc, desc, push, d, w, h, n, mm, pair, tr, cr, lr, a, ast, tl, tu, ti, td, vi, vd, vm, rv, bd); });
+    grid2d(w, h, 1, [&] { md_subsense_spread_u8(s, desc, push, sa, dl, col, des, w, h, n, pair, gs, gd); }); }
 }
 """
 
@@ -427,7 +429,7 @@ def test_gray_bt601(lib, rng, size):
 
 SUBSENSE_PARAMS = [
     {},
-    {"samples": 7, "min_matches": 3, "color_threshold": 4, "lbsp_threshold": 0.05, "lbsp_offset": 0, "dmin_frames": 3},
+    {"samples": 7, "min_matches": 3, "color_threshold": 4, "lbsp_threshold": 0.05, "lbsp_offset": 0, "dmin_frames": 3, "ghost_share": 0.5, "ghost_distance": 0.2},
     {"samples": 2, "min_matches": 1, "color_threshold": 255, "lbsp_threshold": 1.0, "lbsp_offset": 16, "t_lower": 1.0, "t_upper": 1.0},
     {"samples": 100, "min_matches": 100, "color_threshold": 1, "lbsp_threshold": 0.0, "t_lower": 4096.0, "t_upper": 4096.0, "dmin_frames": 1},
 ]
@@ -437,31 +439,33 @@ SUBSENSE_PARAMS = [
 @pytest.mark.parametrize("params", SUBSENSE_PARAMS, ids=str)
 def test_subsense_sequence(lib, rng, size, params):
     """The three kernels, frame after frame, equal the CPU reference bit for bit: the masks and
-    the whole model (samples, descriptors, R, T, v, D_min, last decision) after every frame."""
-    h, w = size
-    frames = scene(rng, size, count=12)
-    cpu, flt = Subsense(**params), Subsense(**params)
-    n, count = flt.params["samples"], h * w
-    col, des = poisoned((n, count)), poisoned((n, count), np.uint16)
-    r, t, v, dm = (np.full(count, -7, np.int32) for _ in range(4))
-    last, desc, push = poisoned(count), poisoned(count, np.uint16), poisoned(count)
-    c = flt.constants()
+    the whole model (samples, descriptors, R, T, v, D_min, s_avg, d_last, last decision, grey
+    level and descriptor) after every frame."""
     from motiondetect.filters.subsense import V_INIT
 
-    lib.subsense_init(ptr(frames[0]), ptr(col), ptr(des), ptr(r), ptr(t), ptr(v), ptr(dm), ptr(last), w, h, n, c["tr_q16"], c["t_lower_q16"], V_INIT)
-    started, masks = col.copy(), []
+    h, w = size
+    frames = scene(rng, size, count=12)
+    frames[6:9] = [frames[5]] * 3  # a still stretch: ghost statistics move
+    cpu, flt = Subsense(**params), Subsense(**params)
+    n, count = flt.params["samples"], h * w
+    state = {
+        "colours": poisoned((n, count)), "descs": poisoned((n, count), np.uint16),
+        **{name: np.full(count, -7, np.int32) for name in ("r", "t", "v", "dmin", "savg", "dlast")},
+        "last": poisoned(count), "last_colour": poisoned(count), "desc": poisoned(count, np.uint16),
+    }
+    pointers = [ptr(a) for a in state.values()]
+    c = flt.constants()
+    lib.subsense_init(ptr(frames[0]), *pointers, w, h, n, c["tr_q16"], c["t_lower_q16"], V_INIT)
+    started, masks = state["colours"].copy(), []
     for i in range(1, len(frames)):
         out = poisoned(size)
         args = [ctypes.c_int(x) for x in flt.frame_arguments(i)]
-        lib.subsense_frame(ptr(frames[i]), ptr(col), ptr(des), ptr(r), ptr(t), ptr(v), ptr(dm), ptr(last), ptr(desc), ptr(push), ptr(out), w, h, *args)
+        lib.subsense_frame(ptr(frames[i]), *pointers, ptr(poisoned(count)), ptr(out), c["ghost_s_q16"], c["ghost_d_q16"], w, h, *args)
         assert_same(out, cpu.reference(frames[i], frames[i - 1]))
         masks.append(out)
         model = cpu.model
-        assert_same(col, model["colours"].reshape(n, count))
-        assert_same(des, model["descs"].reshape(n, count))
-        for name, got in (("r", r), ("t", t), ("v", v), ("dmin", dm)):
-            np.testing.assert_array_equal(got.astype(np.int64), model[name].reshape(-1), err_msg=name)
-        assert_same(last, model["last"].reshape(-1))
+        for name, got in state.items():
+            np.testing.assert_array_equal(got, model[name].reshape(got.shape).astype(got.dtype), err_msg=name)
     if not params and count > 100:  # the paper's defaults: the sequence had both decisions and sample updates
         assert 0 < np.mean(np.array(masks) == 255) < 0.5
-        assert np.count_nonzero(col != started) > count // 10
+        assert np.count_nonzero(state["colours"] != started) > count // 10

@@ -80,6 +80,12 @@ def counter_hash(frame: int, pixels: np.ndarray, purpose: int) -> np.ndarray:
     return _fmix32(h)
 
 
+def _distance(colour: np.ndarray, hamming: np.ndarray) -> np.ndarray:
+    """The normalised distance ``(colour / 255 + hamming / 16) / 2`` in units of 1/8160, as uint16
+    (``16 colour + 255 hamming``, at most 8160), from uint8 grey-level and Hamming distances."""
+    return colour.astype(np.uint16) * np.uint16(16) + hamming.astype(np.uint16) * np.uint16(255)
+
+
 def lbsp(image: np.ndarray, tr_q16: int) -> np.ndarray:
     """16-bit LBSP descriptors of a grey image (intra-LBSP: each pixel its own centre).
 
@@ -191,6 +197,18 @@ class Subsense(Filter):
         Param("t_lower", float, 2.0, 1.0, 4096.0, "frames", "lower bound of the update period T(x); 2 is the paper's T_lower"),
         Param("t_upper", float, 256.0, 1.0, 4096.0, "frames", "upper bound of the update period T(x); 256 is the paper's T_upper"),
         Param(
+            "ghost_share", float, 0.995, 0.0, 1.0, "fraction of frames",
+            "a pixel whose short-term share of foreground decisions s_avg exceeds this while d_last stays "
+            "below ghost_distance is a ghost (foreground yet static: an object in the first frame, or one "
+            "that left) and takes its background neighbours' spread values at rate 1/t_lower; 0.995 is the "
+            "authors' GHOSTDET_S_MIN",
+        ),
+        Param(
+            "ghost_distance", float, 0.01, 0.0, 1.0, "normalised distance",
+            "d_last, the short-term mean normalised distance to the last frame, below which a foreground "
+            "pixel counts as static; 0.01 is the authors' GHOSTDET_D_MAX",
+        ),
+        Param(
             "dmin_frames", int, 100, 1, 100000, "frames",
             "window of the running mean D_min(x): rate 1/min(t, dmin_frames); 100 is the authors' long-term window",
         ),
@@ -215,12 +233,20 @@ class Subsense(Filter):
             "samples": p["samples"], "min_matches": p["min_matches"], "tr_q16": to_q16(p["lbsp_threshold"]),
             "color_r0": p["color_threshold"], "lbsp_r0": p["lbsp_offset"],
             "t_lower_q16": t_lower, "t_upper_q16": max(t_lower, to_q16(p["t_upper"])),
+            "ghost_s_q16": to_q16(p["ghost_share"]), "ghost_d_q16": to_q16(p["ghost_distance"]),
         }
 
-    def rate(self, pair: int) -> int:
-        """D_min's Q16 rate on frame pair ``pair`` (1 for the first): round(65536 / min(pair, dmin_frames))."""
-        m = min(pair, self.params["dmin_frames"])
+    def rate(self, pair: int, window: int | None = None) -> int:
+        """The Q16 rate of a running mean over ``window`` frames (default ``dmin_frames``) on frame
+        pair ``pair`` (1 for the first): round(65536 / min(pair, window)), half up."""
+        m = min(pair, self.params["dmin_frames"] if window is None else window)
         return (2 * Q16 + m) // (2 * m)
+
+    @property
+    def short_window(self) -> int:
+        """Frames of the short-term running means s_avg and d_last: dmin_frames / 4 (the authors'
+        25 for their 100), at least 1."""
+        return max(1, self.params["dmin_frames"] // 4)
 
     def frame_arguments(self, pair: int) -> tuple[int, ...]:
         """The integer arguments of ``md_subsense_classify_u8`` after the width and height, for
@@ -228,14 +254,16 @@ class Subsense(Filter):
         c = self.constants()
         return (
             c["samples"], c["min_matches"], pair, c["tr_q16"], c["color_r0"], c["lbsp_r0"], self.rate(pair),
-            c["t_lower_q16"], c["t_upper_q16"], T_INCR, T_DECR, V_INCR, V_DECR, V_MAX, R_VAR, BLINK_DMIN,
+            self.rate(pair, self.short_window), c["t_lower_q16"], c["t_upper_q16"], T_INCR, T_DECR, V_INCR, V_DECR, V_MAX, R_VAR, BLINK_DMIN,
         )
 
     @property
     def model(self) -> dict[str, np.ndarray] | None:
         """Copies of the CPU model, or ``None`` before the first frame pair: ``colours`` (N, H, W)
-        uint8, ``descs`` (N, H, W) uint16, ``r``, ``t``, ``v``, ``dmin`` (H, W) int64 in Q16 and
-        ``last`` (H, W) uint8 (1 where the last raw decision was foreground)."""
+        uint8, ``descs`` (N, H, W) uint16, ``r``, ``t``, ``v``, ``dmin``, ``savg``, ``dlast`` (H, W)
+        int64 in Q16, ``last`` (H, W) uint8 (1 where the last raw decision was foreground),
+        ``last_colour`` (H, W) uint8 and ``desc`` (H, W) uint16 (the last frame's grey levels
+        and LBSP descriptors)."""
         if self._model is None:
             return None
         shape = self._model["last"].shape
@@ -243,7 +271,7 @@ class Subsense(Filter):
         n = self.params["samples"]
         out["colours"] = out["colours"].reshape(n, *shape)
         out["descs"] = out["descs"].reshape(n, *shape)
-        for name in ("r", "t", "v", "dmin"):
+        for name in ("r", "t", "v", "dmin", "savg", "dlast"):
             out[name] = out[name].astype(np.int64)
         return out
 
@@ -269,7 +297,8 @@ class Subsense(Filter):
             "colours": colours, "descs": descs,
             "r": np.full(first.shape, Q16, np.int32), "t": np.full(first.shape, c["t_lower_q16"], np.int32),
             "v": np.full(first.shape, V_INIT, np.int32), "dmin": np.zeros(first.shape, np.int32),
-            "last": np.zeros(first.shape, np.uint8),
+            "savg": np.zeros(first.shape, np.int32), "dlast": np.zeros(first.shape, np.int32),
+            "last": np.zeros(first.shape, np.uint8), "last_colour": first.copy(), "desc": desc.reshape(height, width),
         }
         self._pairs = 0
 
@@ -299,7 +328,7 @@ class Subsense(Filter):
             colour = cv2.absdiff(m["colours"][s].reshape(height, width), src).reshape(-1)
             hamming = np.bitwise_count(np.bitwise_xor(m["descs"][s], desc))
             matches += (colour <= r_color8) & (hamming <= r_lbsp8)
-            best = np.minimum(best, colour.astype(np.uint16) * np.uint16(16) + hamming.astype(np.uint16) * np.uint16(255), out=best)
+            np.minimum(best, _distance(colour, hamming), out=best)
         foreground = matches < c["min_matches"]
 
         # Updates of the background pixels, with the previous frame's T.
@@ -313,9 +342,23 @@ class Subsense(Filter):
         m["colours"][slot, at] = pixel[at]
         m["descs"][slot, at] = desc[at]
         spread_hash = counter_hash(self._pairs, index, _SPREAD)
-        spreads = ~foreground & ((spread_hash & np.uint32(0xFFFF)).astype(np.uint64) * t_u64 < chance)
-        direction = np.where(spreads, (spread_hash >> np.uint32(16)) & np.uint32(7), np.uint32(255)).reshape(height, width)
-        self._spread(direction, pixel, desc, spread_hash, height, width, n)
+        u = (spread_hash & np.uint32(0xFFFF)).astype(np.uint64)
+        spreads = ~foreground & (u * np.uint64(c["t_lower_q16"]) < chance)  # drawn at 1 / t_lower
+        usual = u * t_u64 < chance  # and at 1 / T: every neighbour takes it, not only ghosts
+        direction = ((spread_hash >> np.uint32(16)) & np.uint32(7)) | np.where(usual, np.uint32(8), np.uint32(0))
+        push = np.where(spreads, direction, np.uint32(255)).reshape(height, width)
+
+        # Ghost statistics at the short-term rate: s_avg (share of foreground decisions) and
+        # d_last (normalised distance to the last frame).
+        short = self.rate(self._pairs, self.short_window)
+        c_last = cv2.absdiff(src, m["last_colour"]).reshape(-1)
+        h_last = np.bitwise_count(np.bitwise_xor(desc, m["desc"].reshape(-1)))
+        d_last = (_distance(c_last, h_last).astype(np.int64) * Q16 + _DIST_MAX // 2) // _DIST_MAX
+        savg, dlast = (m[k].reshape(-1).astype(np.int64) for k in ("savg", "dlast"))
+        savg += ((np.where(foreground, Q16, 0) - savg) * short + 32768) >> 16
+        dlast += ((d_last - dlast) * short + 32768) >> 16
+        ghost = (savg > c["ghost_s_q16"]) & (dlast < c["ghost_d_q16"])
+        self._spread(push, ghost.reshape(height, width), pixel, desc, spread_hash, height, width, n)
 
         # Feedback: D_min, then T (with the old v), v and R.
         d_now = (best.astype(np.int64) * Q16 + _DIST_MAX // 2) // _DIST_MAX
@@ -330,15 +373,18 @@ class Subsense(Filter):
         grow = r + ((R_VAR * (v - V_DECR) + 32768) >> 16)
         shrink = np.maximum(r - (np.int64(R_VAR) << 16) // v, Q16)
         r = np.where(r < bound, grow, shrink)
-        for name, value in (("r", r), ("t", t), ("v", v), ("dmin", d)):
+        for name, value in (("r", r), ("t", t), ("v", v), ("dmin", d), ("savg", savg), ("dlast", dlast)):
             m[name] = value.astype(np.int32).reshape(height, width)
         m["last"] = foreground.astype(np.uint8).reshape(height, width)
+        m["last_colour"] = src.copy()
+        m["desc"] = desc.reshape(height, width)
         return (foreground.astype(np.uint8) * np.uint8(255)).reshape(height, width)
 
-    def _spread(self, direction, pixel, desc, spread_hash, height, width, n) -> None:
+    def _spread(self, push, ghost, pixel, desc, spread_hash, height, width, n) -> None:
         """Write each spread value into its neighbour's sample, direction 0..7 in order (a later
         direction overwrites an earlier one where two land on the same sample), as the kernel's
-        gather does."""
+        gather does: ``push`` (H, W) holds each pixel's direction with bit 3 set when every
+        neighbour takes it, else only a ``ghost`` (H, W bool) one does; 255 for none."""
         m = self._model
         for k, (dy, dx) in enumerate(NEIGHBOURS):
             # Sources (sy, sx) whose target (sy + dy, sx + dx) is inside the image.
@@ -346,7 +392,9 @@ class Subsense(Filter):
             sx0, sx1 = max(0, -dx), min(width, width - dx)
             if sy0 >= sy1 or sx0 >= sx1:
                 continue
-            hits = np.argwhere(direction[sy0:sy1, sx0:sx1] == k)
+            sources_push = push[sy0:sy1, sx0:sx1]
+            taken = (sources_push == k + 8) | ((sources_push == k) & ghost[sy0 + dy : sy1 + dy, sx0 + dx : sx1 + dx])
+            hits = np.argwhere(taken)
             if hits.size == 0:
                 continue
             sources = (hits[:, 0] + sy0) * width + hits[:, 1] + sx0
@@ -375,28 +423,30 @@ class Subsense(Filter):
         buffer = lambda name, shape, dtype: cuda.buffer(self.state_key(name), shape, dtype)
         colours = buffer("colours", (n, count), np.uint8)
         descs = buffer("descs", (n, count), np.uint16)
-        r, t, v, d = (buffer(name, (count,), np.int32) for name in ("r", "t", "v", "dmin"))
-        last = buffer("last", (count,), np.uint8)
+        r, t, v, d, savg, dlast = (buffer(name, (count,), np.int32) for name in ("r", "t", "v", "dmin", "savg", "dlast"))
+        last, last_colour, push = (buffer(name, (count,), np.uint8) for name in ("last", "last_colour", "push"))
         desc = buffer("desc", (count,), np.uint16)
-        push = buffer("push", (count,), np.uint8)
         shape = (height, width)
+        state = (colours.gpudata, descs.gpudata, r.gpudata, t.gpudata, v.gpudata, d.gpudata, savg.gpudata, dlast.gpudata, last.gpudata, last_colour.gpudata, desc.gpudata)
         if init:
-            fn = cuda.function(self.KERNEL, "md_subsense_init_u8", "PPPPPPPPiiiiii")
+            fn = cuda.function(self.KERNEL, "md_subsense_init_u8", "P" * 12 + "i" * 6)
             cuda.launch_2d(
-                fn, shape, side.gpudata, colours.gpudata, descs.gpudata, r.gpudata, t.gpudata, v.gpudata, d.gpudata, last.gpudata,
+                fn, shape, side.gpudata, *state,
                 np.int32(width), np.int32(height), np.int32(n), np.int32(c["tr_q16"]), np.int32(c["t_lower_q16"]), np.int32(V_INIT),
             )
             self._device_pairs = 0
-        classify = cuda.function(self.KERNEL, "md_subsense_classify_u8", "P" * 11 + "i" * 18)
-        spread = cuda.function(self.KERNEL, "md_subsense_spread_u8", "PPPPPiiii")
-        state = (colours.gpudata, descs.gpudata, r.gpudata, t.gpudata, v.gpudata, d.gpudata, last.gpudata, desc.gpudata, push.gpudata)
+        classify = cuda.function(self.KERNEL, "md_subsense_classify_u8", "P" * 14 + "i" * 19)
+        spread = cuda.function(self.KERNEL, "md_subsense_spread_u8", "P" * 7 + "i" * 6)
         for k in range(frames):
             pair = self._device_pairs + 1
             frame = np.uintp(int(src.gpudata) + k * count)
             mask = np.uintp(int(dst.gpudata) + k * count)
             constants = tuple(np.int32(x) for x in self.frame_arguments(pair))
-            cuda.launch_2d(classify, shape, frame, *state, mask, np.int32(width), np.int32(height), *constants)
-            cuda.launch_2d(spread, shape, frame, desc.gpudata, push.gpudata, colours.gpudata, descs.gpudata, np.int32(width), np.int32(height), np.int32(n), np.int32(pair))
+            cuda.launch_2d(classify, shape, frame, *state, push.gpudata, mask, np.int32(width), np.int32(height), *constants)
+            cuda.launch_2d(
+                spread, shape, frame, desc.gpudata, push.gpudata, savg.gpudata, dlast.gpudata, colours.gpudata, descs.gpudata,
+                np.int32(width), np.int32(height), np.int32(n), np.int32(pair), np.int32(c["ghost_s_q16"]), np.int32(c["ghost_d_q16"]),
+            )
             self._device_pairs = pair
         self._device_shape = (height, width)
         self._device_samples = n
