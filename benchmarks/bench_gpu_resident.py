@@ -62,10 +62,11 @@ def pictures_of(path: Path) -> list[Picture]:
         return [frame.image.copy() for frame in video]
 
 
-def on_device_rate(cuda, pictures: list[Picture], batch: int, repeats: int) -> float:
+def on_device_rate(cuda, pictures: list[Picture], batch: int, repeats: int, config: dict | None = None) -> float:
     """Frames per second of BatchDetector on batches already on the device (no decode, no
-    upload: one slot is filled once and run again and again)."""
-    detector = BatchDetector(build_filters(default_config()), cuda, annotate=False, masks=False, batch=batch)
+    upload: one slot is filled once and run again and again), with ``config``'s pipeline
+    (default: the default config)."""
+    detector = BatchDetector(build_filters(config or default_config()), cuda, annotate=False, masks=False, batch=batch)
     frames = [Frame(i, i / 25, p) for i, p in enumerate(pictures[:batch])]
     geo = detector.plan.geometry(pictures[0].shape)
     slot = detector._make_ring(geo, "planar")[0]

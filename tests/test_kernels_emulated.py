@@ -17,6 +17,7 @@ import ctypes
 import shutil
 import subprocess
 
+import cv2
 import numpy as np
 import pytest
 
@@ -96,6 +97,17 @@ void histogram(const u8* s, int n, unsigned* h) {               // one thread pe
 void equalize_lut(const unsigned* h, int n, u8* lut) { blockIdx = {0, 0, 0}; threadIdx = {0, 0, 0}; md_equalize_lut(h, n, lut); }
 void apply_lut(const u8* s, const u8* lut, u8* d, int n) { grid1d(n, [&] { md_apply_lut_u8(s, lut, d, n); }); }
 typedef unsigned short u16;
+// The Subsense kernels with their own argument lists, for a stand-in CUDAHandler that launches
+// them as Subsense.apply_kernel does (2-D grids over width x height).
+void md_subsense_init_u8_launch(const u8* ref, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc,
+                                int w, int h, int n, int tr, int tl, int vi) {
+    grid2d(w, h, 1, [&] { md_subsense_init_u8(ref, col, des, r, t, v, dm, sa, dl, last, lc, desc, w, h, n, tr, tl, vi); }); }
+void md_subsense_classify_u8_launch(const u8* s, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc,
+                                    u8* push, u8* d, int w, int h, int n, int mm, int pair, int tr, int cr, int lr, int a, int ast, int tl, int tu,
+                                    int ti, int td, int vi, int vd, int vm, int rv, int bd) {
+    grid2d(w, h, 1, [&] { md_subsense_classify_u8(s, col, des, r, t, v, dm, sa, dl, last, lc, desc, push, d, w, h, n, mm, pair, tr, cr, lr, a, ast, tl, tu, ti, td, vi, vd, vm, rv, bd); }); }
+void md_subsense_spread_u8_launch(const u8* s, const u16* desc, const u8* push, const int* sa, const int* dl, u8* col, u16* des, int w, int h, int n, int pair, int gs, int gd) {
+    grid2d(w, h, 1, [&] { md_subsense_spread_u8(s, desc, push, sa, dl, col, des, w, h, n, pair, gs, gd); }); }
 void subsense_init(const u8* ref, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc,
                    int w, int h, int n, int tr, int tl, int vi) {
     grid2d(w, h, 1, [&] { md_subsense_init_u8(ref, col, des, r, t, v, dm, sa, dl, last, lc, desc, w, h, n, tr, tl, vi); }); }
@@ -437,15 +449,13 @@ SUBSENSE_PARAMS = [
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("params", SUBSENSE_PARAMS, ids=str)
-def test_subsense_sequence(lib, rng, size, params):
-    """The three kernels, frame after frame, equal the CPU reference bit for bit: the masks and
-    the whole model (samples, descriptors, R, T, v, D_min, s_avg, d_last, last decision, grey
-    level and descriptor) after every frame."""
+def run_subsense(lib, frames, params):
+    """Run the kernels frame after frame on ``frames`` (grey (H, W) uint8) next to the CPU
+    reference and assert, after every frame, equal masks and equal models; return the masks and
+    the samples just after the start."""
     from motiondetect.filters.subsense import V_INIT
 
-    h, w = size
-    frames = scene(rng, size, count=12)
-    frames[6:9] = [frames[5]] * 3  # a still stretch: ghost statistics move
+    h, w = frames[0].shape
     cpu, flt = Subsense(**params), Subsense(**params)
     n, count = flt.params["samples"], h * w
     state = {
@@ -458,14 +468,93 @@ def test_subsense_sequence(lib, rng, size, params):
     lib.subsense_init(ptr(frames[0]), *pointers, w, h, n, c["tr_q16"], c["t_lower_q16"], V_INIT)
     started, masks = state["colours"].copy(), []
     for i in range(1, len(frames)):
-        out = poisoned(size)
+        out = poisoned((h, w))
         args = [ctypes.c_int(x) for x in flt.frame_arguments(i)]
         lib.subsense_frame(ptr(frames[i]), *pointers, ptr(poisoned(count)), ptr(out), c["ghost_s_q16"], c["ghost_d_q16"], w, h, *args)
         assert_same(out, cpu.reference(frames[i], frames[i - 1]))
         masks.append(out)
         model = cpu.model
         for name, got in state.items():
-            np.testing.assert_array_equal(got, model[name].reshape(got.shape).astype(got.dtype), err_msg=name)
-    if not params and count > 100:  # the paper's defaults: the sequence had both decisions and sample updates
+            np.testing.assert_array_equal(got, model[name].reshape(got.shape).astype(got.dtype), err_msg=f"{name} after frame {i}")
+    return masks, started, state["colours"]
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("params", SUBSENSE_PARAMS, ids=str)
+def test_subsense_sequence(lib, rng, size, params):
+    """The three kernels, frame after frame, equal the CPU reference bit for bit: the masks and
+    the whole model (samples, descriptors, R, T, v, D_min, s_avg, d_last, last decision, grey
+    level and descriptor) after every frame."""
+    frames = scene(rng, size, count=12)
+    frames[6:9] = [frames[5]] * 3  # a still stretch: ghost statistics move
+    masks, started, colours = run_subsense(lib, frames, params)
+    if not params and frames[0].size > 100:  # the paper's defaults: the sequence had both decisions and sample updates
         assert 0 < np.mean(np.array(masks) == 255) < 0.5
-        assert np.count_nonzero(state["colours"] != started) > count // 10
+        assert np.count_nonzero(colours != started) > frames[0].size // 10
+
+
+def test_subsense_on_the_real_clip(lib, sample_frames):
+    """60 frames of the bundled highway clip (320x240, cars passing): kernels == CPU reference,
+    masks and models, with the preset's parameters and with fast-changing ones."""
+    greys = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in sample_frames]
+    for params in ({}, {"samples": 20, "t_upper": 8.0, "ghost_share": 0.5, "ghost_distance": 0.1, "dmin_frames": 8}):
+        masks, started, colours = run_subsense(lib, greys, params)
+        assert 0.001 < np.mean(np.array(masks[10:]) == 255) < 0.2  # the cars, not noise or nothing
+
+
+class _HostArray:
+    """A host array standing in for a GPUArray: ``gpudata`` is its address."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.shape, self.dtype = array.shape, array.dtype
+        self.gpudata = array.ctypes.data
+
+    def reshape(self, *shape):
+        return _HostArray(self.array.reshape(*shape))
+
+
+class _HostCuda:
+    """The parts of CUDAHandler that Subsense.apply_kernel uses, running the emulated kernels:
+    so the argument lists it builds are checked against the kernels' signatures on the CPU."""
+
+    def __init__(self, lib) -> None:
+        self.lib, self.buffers = lib, {}
+
+    def buffer(self, key, shape, dtype=np.uint8):
+        held = self.buffers.get(key)
+        if held is None or held.shape != tuple(shape) or held.dtype != np.dtype(dtype):
+            held = self.buffers[key] = _HostArray(poisoned(shape, dtype))
+        return held
+
+    def function(self, kernel, entry, arg_types, defines=None):
+        return getattr(self.lib, entry + "_launch"), arg_types
+
+    def launch_2d(self, fn, size, *args, frames=1):
+        launch, types = fn
+        assert len(types) == len(args) and frames == 1
+        launch(*(ctypes.c_void_p(int(a)) if t == "P" else ctypes.c_int(int(a)) for t, a in zip(types, args)))
+
+
+@pytest.mark.parametrize("splits", [(1,) * 12, (5, 7), (12,)], ids=str)
+def test_subsense_apply_kernel_batches_on_the_real_clip(lib, sample_frames, splits):
+    """Subsense.apply_kernel's launches (on the emulated kernels) in batches of K frames equal
+    the CPU reference frame by frame, masks and the model, with a new stream started midway."""
+    greys = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in sample_frames[:13]]
+    cuda, gpu, cpu = _HostCuda(lib), Subsense(samples=12, dmin_frames=8), Subsense(samples=12, dmin_frames=8)
+    for stream in range(2):
+        first = 1
+        for k in splits:
+            src = np.ascontiguousarray(np.stack(greys[first : first + k]))
+            side = np.ascontiguousarray(np.stack(greys[first - 1 : first - 1 + k]))
+            out = poisoned(src.shape)
+            gpu.apply_kernel(cuda, _HostArray(src), _HostArray(out), _HostArray(side))
+            for j in range(k):
+                assert_same(out[j], cpu.reference(greys[first + j], greys[first + j - 1]))
+            first += k
+        model = cpu.model
+        for name in ("colours", "descs", "r", "t", "v", "dmin", "savg", "dlast", "last", "last_colour", "desc"):
+            got = cuda.buffers[gpu.state_key(name)].array
+            np.testing.assert_array_equal(got.reshape(model[name].shape).astype(np.int64), model[name].astype(np.int64), err_msg=name)
+        gpu.reset()
+        cpu.reset()

@@ -437,16 +437,16 @@ class Subsense(Filter):
             self._device_pairs = 0
         classify = cuda.function(self.KERNEL, "md_subsense_classify_u8", "P" * 14 + "i" * 19)
         spread = cuda.function(self.KERNEL, "md_subsense_spread_u8", "P" * 7 + "i" * 6)
+        arguments = [np.int32(x) for x in self.frame_arguments(1)]  # per frame only the pair (2) and the rates (6, 7) change
+        size = (np.int32(width), np.int32(height))
+        ghost = (np.int32(c["ghost_s_q16"]), np.int32(c["ghost_d_q16"]))
         for k in range(frames):
             pair = self._device_pairs + 1
             frame = np.uintp(int(src.gpudata) + k * count)
             mask = np.uintp(int(dst.gpudata) + k * count)
-            constants = tuple(np.int32(x) for x in self.frame_arguments(pair))
-            cuda.launch_2d(classify, shape, frame, *state, push.gpudata, mask, np.int32(width), np.int32(height), *constants)
-            cuda.launch_2d(
-                spread, shape, frame, desc.gpudata, push.gpudata, savg.gpudata, dlast.gpudata, colours.gpudata, descs.gpudata,
-                np.int32(width), np.int32(height), np.int32(n), np.int32(pair), np.int32(c["ghost_s_q16"]), np.int32(c["ghost_d_q16"]),
-            )
+            arguments[2], arguments[6], arguments[7] = np.int32(pair), np.int32(self.rate(pair)), np.int32(self.rate(pair, self.short_window))
+            cuda.launch_2d(classify, shape, frame, *state, push.gpudata, mask, *size, *arguments)
+            cuda.launch_2d(spread, shape, frame, desc.gpudata, push.gpudata, savg.gpudata, dlast.gpudata, colours.gpudata, descs.gpudata, *size, np.int32(n), np.int32(pair), *ghost)
             self._device_pairs = pair
         self._device_shape = (height, width)
         self._device_samples = n
