@@ -112,8 +112,9 @@ def run(paths: list[str], grid: dict, jobs: int, cache_path: Path | None, skip: 
     cache = json.loads(cache_path.read_text()) if cache_path and cache_path.is_file() else {}
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
     tag = f"skip={skip},min_area={min_area}"
-    if base is not None:  # another pipeline: its own cache entries
-        tag += ",pipeline=" + json.dumps(base["pipeline"], sort_keys=True)
+    if base is not None:  # another pipeline: its own cache entries (the tuned values aside, which every point sets)
+        tuned = {name: [key for (n, key) in grid if n == name] for name, _ in grid}
+        tag += ",pipeline=" + json.dumps([{k: v for k, v in e.items() if k not in tuned.get(e["filter"], [])} for e in base["pipeline"]], sort_keys=True)
     todo = []
     for path in paths:
         clip = cache.setdefault(f"{Path(path).resolve().name}|{tag}", {})
