@@ -100,7 +100,7 @@ __device__ __forceinline__ int md_distance(int c, int h)
 
 // One frame, phase 1: compare each pixel with its samples (foreground when fewer than
 // min_matches samples lie within R_color in grey level and R_lbsp in LBSP Hamming distance),
-// update D_min, T, v and R (the feedback of SuBSENSE's section III; formulas in subsense.py) and
+// update D_min, T, v and R (SuBSENSE's feedback loop; formulas in subsense.py) and
 // the ghost statistics s_avg and d_last, replace one of the pixel's own samples with
 // probability 1/T where it is background, and record in push[i] the neighbour this pixel's value
 // may spread to: direction 0..7 in bits 0..2, bit 3 set when drawn with probability 1/T (else it
@@ -128,7 +128,7 @@ __global__ void md_subsense_classify_u8(const unsigned char* __restrict__ src,
     unsigned int desc = md_lbsp(src, x, y, width, height, tr_q16);
     int rr = r[i], tt = t[i], vv = v[i], dd = dmin[i];
 
-    // Sample consensus (section III-A): thresholds from R(x), R_color = floor(R * R0_color) and
+    // Sample consensus: thresholds from R(x), R_color = floor(R * R0_color) and
     // R_lbsp = 2^round(R) + R0_lbsp.
     int r_color = (int)(((long long)rr * color_r0) >> 16);
     int shift = min((rr + 32768) >> 16, 16);

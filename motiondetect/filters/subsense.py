@@ -117,22 +117,24 @@ class Subsense(Filter):
     Each pixel keeps ``samples`` (N) samples of its grey level and 16-bit LBSP texture descriptor
     (:func:`lbsp`). Input ``(H, W)`` uint8 grey (the current frame) with side input
     ``reference`` (the previous grey frame, read only to start the model); output ``(H, W)``
-    uint8 mask in {0, 255}. Per frame, following the paper:
+    uint8 mask in {0, 255}. Per frame, following the paper's Section III (its pixel-level model,
+    sample-consensus segmentation and feedback loop; the sub-section and equation labels below
+    are from memory of the paper, the formulas are the ones implemented):
 
-    - Sample consensus (paper, section III-A, eq. 1): the pixel is background when at least
+    - Sample consensus (the sample consensus): the pixel is background when at least
       ``min_matches`` (#min) samples lie within ``R_color = floor(R(x) * color_threshold)`` in
       grey level **and** within ``R_lbsp = 2**round(R(x)) + lbsp_offset`` in Hamming distance of
-      the LBSP descriptors (section III-C, with the authors' implementation's form of R_lbsp).
-    - D_min(x) (section III-C, eq. 2), the dynamic-background measure: a running mean, at rate
+      the LBSP descriptors (with the authors' implementation's form of R_lbsp).
+    - D_min(x), the dynamic-background measure: a running mean, at rate
       ``1 / min(t, dmin_frames)`` on frame pair t, of d_t(x), the smallest normalised distance
       ``(|I - B_n| / 255 + hamming / 16) / 2`` to any sample.
-    - v(x) (eq. 3): + 1 where the raw decision blinked (changed since the last frame) and
+    - v(x), the blink accumulator: + 1 where the raw decision blinked (changed since the last frame) and
       D_min > 0.1, else - 0.1, at least 0.1 (starts at 10).
-    - R(x) (eq. 4): while ``R < (1 + 2 D_min)**2`` it grows by ``0.01 (v - 0.1)``, else it
+    - R(x), the distance threshold factor: while ``R < (1 + 2 D_min)**2`` it grows by ``0.01 (v - 0.1)``, else it
       shrinks by ``0.01 / v``, never below 1 (starts at 1).
-    - T(x) (eq. 6), the update period: ``+ 0.5 / (D_min v)`` where foreground, ``- 0.25 v / D_min``
+    - T(x), the update period: ``+ 0.5 / (D_min v)`` where foreground, ``- 0.25 v / D_min``
       where background, within ``[t_lower, t_upper]`` (starts at ``t_lower``).
-    - Update (section III-B, conservative, as ViBe): a background pixel replaces one of its own
+    - Update (conservative, as ViBe's): a background pixel replaces one of its own
       samples, picked at random, with probability 1 / T(x), and, with probability 1 / T(x), one
       random sample of a random 8-neighbour with its own grey level and descriptor (spatial
       diffusion). T(x) there is the previous frame's.
