@@ -118,10 +118,9 @@ class Subsense(Filter):
     (:func:`lbsp`). Input ``(H, W)`` uint8 grey (the current frame) with side input
     ``reference`` (the previous grey frame, read only to start the model); output ``(H, W)``
     uint8 mask in {0, 255}. Per frame, following the paper's Section III (its pixel-level model,
-    sample-consensus segmentation and feedback loop; the sub-section and equation labels below
-    are from memory of the paper, the formulas are the ones implemented):
+    sample-consensus segmentation and feedback loop; the formulas are the ones implemented):
 
-    - Sample consensus (the sample consensus): the pixel is background when at least
+    - Sample consensus: the pixel is background when at least
       ``min_matches`` (#min) samples lie within ``R_color = floor(R(x) * color_threshold)`` in
       grey level **and** within ``R_lbsp = 2**round(R(x)) + lbsp_offset`` in Hamming distance of
       the LBSP descriptors (with the authors' implementation's form of R_lbsp).
@@ -135,9 +134,14 @@ class Subsense(Filter):
     - T(x), the update period: ``+ 0.5 / (D_min v)`` where foreground, ``- 0.25 v / D_min``
       where background, within ``[t_lower, t_upper]`` (starts at ``t_lower``).
     - Update (conservative, as ViBe's): a background pixel replaces one of its own
-      samples, picked at random, with probability 1 / T(x), and, with probability 1 / T(x), one
-      random sample of a random 8-neighbour with its own grey level and descriptor (spatial
-      diffusion). T(x) there is the previous frame's.
+      samples, picked at random, with probability 1 / T(x), by its grey level and descriptor,
+      and, with probability 1 / T(x), it puts them into one random sample of a random
+      8-neighbour (spatial diffusion). T(x) there is the previous frame's.
+    - Ghost absorption (the authors' implementation): a pixel whose short-term share of
+      foreground decisions s_avg exceeds ``ghost_share`` while its short-term distance to the
+      last frame d_last stays below ``ghost_distance`` (both running means over
+      ``dmin_frames / 4`` frames) is foreground yet static, and takes its neighbours' spread
+      values at the higher rate 1 / t_lower, so a ghost melts from its edges.
 
     The feedback constants (v's steps, R's and T's rates) are the authors' (module constants);
     the paper's defaults N = 50, #min = 2, R0_lbsp = 3, T_lower = 2, T_upper = 256 are the
@@ -151,9 +155,9 @@ class Subsense(Filter):
     with the sample's grey level as centre); one D_min at one rate (they keep a short- and a
     long-term mean); the decision is the raw consensus (they fill holes, take a 9x9 median and
     feed the post-processed mask back into T and the blinks: here the pipeline's own median
-    and morphology follow); no "unstable region" offsets, ghost detection, LBSP threshold
-    adaptation or frame-level model reset; all N samples are compared (no early exit), so
-    d_t is the minimum over all of them.
+    and morphology follow); no "unstable region" offsets, LBSP threshold adaptation or
+    frame-level model reset; all N samples are compared (no early exit), so d_t is the minimum
+    over all of them, not only over the matching ones.
 
     Randomness: :func:`counter_hash` of (frame pair, pixel index, purpose): purpose 0 decides
     the own update (low 16 bits against T, high 16 bits mod N the sample), purpose 1 the
