@@ -277,10 +277,11 @@ class BatchDetector:
     def process_batch(self, batch: _Slot) -> list[tuple[Frame, FrameResult]]:
         """Run the pipeline on a batch from :meth:`load_batch`, continuing the stream (the
         first call has no previous frame); return each frame with its result."""
-        return self._run(batch, batch.geo)
+        return list(self._run(batch, batch.geo))
 
-    def _run(self, slot: _Slot, geo: Geometry) -> list[tuple[Frame, FrameResult]]:
-        """Queue the pipeline on one batch, wait once, and build its results."""
+    def _run(self, slot: _Slot, geo: Geometry) -> Iterator[tuple[Frame, FrameResult]]:
+        """Queue the pipeline on one batch and wait once; return an iterator over its results
+        (:meth:`_results`), to be exhausted before the next batch runs."""
         import pycuda.driver as drv
 
         cuda = self.cuda
@@ -365,13 +366,20 @@ class BatchDetector:
             counts[skip:] = total_host[:m]
             for j in range(m):
                 boxes[skip + j] = box_from_corners(int(total_host[j]), box_host[j])
-        results = []
+        return self._results(batch, counts, boxes, masks_host, frames_host, geo, slot.full_range)
+
+    @staticmethod
+    def _results(batch, counts, boxes, masks_host, frames_host, geo: Geometry, full_range: bool) -> Iterator[tuple[Frame, FrameResult]]:
+        """Each frame's result, its arrays copied out of the pinned buffers one frame at a time
+        as the consumer asks: the copies spread between the encoder's frames instead of
+        starving its queue while a whole batch is copied (the buffers are reused by the next
+        batch, which runs only after this iterator is exhausted)."""
+        height, width = geo.shape
         for j, frame in enumerate(batch):
             count = int(counts[j])
             mask_j = masks_host[j].copy() if masks_host is not None else None
-            image_j = unpack_planes(frames_host[j].copy(), height, width, slot.full_range) if frames_host is not None else frame.image
-            results.append((frame, FrameResult(mask_j, image_j, count / geo.area, geo.map_box(boxes[j]) if count else None)))
-        return results
+            image_j = unpack_planes(frames_host[j].copy(), height, width, full_range) if frames_host is not None else frame.image
+            yield frame, FrameResult(mask_j, image_j, count / geo.area, geo.map_box(boxes[j]) if count else None)
 
     def _single_shape(self, stage: int, geo: Geometry) -> tuple[int, ...]:
         """Output shape of detection stage ``stage`` for one frame at the work size."""

@@ -29,6 +29,7 @@ def kernel_dir() -> Path:
 
 #: A quoted include of one of the project's headers, on a line of its own.
 _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([\w.]+)"[ \t]*$', re.MULTILINE)
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once[ \t]*\n", re.MULTILINE)
 
 
 def kernel_source(stem: str) -> str:
@@ -43,4 +44,8 @@ def kernel_source(stem: str) -> str:
         FileNotFoundError: no such kernel file or header.
     """
     folder = kernel_dir()
-    return _LOCAL_INCLUDE.sub(lambda m: (folder / m.group(1)).read_text(encoding="utf-8"), (folder / f"{stem}.cu").read_text(encoding="utf-8"))
+
+    def header(match: re.Match) -> str:  # its "#pragma once" would draw a warning in a main file
+        return _PRAGMA_ONCE.sub("", (folder / match.group(1)).read_text(encoding="utf-8"))
+
+    return _LOCAL_INCLUDE.sub(header, (folder / f"{stem}.cu").read_text(encoding="utf-8"))
