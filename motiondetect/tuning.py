@@ -324,7 +324,8 @@ def tune(
                     save()
         else:
             # spawn: the parent may hold a CUDA context, which a forked child must not inherit.
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+            try:
                 futures = [(pool.submit(_score, path, config, skip, min_area), path, entry) for path, entry, config in todo]
                 for done, (future, path, entry) in enumerate(futures, 1):
                     slots[path][entry] = future.result()
@@ -332,6 +333,10 @@ def tune(
                         progress(1)
                     if done % 50 == 0:
                         save()
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C or a failure: drop the queued runs
+                raise
+            pool.shutdown()
     finally:
         if todo:
             save()
