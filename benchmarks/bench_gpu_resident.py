@@ -47,12 +47,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def process_rate(count: int, repeats: int, argv: list[str]) -> float:
-    """Frames per second of a whole process (start-up included), median of ``repeats``."""
+    """Frames per second of a whole process (start-up included), median of ``repeats`` after
+    one untimed run (which fills the kernel cache and the page cache)."""
     def once() -> float:
         started = time.perf_counter()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return time.perf_counter() - started
 
+    once()
     return count / float(np.median([once() for _ in range(repeats)]))
 
 
@@ -160,7 +162,7 @@ def x264_rate(pictures: list[Picture], folder: Path, preset: str, repeats: int) 
 
 
 def memory_over(cuda, pictures: list[Picture], frames: int, batch: int) -> tuple[int, int]:
-    """Free device memory after the warm-up batch and after ``frames`` frames (bytes)."""
+    """Free device memory after ten batches (every buffer made) and after ``frames`` frames (bytes)."""
     import pycuda.driver as drv
 
     detector = BatchDetector(build_filters(default_config()), cuda, annotate=True, masks=True, batch=batch)
@@ -168,7 +170,7 @@ def memory_over(cuda, pictures: list[Picture], frames: int, batch: int) -> tuple
 
     def looped():
         for i in range(frames):
-            if i == 2 * batch:
+            if i == 10 * batch:
                 cuda.synchronize()
                 samples.append(drv.mem_get_info()[0])
             yield Frame(i, i / 25, pictures[i % len(pictures)])
