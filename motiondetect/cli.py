@@ -379,7 +379,11 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         wants_frames = video_path is not None or paths.clips is not None  # annotated frames are written
         cuda = _open_backend(config["backend"], filters, stack)
         preview = args.preview or realtime_source
-        needs_mask = wants_frames or preview or paths.mask_video is not None or paths.masks is not None
+        # The mask comes back to the host only for what reads it there: boxes drawn around its
+        # regions, frames held over skipped ones (re-blended from it), the preview, mask files.
+        # The red blend itself reads it on the device.
+        redraws = wants_frames and (config["overlays"]["boxes"] or config["scan"]["frame_skip"] > 0)
+        needs_mask = redraws or preview or paths.mask_video is not None or paths.masks is not None
         detector = MotionDetector(
             filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"],
             annotate=config["overlays"]["blend"] and (wants_frames or preview), masks=needs_mask,

@@ -29,8 +29,10 @@ Optionally (``--baselines``) the classic anchors run on the same frames, side by
 with its default parameters, as it is and with a 5x5 median on its mask: OpenCV's MOG2 and KNN,
 and, where opencv-contrib's ``cv2.bgsegm`` is installed, its MOG, CNT and GSOC.
 
-Leave-one-clip-out selection (:func:`leave_one_out`) picks, for every clip, the parameters that
-score best on all the *other* clips; ``benchmarks/tune_loo.py`` runs it over a parameter grid.
+With ``--loo`` and several folders it also tunes by leave-one-clip-out (:mod:`motiondetect.tuning`):
+a parameter grid around the config is scored on every clip, each clip is scored with the point
+that does best on all the *other* clips, and a table sets that beside the config's own scores
+and the anchors'.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -54,6 +56,7 @@ from motiondetect.config import BACKENDS, ENGINES, build_filters, load_config, w
 from motiondetect.detector import MotionDetector
 from motiondetect.errors import MotionDetectError, UsageError
 from motiondetect.events import write_json_atomic
+from motiondetect.tuning import GRIDS
 
 log = logging.getLogger("motiondetect")
 
@@ -576,45 +579,6 @@ def evaluate(
     return Evaluation(folder, skip, min_area, processed, scored, list(zip(methods, scorers)))
 
 
-# -- leave-one-clip-out -------------------------------------------------------------------------
-
-
-def leave_one_out(scores: dict[str, dict[Hashable, float]]) -> dict[str, Hashable]:
-    """For each clip, the parameter set with the best mean score over all the *other* clips.
-
-    The honest way to report tuned parameters: each clip is scored with parameters chosen
-    without it, so its score says how the choice generalizes to footage it was not tuned on.
-
-    Args:
-        scores: ``scores[clip][params]``, the score of each parameter set on each clip (higher
-            is better: pixel F-measure in ``benchmarks/tune_loo.py``). Every clip must hold the
-            same parameter sets; ``params`` is any hashable key (a tuple of values).
-
-    Returns:
-        ``{clip: params}``, in the order of ``scores``. Ties go to the parameter set that comes
-        first in the first clip's order.
-
-    Raises:
-        ValueError: fewer than two clips, or the clips hold different parameter sets.
-
-    Example:
-        >>> leave_one_out({"a": {1: 0.9, 2: 0.1}, "b": {1: 0.2, 2: 0.8}, "c": {1: 0.3, 2: 0.6}})
-        {'a': 2, 'b': 1, 'c': 1}
-    """
-    clips = list(scores)
-    if len(clips) < 2:
-        raise ValueError(f"leave-one-clip-out needs at least 2 clips; got {len(clips)}")
-    candidates = list(scores[clips[0]])
-    for clip in clips[1:]:
-        if set(scores[clip]) != set(candidates):
-            raise ValueError(f"clip {clip!r} has other parameter sets than clip {clips[0]!r}")
-    chosen = {}
-    for held_out in clips:
-        others = [c for c in clips if c != held_out]
-        chosen[held_out] = max(candidates, key=lambda params: sum(scores[c][params] for c in others) / len(others))
-    return chosen
-
-
 # -- output ------------------------------------------------------------------------------------
 
 _COLUMNS = ("pixel P", "pixel R", "pixel F", "frame P", "frame R", "frame F1", "events hit", "false events", "fps")
@@ -668,6 +632,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--baselines", action="store_true", help="also score the classic anchors (default parameters), each as it is and with a 5x5 median on its mask: "
         "OpenCV MOG2 and KNN, and MOG, CNT and GSOC where opencv-contrib (cv2.bgsegm) is installed")
     parser.add_argument("--skip", type=_non_negative, default=DEFAULT_SKIP, metavar="N", help=f"frames at the start not scored [default: {DEFAULT_SKIP}]")
+    parser.add_argument("--loo", action="store_true", help="also tune by leave-one-clip-out (2 or more folders): score a parameter grid around the config on every clip "
+        "(CPU reference), score each clip with the grid point that does best on the others, and print that table beside the config's scores and the anchors'")
+    parser.add_argument("--grid", choices=sorted(GRIDS), help="the --loo parameter grid: small (216 points with the default pipeline: sigmas, min_sigma, downscale height, "
+        "median and dilation sizes), tiny (4 points) or subsense (12 points with configs/subsense.yaml: color_threshold, ghost_share, ghost_distance) [default: small]")
+    parser.add_argument("--jobs", type=_positive, metavar="N", help="worker processes for the --loo grid [default: all cores]")
+    parser.add_argument("--loo-cache", metavar="FILE", help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing)")
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the tables only, no progress bar")
@@ -684,6 +654,16 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
 def _progress(total: int, quiet: bool, label: str):
     from motiondetect.cli import _progress as cli_progress
 
@@ -694,7 +674,13 @@ def _progress(total: int, quiet: bool, label: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Evaluate every folder as ``args`` say; print the tables; return the exit code."""
+    """Evaluate every folder as ``args`` say; print the tables; return the exit code.
+
+    With ``args.loo``, then tune by leave-one-clip-out (:func:`motiondetect.tuning.tune`) and
+    print its table. On Ctrl-C the tables printed so far stand, and ``--json`` is written with
+    what was finished and ``"complete": false``.
+    """
+    from motiondetect import tuning
     from motiondetect.cli import _open_backend
 
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine)
@@ -707,31 +693,69 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--json {str(json_path)!r} exists; pass --overwrite to replace it")
         if not json_path.resolve().parent.is_dir():
             raise UsageError(f"--json folder {str(json_path.resolve().parent)!r} does not exist")
-    results = []
-    with ExitStack() as stack:
-        filters = build_filters(config)
-        cuda = _open_backend(config["backend"], filters, stack)
-        detector = MotionDetector(filters, cuda=cuda)
-        label = f"motiondetect ({detector.backend})"
-        for index, folder in enumerate(folders):
-            methods = [detector_method(detector, label)] + (opencv_baselines() if args.baselines else [])
-            bar = _progress(len(folder.frames), args.quiet, folder.name)
+    cache_path = Path(args.loo_cache) if args.loo_cache else None
+    if args.loo:
+        args.grid = args.grid or "small"
+        args.jobs = args.jobs or os.cpu_count() or 1
+        names = [f.name for f in folders]
+        if len(folders) < 2:
+            raise UsageError(f"--loo needs at least 2 ground-truth folders (each is scored with parameters chosen on the others); got {len(folders)}")
+        if len(set(names)) < len(names):
+            raise UsageError(f"--loo tells the clips apart by folder name, and {sorted(n for n in names if names.count(n) > 1)[0]!r} is given twice")
+        tuning.grid_axes(tuning.GRIDS[args.grid], config)  # a pipeline the grid cannot tune fails now
+        if cache_path is not None and (cache_path.is_dir() or not cache_path.resolve().parent.is_dir()):
+            raise UsageError(f"--loo-cache {str(cache_path)!r} must be a file in an existing folder")
+    else:
+        given = [flag for flag, value in (("--grid", args.grid), ("--jobs", args.jobs), ("--loo-cache", args.loo_cache)) if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --loo")
+    results: list[Evaluation] = []
+    loo = None
+    backend = device = None
+    complete = False
+    try:
+        with ExitStack() as stack:
+            filters = build_filters(config)
+            cuda = _open_backend(config["backend"], filters, stack)
+            detector = MotionDetector(filters, cuda=cuda)
+            backend, device = detector.backend, (cuda.device_name if cuda else None)
+            label = f"motiondetect ({detector.backend})"
+            for index, folder in enumerate(folders):
+                methods = [detector_method(detector, label)] + (opencv_baselines() if args.baselines else [])
+                bar = _progress(len(folder.frames), args.quiet, folder.name)
+                try:
+                    evaluation = evaluate(folder, methods, skip=args.skip, min_area=config["events"]["min_area"], progress=bar)
+                finally:
+                    bar.close()
+                results.append(evaluation)
+                print(("\n" if index else "") + format_table(evaluation), flush=True)
+        if args.loo:
+            points = len(tuning.grid_points(tuning.grid_axes(tuning.GRIDS[args.grid], config))) * len(folders)
+            bar = _progress(points, args.quiet, "leave-one-out grid")
             try:
-                evaluation = evaluate(folder, methods, skip=args.skip, min_area=config["events"]["min_area"], progress=bar)
+                loo = tuning.tune(
+                    args.folders, config, grid=args.grid, skip=args.skip, min_area=config["events"]["min_area"], jobs=args.jobs,
+                    cache_path=cache_path, progress=bar.update,
+                )
             finally:
                 bar.close()
-            results.append(evaluation)
-            print(("\n" if index else "") + format_table(evaluation), flush=True)
-        device = cuda.device_name if cuda else None
-    if json_path is not None:
-        report = {
-            "motiondetect_version": __version__,
-            "backend": detector.backend,
-            "device": device,
-            "config": config,
-            "evaluations": [e.as_dict() for e in results],
-        }
-        write_json_atomic(json_path, report)
+            # The anchors were scored above, on the same frames: reuse them.
+            loo.anchors = {e.folder.name: [tuning.summary(m.name, s) for m, s in e.scores[1:]] for e in results}
+            print("\n" + tuning.format_loo_table(loo, base_label="config" if args.config else "default"), flush=True)
+        complete = True
+    finally:
+        if json_path is not None and (results or complete):
+            report = {
+                "motiondetect_version": __version__,
+                "backend": backend,
+                "device": device,
+                "config": config,
+                "complete": complete,
+                "evaluations": [e.as_dict() for e in results],
+            }
+            if loo is not None:
+                report["leave_one_out"] = loo.as_dict()
+            write_json_atomic(json_path, report)
     return 0
 
 

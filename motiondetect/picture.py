@@ -90,13 +90,36 @@ class Picture:
         """The planes packed as yuv420p, (H * 3 / 2, W) uint8 (even sizes only), the layout
         ``cv2.COLOR_YUV2BGR_I420`` and PyAV's ``VideoFrame.from_ndarray(..., "yuv420p")`` take.
 
+        A view, not a copy, when the planes already lie packed one after another in one buffer
+        (pictures from :func:`unpack_planes`, as the GPU path returns them): treat the result
+        as read-only.
+
         Raises:
             ValueError: the width or height is odd.
         """
         height, width = self.y.shape
         if width % 2 or height % 2:
             raise ValueError(f"yuv420p packing needs even sizes; the picture is {width}x{height}")
+        packed = self._packed()
+        if packed is not None:
+            return packed.reshape(height * 3 // 2, width)
         return np.concatenate((self.y.reshape(-1), self.u.reshape(-1), self.v.reshape(-1))).reshape(height * 3 // 2, width)
+
+    def _packed(self) -> np.ndarray | None:
+        """The one flat buffer holding Y', Cb and Cr back to back, as a view; else ``None``."""
+        planes = (self.y, self.u, self.v)
+        if not all(plane.flags.c_contiguous for plane in planes):
+            return None
+        root = _root(self.y)
+        if not root.flags.c_contiguous or any(_root(plane) is not root for plane in planes[1:]):
+            return None
+        start = self.y.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        offset = start
+        for plane in planes:
+            if plane.__array_interface__["data"][0] - root.__array_interface__["data"][0] != offset:
+                return None
+            offset += plane.nbytes
+        return root.reshape(-1)[start:offset]
 
     def to_bgr(self) -> np.ndarray:
         """The frame as (H, W, 3) uint8 BGR (BT.601 matrix, this picture's range), for outputs
@@ -131,6 +154,13 @@ class Picture:
 def chroma_shape(height: int, width: int) -> tuple[int, int]:
     """(rows, columns) of a 4:2:0 chroma plane for an (height, width) picture."""
     return (height + 1) // 2, (width + 1) // 2
+
+
+def _root(array: np.ndarray) -> np.ndarray:
+    """The array that owns ``array``'s memory (the end of its chain of bases)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 def unpack_planes(buffer: np.ndarray, height: int, width: int, full_range: bool) -> Picture:

@@ -780,7 +780,8 @@ class VideoWriter:
             import av
 
             if isinstance(frame, Picture) and self._i420:
-                picture = av.VideoFrame.from_ndarray(frame.i420(), format="yuv420p")
+                # from_numpy_buffer wraps the planes without a copy (libx264 copies its input).
+                picture = av.VideoFrame.from_numpy_buffer(np.ascontiguousarray(frame.i420()), format="yuv420p")
                 with contextlib.suppress(AttributeError):  # settable from PyAV 12 on
                     picture.color_range = 2 if frame.full_range else 1
             elif self._i420:

@@ -21,7 +21,6 @@ from motiondetect.evaluate import (
     anchor_factories,
     evaluate,
     format_table,
-    leave_one_out,
     load_folder,
     median_of_motion,
     opencv_baselines,
@@ -311,39 +310,6 @@ def test_median_of_motion_is_a_majority_vote():
     assert median_of_motion(window)[2, 2] == 0
 
 
-# -- leave-one-clip-out -------------------------------------------------------------------------
-
-
-def test_leave_one_out_chooses_each_clip_without_it():
-    # Clip "a" alone loves p1; the others prefer p2, so a is scored with p2. Clip "d" prefers
-    # p3, which nobody else does.
-    scores = {
-        "a": {"p1": 1.00, "p2": 0.10, "p3": 0.20},
-        "b": {"p1": 0.50, "p2": 0.60, "p3": 0.40},
-        "c": {"p1": 0.52, "p2": 0.55, "p3": 0.50},
-        "d": {"p1": 0.10, "p2": 0.20, "p3": 0.90},
-    }
-    chosen = leave_one_out(scores)
-    # By hand: mean over the three other clips.
-    #   a: p1 0.373, p2 0.450, p3 0.600 -> p3;  b: p1 0.540, p2 0.283, p3 0.533 -> p1
-    #   c: p1 0.533, p2 0.300, p3 0.500 -> p1;  d: p1 0.673, p2 0.417, p3 0.367 -> p1
-    assert chosen == {"a": "p3", "b": "p1", "c": "p1", "d": "p1"}
-    # Whatever a clip's own scores are, its choice does not move.
-    rng = np.random.default_rng(0)
-    for clip in scores:
-        for _ in range(20):
-            changed = {**scores, clip: {k: float(rng.random()) for k in scores[clip]}}
-            assert leave_one_out(changed)[clip] == chosen[clip]
-
-
-def test_leave_one_out_ties_and_errors():
-    assert leave_one_out({"a": {(1, 2): 0.5, (3, 4): 0.5}, "b": {(1, 2): 0.5, (3, 4): 0.5}}) == {"a": (1, 2), "b": (1, 2)}
-    with pytest.raises(ValueError, match="at least 2 clips; got 1"):
-        leave_one_out({"a": {1: 0.5}})
-    with pytest.raises(ValueError, match="clip 'b' has other parameter sets than clip 'a'"):
-        leave_one_out({"a": {1: 0.5, 2: 0.1}, "b": {1: 0.5}})
-
-
 def test_evaluate_perfect_method_and_scored_frames(tmp_path):
     root, frames, labels = make_folder(tmp_path / "clip", temporal=(103, 110))
     folder = load_folder(root)
@@ -483,7 +449,7 @@ def dev_clip(name: str) -> Path:
 def test_dev_set_files_match_their_checksums():
     listed = [line.split(maxsplit=1) for line in (DEV / "SHA256SUMS").read_text().splitlines()]
     folders = {name.split("/")[0] for _, name in listed}
-    assert folders == {"baseline_pedestrians", "baseline_office"}
+    assert folders == {"baseline_pedestrians", "baseline_office", "wallflower_wavingtrees_0_247"}
     present = [(digest, name) for digest, name in listed if (DEV / name.split("/")[0] / "groundtruth").is_dir()]
     if not present:
         pytest.skip("no dev clip materialized")

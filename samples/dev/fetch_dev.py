@@ -11,6 +11,11 @@ Usage:
 ``--mirror`` is a folder holding bare git snapshots named ``<owner>+<name>/repo`` (default:
 ``/work/.mirror``, where the team's snapshot tool puts them); a plain ``git clone --bare`` of the
 repository at the commit below works too.
+
+CDnet clips keep their upstream names. The Wallflower clip is put in the CDnet layout that
+``motiondetect evaluate`` reads: its frames ``bNNNNN.bmp`` become ``input/inNNNNNN.bmp`` and its
+one label image ``hand_segmented_NNNNN.BMP`` becomes ``groundtruth/gtNNNNNN.bmp`` (same bytes,
+new names; README.md lists the mapping).
 """
 
 from __future__ import annotations
@@ -27,26 +32,45 @@ HERE = Path(__file__).resolve().parent
 CLIPS = {
     "baseline_pedestrians": ("romannowak9/zaawansowane_alg_wizyjne", "479aabb2327f8e37b0cf1d6b93b91293e3ce888e", "lab02_cfd/pedestrian", 650, 849),
     "baseline_office": ("romannowak9/zaawansowane_alg_wizyjne", "479aabb2327f8e37b0cf1d6b93b91293e3ce888e", "lab02_cfd/office", 570, 769),
+    "wallflower_wavingtrees_0_247": ("ZiyangS/BackgroundSubtraction", "c038c7b3b5246814c73395a2b34b3e0857d77f08", "WavingTrees", 0, 247),
 }
 #: Files copied besides the frames (CDnet's own, unmodified).
 EXTRAS = ("ROI.bmp", "ROI.jpg", "temporalROI.txt")
+#: Wallflower clips: folder -> the frame number of the one hand-segmented label image.
+WALLFLOWER_LABELS = {"wallflower_wavingtrees_0_247": 247}
 
 
 def clip_files(first: int, last: int) -> list[str]:
-    """Relative paths of one clip's files: frames, labels and the CDnet extras."""
+    """Relative paths of one CDnet clip's files: frames, labels and the CDnet extras."""
     names = [f"input/in{n:06d}.jpg" for n in range(first, last + 1)]
     names += [f"groundtruth/gt{n:06d}.png" for n in range(first, last + 1)]
     return names + list(EXTRAS)
 
 
+def wallflower_files(first: int, last: int, label: int) -> list[tuple[str, str]]:
+    """``(upstream name, name here)`` of a Wallflower clip's files, in the CDnet layout."""
+    pairs = [(f"b{n:05d}.bmp", f"input/in{n:06d}.bmp") for n in range(first, last + 1)]
+    return pairs + [(f"hand_segmented_{label:05d}.BMP", f"groundtruth/gt{label:06d}.bmp"), ("script.txt", "script.txt")]
+
+
+def file_pairs(folder: str) -> list[tuple[str, str]]:
+    """``(upstream name, name here)`` of every file of a clip, relative to its sequence folder."""
+    _, _, _, first, last = CLIPS[folder]
+    if folder in WALLFLOWER_LABELS:
+        return wallflower_files(first, last, WALLFLOWER_LABELS[folder])
+    return [(name, name) for name in clip_files(first, last)]
+
+
 def materialize(mirror: Path) -> None:
     """Copy every clip's files out of the bare snapshots under ``mirror``."""
-    for folder, (repo, commit, prefix, first, last) in CLIPS.items():
+    for folder, (repo, commit, prefix, _, _) in CLIPS.items():
         git_dir = mirror / repo.replace("/", "+") / "repo"
+        if (git_dir / ".git").is_dir():  # a snapshot may come as a work tree's .git folder
+            git_dir = git_dir / ".git"
         if not git_dir.is_dir():
             sys.exit(f"no snapshot of {repo} at {git_dir}")
-        for name in clip_files(first, last):
-            blob = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", f"{commit}:{prefix}/{name}"], check=True, capture_output=True).stdout
+        for source, name in file_pairs(folder):
+            blob = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", f"{commit}:{prefix}/{source}"], check=True, capture_output=True).stdout
             target = HERE / folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(blob)
