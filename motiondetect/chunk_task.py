@@ -25,9 +25,10 @@ from motiondetect.errors import ConfigError, MotionDetectError, VideoOpenFailure
 from motiondetect.runner import RunSummary, Sink
 from motiondetect.video import Frame, VideoHandler
 
-#: Test-only fault injection: ``"<chunk number>:<marker file>"`` makes the worker process that
-#: starts that chunk first end at once (``os._exit``), as a killed worker would, after creating
-#: the marker file, so the retry of the chunk runs normally. Unset in normal use.
+#: Test-only fault injection: ``"<file name>:<chunk number>:<marker file>"`` makes the worker
+#: process that starts that chunk of that input first end at once (``os._exit``), as a killed
+#: worker would, after creating the marker file, so the retry of the chunk runs normally. Unset
+#: in normal use.
 KILL_WORKER_ENV = "MOTIONDETECT_TEST_KILL_WORKER"
 
 #: Box value stored for a frame without motion.
@@ -217,8 +218,8 @@ def _injected_worker_death(chunk: Chunk) -> None:
     spec = os.environ.get(KILL_WORKER_ENV)
     if not spec:
         return
-    number, _, marker = spec.partition(":")
-    if int(number) == chunk.number and not Path(marker).exists():
+    name, number, marker = spec.split(":", 2)
+    if name == Path(chunk.source).name and int(number) == chunk.number and not Path(marker).exists():
         Path(marker).touch()
         os._exit(17)
 

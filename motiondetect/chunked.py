@@ -183,7 +183,8 @@ def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_ou
     warmup = warmup_frames(build_filters(config))
     if warmup is None:
         log.info("notice: a learning rate of 0 keeps the background model's first frame forever; %s is scanned as one chunk", source)
-    chunks = plan_chunks(source, fps, config["scan"]["chunk"], warmup)
+    # Workers run elsewhere (another folder, another machine): they get absolute paths.
+    chunks = plan_chunks(str(Path(source).resolve()), fps, config["scan"]["chunk"], warmup)
     roi = rasterize(config["roi"], size)
     area = int(np.count_nonzero(roi)) if roi is not None else size[0] * size[1]
     inputs = {Path(source).resolve()}
@@ -196,7 +197,7 @@ def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_ou
         "masks": str(probe.masks) if probe.masks else None, "version": __version__,
     }
     key = fingerprint(source, settings)
-    folder = parts_folder(report)
+    folder = parts_folder(report.resolve())
     resuming = Manifest.resumable(folder, key)
     paths = plan_outputs(_with(args, overwrite=args.overwrite or resuming), name, inputs, several, taken)
     manifest = Manifest(folder, key)
@@ -223,12 +224,11 @@ def _with(args: argparse.Namespace, **changes) -> argparse.Namespace:
 def _job(item: _Input, chunk: Chunk, first_index: int, config, args, threads: int | None) -> ChunkJob:
     paths, manifest = item.paths, item.manifest
     wants_frames = paths.video is not None or paths.clips is not None
-    manifest.folder.mkdir(parents=True, exist_ok=True)
     return ChunkJob(
         chunk, config, args.fps, item.warmup, first_index, item.name,
         video_part=str(manifest.part("video", chunk.number)) if wants_frames else None,
         mask_part=str(manifest.part("mask", chunk.number)) if paths.mask_video is not None else None,
-        masks_dir=str(paths.masks) if paths.masks is not None else None,
+        masks_dir=str(paths.masks.resolve()) if paths.masks is not None else None,
         threads=threads,
     )
 
@@ -262,6 +262,7 @@ def _run_jobs(client, items: list[_Input], bar, config, args, threads) -> Except
     owner: dict[str, _Input] = {}
     futures = []
     for item in items:
+        item.manifest.folder.mkdir(parents=True, exist_ok=True)  # the workers write their parts there
         for number, job in item.jobs.items():
             if number in item.results:
                 continue

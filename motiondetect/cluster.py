@@ -79,7 +79,7 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
         jobs: ``--jobs`` (``None``: auto).
         scheduler: ``--scheduler`` address, or ``None`` to start a local cluster.
         cuda: the run uses the CUDA backend here: one dask-cuda worker per GPU.
-        dashboard: serve Dask's dashboard (its link is logged at debug level, ``-v``).
+        dashboard: log the dashboard's link (``-v``).
 
     Raises:
         UsageError: Dask (or dask-cuda for a local GPU cluster) is not installed.
@@ -92,7 +92,8 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
 
     for name in ("distributed", "bokeh", "tornado"):  # their INFO lines would bury the command's own
         logging.getLogger(name).setLevel(logging.ERROR)
-    address = ":0" if dashboard else None
+    # The dashboard on a free port: several runs (and the user's own cluster) may share the machine.
+    address = ":0"
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
             try:
@@ -113,5 +114,6 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
                 cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=address))
             client = stack.enter_context(Client(cluster))
         workers = client.scheduler_info().get("workers", {})
-        log.debug("Dask: %d workers, %d threads; dashboard %s", len(workers), sum(w.get("nthreads", 0) for w in workers.values()), client.dashboard_link)
+        if dashboard:
+            log.info("Dask: %d workers, %d threads; dashboard %s", len(workers), sum(w.get("nthreads", 0) for w in workers.values()), client.dashboard_link)
         yield client
