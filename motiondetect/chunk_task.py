@@ -51,7 +51,8 @@ class ChunkJob:
         video_part: annotated video of the chunk to write, or ``None``.
         mask_part: mask video of the chunk to write, or ``None``.
         masks_dir: folder for the chunk's mask images, or ``None``.
-        threads: PyAV decoder threads, or ``None`` for one per core.
+        threads: PyAV decoder and OpenCV threads (a CPU worker's share of the cores), or
+            ``None`` to leave them as they are.
     """
 
     chunk: Chunk
@@ -245,6 +246,10 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
     from motiondetect.runner import Runner, VideoSink
 
     _injected_worker_death(job.chunk)
+    if job.threads is not None:
+        import cv2
+
+        cv2.setNumThreads(job.threads)  # OpenCV's threads and the CPU filters' row bands
     config = job.config
     with ExitStack() as stack:
         video = stack.enter_context(VideoHandler(job.chunk.source, fps=job.fps, threads=job.threads))

@@ -23,6 +23,7 @@ chunk for the next run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import logging
 import os
@@ -117,10 +118,14 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     problem = chunked_problem(args, config)
     if problem:
         raise UsageError(problem)
+    roi = config.get("roi")
+    if isinstance(roi, dict) and "mask" in roi:  # the workers read it from their own folder
+        config = {**config, "roi": {"mask": str(Path(roi["mask"]).resolve())}}
     taken: set[Path] = set()
     items = [_prepare(args, config, source, len(inputs) > 1, taken, _plan_outputs) for source in inputs]
     cuda_here = _cuda_here(config)
-    threads = None if cuda_here else _decoder_threads(args.jobs or None)
+    # A local CPU cluster shares this machine's cores; other workers use their own.
+    threads = None if cuda_here or args.scheduler else _decoder_threads(args.jobs or None)
     for item in items:
         for chunk in item.chunks:
             if chunk.number not in item.results:
@@ -144,11 +149,12 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
         bar.close()
     elapsed = time.perf_counter() - started
     first_error: Exception | None = failure
-    for item in items:
-        try:
-            _finish(item, config, args, elapsed, interrupted, failure)
-        except (MotionDetectError, OSError) as exc:
-            first_error = first_error or exc
+    with signals.finishing() if signals is not None else contextlib.nullcontext():  # outputs are completed
+        for item in items:
+            try:
+                _finish(item, config, args, elapsed, interrupted, failure)
+            except (MotionDetectError, OSError) as exc:
+                first_error = first_error or exc
     if interrupted or (signals is not None and signals.received):
         log.warning("Stopped; outputs hold the chunks finished in order, and a rerun of the command resumes")
         return exit_code(signals.received if signals is not None else None)
@@ -176,6 +182,8 @@ def _decoder_threads(jobs: int | None) -> int:
 
 def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_outputs) -> _Input:
     """Open and plan one input, check its outputs, and load its finished chunks (resume)."""
+    if "://" in source:
+        raise UsageError(f"{source!r}: --jobs and --scheduler split video files; streams run without them")
     with VideoHandler(source, fps=args.fps) as video:
         if not video.decodes_pictures:
             raise UsageError(f"{source!r}: --jobs and --scheduler split video files; image sequences, cameras and URLs run without them")
@@ -283,6 +291,7 @@ def _run_jobs(client, items: list[_Input], bar, config, args, threads) -> Except
                 for job in _renumber(item, config, args, threads):
                     again = client.submit(run_chunk, job, key=job.key, pure=False)
                     owner[job.key] = item
+                    futures.append(again)
                     queue.add(again)
     finally:
         for future in futures:
