@@ -27,6 +27,7 @@ import numpy as np
 from motiondetect import __version__
 from motiondetect.batch import BatchDetector
 from motiondetect.config import BACKENDS, DECODERS, ENGINES, PRESETS, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
+from motiondetect.cluster import jobs_arg, scheduler_arg
 from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.detector import MotionDetector
 from motiondetect.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError
@@ -124,6 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
     verbosity.add_argument("-v", "--verbose", action="store_true", help="print debug messages")
     parser.add_argument("--version", action="store_true", help="print the version and the detected features, then exit")
     _add_scan_arguments(parser)
+    scale = parser.add_argument_group(
+        "scale-out (pip install \"motiondetect[dask]\")",
+        "Split each video file at keyframes into chunks (--chunk seconds) and scan them at the same time on "
+        "a Dask cluster; events are found over the whole file, outputs are joined in order. A rerun of an "
+        "interrupted command resumes from its finished chunks.",
+    )
+    where = scale.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=jobs_arg, metavar="N", help="start a local Dask cluster: N worker processes on the CPU backend; with GPUs (dask-cuda), one worker per GPU scanning N chunks at once; 'auto': one process per core, or 8 chunks per GPU")
+    where.add_argument("--scheduler", type=scheduler_arg, metavar="ADDRESS", help="use the existing Dask cluster at ADDRESS (tcp://HOST:PORT); its workers must reach the inputs and the output folders at the same paths")
     return parser
 
 
@@ -346,6 +356,10 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     )
     config = _scan_settings(config, args)
     inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
+    if args.jobs is not None or args.scheduler is not None:
+        from motiondetect.chunked import run_chunked
+
+        return run_chunked(args, config, inputs, stop)
     groups = [inputs] if args.concat else [[source] for source in inputs]
     taken: set[Path] = set()
     code = 0

@@ -113,6 +113,13 @@ SCAN_SETTINGS: Settings = {
         "results equal one frame at a time); 32 reached the on-device plateau at 1080p on an H200 "
         "(benchmarks/bench_throughput.py); cameras, --live and --preview run one frame at a time",
     ),
+    "chunk": (
+        {"type": "number", "minimum": 1.0, "maximum": 86400.0},
+        60.0,
+        "seconds of video per chunk when a file is scanned in chunks (--jobs, --scheduler), cut at "
+        "the next keyframe; 60 (about a minute) keeps the default pipeline's 500-frame warm-up "
+        "small next to a chunk while an hour makes 60 tasks",
+    ),
 }
 
 #: What the annotated video (and the clips) show; boxes and text are drawn on the host.

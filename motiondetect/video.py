@@ -80,9 +80,11 @@ class PyAVCapture:
 
     Args:
         path: a video file.
+        threads: decoder threads; ``None`` lets FFmpeg choose (one per core). Several decoders
+            sharing a machine (``--jobs``) each take a share of the cores.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, threads: int | None = None) -> None:
         import av
 
         self._av = av
@@ -100,7 +102,25 @@ class PyAVCapture:
             self.release()
             return
         self._stream.thread_type = "AUTO"
+        if threads is not None:
+            self._stream.codec_context.thread_count = threads
         self._packets = self._container.demux(self._stream)
+
+    @property
+    def pts(self) -> int | None:
+        """Presentation timestamp of the last frame read, in the stream's time base, or ``None``."""
+        return None if self._pts is None else int(self._pts)
+
+    def seek(self, pts: int) -> None:
+        """Go to the keyframe at or before ``pts`` (stream time base); the decoder starts afresh.
+
+        Raises:
+            av.FFmpegError: the container cannot seek.
+        """
+        self._container.seek(pts, stream=self._stream, backward=True, any_frame=False)
+        self._stream.codec_context.flush_buffers()
+        self._packets = self._container.demux(self._stream)
+        self._decoded, self._ended, self._pts = [], False, None
 
     def isOpened(self) -> bool:
         return self._stream is not None
@@ -237,6 +257,7 @@ class VideoHandler:
         fps: frame rate to assume, in frames per second (> 0), overriding the container's;
             default: the container's, or :data:`DEFAULT_SEQUENCE_FPS` for image sequences and
             sources that report none.
+        threads: decoder threads for a video file (``None``: one per core, FFmpeg's choice).
 
     Attributes:
         is_live: the source is a camera (its frames arrive in real time).
@@ -281,7 +302,7 @@ class VideoHandler:
     #: rejects, not on the file) before it is taken to end there.
     damaged_run_limit = 250
 
-    def __init__(self, source: str | int, fps: float | None = None) -> None:
+    def __init__(self, source: str | int, fps: float | None = None, threads: int | None = None) -> None:
         if fps is not None and not (math.isfinite(fps) and fps > 0):
             raise ValueError(f"fps must be a positive number of frames per second; got {fps}")
         self.source = str(source)
@@ -332,7 +353,7 @@ class VideoHandler:
                 if not is_utf8(text):
                     # OpenCV crashes on such names; images are read through Python instead.
                     raise VideoOpenFailure(f"cannot open {text!r}: the file name is not valid UTF-8, which OpenCV needs; rename the file or link it under a UTF-8 name")
-                self._capture = PyAVCapture(text)
+                self._capture = PyAVCapture(text, threads)
                 if not self._capture.isOpened():
                     raise VideoOpenFailure(f"cannot open {text!r}: not a video FFmpeg can decode")
                 self.name = path.stem
@@ -511,6 +532,50 @@ class VideoHandler:
             )
         elif self.decode_errors:
             log.warning("%r: %d frames could not be decoded and were skipped (damaged data)", self.source, self.decode_errors)
+
+    @property
+    def pts(self) -> int | None:
+        """Presentation timestamp of the frame last yielded (video files: in the stream's time
+        base, as PyAV's packets give it), or ``None`` for other sources or before the first."""
+        return self._capture.pts if self.decodes_pictures else None
+
+    #: Frames read after a seek while looking for the keyframe's own timestamp: the leading
+    #: pictures of an open GOP, decoded after the keyframe, may come out before it.
+    seek_search_limit = 64
+
+    def seek(self, pts: int, index: int) -> None:
+        """Go on from the frame of this video file whose presentation timestamp is ``pts`` (a
+        keyframe, in the stream's time base), numbered ``index``: the next frame yielded is that
+        one, with frame number ``index`` and time ``index / fps``, as in a run from the start.
+
+        The container seeks to the keyframe at or before ``pts`` and decoding starts there;
+        frames before the one with timestamp ``pts`` are dropped. A keyframe decodes on its own,
+        so the frames from it on equal a sequential decode's (H.264/HEVC closed GOPs, MPEG-4
+        Part 2; :mod:`motiondetect.chunks`).
+
+        Raises:
+            VideoOpenFailure: not a video file, it cannot seek, or no frame with timestamp
+                ``pts`` follows the seek.
+        """
+        if not self.decodes_pictures:
+            raise VideoOpenFailure(f"{self.source!r}: only video files can start at a keyframe")
+        import av
+
+        try:
+            self._capture.seek(pts)
+        except av.FFmpegError as exc:
+            raise VideoOpenFailure(f"cannot seek in {self.source!r}: {exc}") from None
+        self._pending, self._ended = None, False
+        self._last_pts, self._pts_steps, self._pts_step = None, [], None
+        for _ in range(self.seek_search_limit):
+            ok, image = self._capture.read()
+            if not ok:
+                break
+            if self._capture.pts == pts:
+                self._pending, self._position = image, index
+                self._note_timestamp()
+                return
+        raise VideoOpenFailure(f"{self.source!r}: no frame with timestamp {pts} after seeking to it (not a keyframe of this file)")
 
     def skip(self, count: int) -> int:
         """Move ``count`` frames forward without converting them; return how many were skipped.
@@ -832,3 +897,51 @@ class VideoWriter:
         if self._cv_writer is not None:
             self._cv_writer.release()
             self._cv_writer = None
+
+
+def join_videos(parts: Sequence[str | Path], path: str | Path) -> int:
+    """Join video files of one stream layout (the chunks' parts, written by :class:`VideoWriter`
+    with the same size, rate and encoder settings) into ``path`` by stream copy (PyAV remux: no
+    re-encoding, so the pictures are the parts' own). Part ``k``'s timestamps are moved on by
+    the duration of the parts before it.
+
+    Args:
+        parts: the part files, in order (empty parts are skipped).
+        path: the joined file; its container follows the extension.
+
+    Returns:
+        Packets written.
+
+    Raises:
+        VideoOpenFailure: a part cannot be read, or the joined file cannot be written.
+    """
+    import av
+
+    written = 0
+    try:
+        with av.open(str(path), "w", options={"movflags": "+faststart"}) as output:
+            out_stream = None
+            offset = 0  # in out_stream's time base
+            for part in parts:
+                with av.open(str(part)) as source:
+                    stream = source.streams.video[0]
+                    if out_stream is None:
+                        out_stream = output.add_stream_from_template(stream)
+                    end = offset
+                    for packet in source.demux(stream):
+                        if packet.dts is None and packet.pts is None:
+                            continue  # the flush packet
+                        duration = packet.duration or 0
+                        packet.stream = out_stream
+                        # Same time base in every part (one rate): shift only.
+                        if packet.pts is not None:
+                            packet.pts += offset
+                            end = max(end, packet.pts + duration)
+                        if packet.dts is not None:
+                            packet.dts += offset
+                        output.mux(packet)
+                        written += 1
+                    offset = end
+    except (av.FFmpegError, OSError) as exc:
+        raise VideoOpenFailure(f"cannot join the video parts into {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    return written

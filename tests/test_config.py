@@ -83,7 +83,7 @@ def test_default_config_contents():
         "time_after": 2.0,
         "max_area": 1.0,
     }
-    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 32}
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 32, "chunk": 60.0}
     assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
     assert cfg["roi"] is None
     assert validate(cfg) == []
@@ -107,7 +107,7 @@ def test_seed_preset_is_the_case_study_pipeline():
         "time_after": 2.0,
         "max_area": 1.0,
     }
-    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 32}
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 32, "chunk": 60.0}
     assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
     assert cfg["roi"] is None
     assert validate(cfg) == []
@@ -454,7 +454,7 @@ def test_presets_move_the_way_their_names_say():
     assert threshold_of(high) < threshold_of(seed) < threshold_of(low)
     assert high["events"]["min_area"] < default["events"]["min_area"] < low["events"]["min_area"]
     assert low["events"]["min_event_length"] > default["events"]["min_event_length"] and low["events"]["max_area"] < 1.0
-    assert fast["scan"] == {"downscale": 2, "frame_skip": 1, "batch": 32}
+    assert fast["scan"] == {"downscale": 2, "frame_skip": 1, "batch": 32, "chunk": 60.0}
     assert high["scan"] == low["scan"] == default["scan"]
 
 

@@ -21,7 +21,9 @@ A :class:`Filter` is one step of the motion pipeline. Each subclass declares
   (:class:`~motiondetect.batch.BatchDetector`).
 
 A filter may keep state from frame to frame (a background model): it then overrides
-:meth:`Filter.reset`, which the detector calls when a new stream starts.
+:meth:`Filter.reset`, which the detector calls when a new stream starts, and names the
+parameters that are its learning rates in ``LEARNING_RATES`` (how fast it forgets its start,
+which sets the warm-up of a chunk scanned on its own: :func:`motiondetect.chunks.warmup_frames`).
 
 and implements the same function on the CPU with NumPy/OpenCV (:meth:`Filter.reference`) and on
 the GPU through a :class:`~motiondetect.cuda_handler.CUDAHandler` (:meth:`Filter.apply_kernel`,
@@ -116,6 +118,8 @@ class Filter(ABC):
     POINTWISE: ClassVar[bool] = False
     RESAMPLE: ClassVar[str | None] = None
     BATCHED: ClassVar[bool] = False
+    #: Parameters that are per-frame learning rates (fractions in [0, 1]) of a background model.
+    LEARNING_RATES: ClassVar[tuple[str, ...]] = ()
     #: The parameter that sets how much change counts as motion, and the step the preview's
     #: ``+``/``-`` keys move it by (higher = less sensitive); ``None`` for filters without one.
     SENSITIVITY: ClassVar[tuple[str, float] | None] = None

@@ -57,6 +57,7 @@ class GaussianBackground(Filter):
     INPUT = Kind.GRAY
     OUTPUT = Kind.MASK
     SIDE_INPUT = "reference"
+    LEARNING_RATES = ("alpha", "alpha_foreground", "variance_alpha", "variance_alpha_foreground")
     PARAMS = (
         Param(
             "sigmas", float, 3.0, 0.5, 10.0, "standard deviations",

@@ -38,6 +38,7 @@ class RunningAverage(Filter):
     INPUT = Kind.GRAY
     OUTPUT = Kind.GRAY
     SIDE_INPUT = "reference"
+    LEARNING_RATES = ("alpha",)
     PARAMS = (
         Param(
             "alpha", float, 0.01, 0.0, 1.0, "fraction per frame",

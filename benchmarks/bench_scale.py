@@ -1,0 +1,180 @@
+"""Scale-out (issue 13): chunked runs on Dask against the rates they are held to, in one run.
+
+Makes (or takes) one 1080p H.264 file of ``--frames`` frames (a real clip upscaled and looped,
+written frame by frame), then measures, each once, whole processes from the shell:
+
+1. NVDEC decode only: ``--threads`` threads in this process, each decoding the whole file with
+   its own NVDEC decoder (``motiondetect.nvdec.NvdecSource``); the aggregate frames per second.
+   Against it: ``motiondetect FILE --no-video --jobs N --chunk S`` on one GPU (target >= 90 %).
+2. The CPU backend: ``motiondetect FILE --no-video --backend cpu --jobs auto`` against DVR-Scan's
+   scan-only ``dvr-scan -i FILE -so`` (target >= 4x; the row says so when dvr-scan is missing).
+3. ``--files`` copies of the file (links) in one run, ``--jobs N``, on one GPU
+   (``CUDA_VISIBLE_DEVICES=0``) and on every GPU (target: all >= 1.8x one on two GPUs).
+
+Rows whose pieces are missing (no GPU, no PyNvVideoCodec, no dask-cuda, no dvr-scan) say why
+instead of failing. Prints one Markdown table. Usage::
+
+    python benchmarks/bench_scale.py [--input FILE | --clip CLIP --frames 3000] [--chunk 20] [--jobs 8]
+        [--threads 8] [--files 8] [--dvr-scan PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import cv2
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from motiondetect.video import VideoHandler, VideoWriter, as_bgr  # noqa: E402
+
+
+def make_input(clip: Path, size: tuple[int, int], frames: int, folder: Path) -> Path:
+    """Upscale ``clip`` to ``size`` and loop it to ``frames`` frames, written as H.264 (25 fps),
+    one frame at a time (memory stays flat)."""
+    path = folder / f"scale_{size[0]}x{size[1]}_{frames}.mp4"
+    written = 0
+    with VideoWriter(path, 25.0, size, "ultrafast") as writer:
+        while written < frames:
+            with VideoHandler(clip) as video:
+                for frame in video:
+                    writer.write(cv2.resize(as_bgr(frame.image), size, interpolation=cv2.INTER_LINEAR))
+                    written += 1
+                    if written == frames:
+                        break
+    return path
+
+
+def frame_count(path: Path) -> int:
+    """Frames of a file, by decoding it (the container's count may round)."""
+    with VideoHandler(path) as video:
+        return sum(1 for _ in video)
+
+
+def nvdec_decode_rate(path: Path, threads: int, frames: int) -> tuple[float | None, str]:
+    """Aggregate frames per second of ``threads`` NVDEC decoders decoding ``path`` at once."""
+    from motiondetect.nvdec import nvdec_problem
+
+    problem = nvdec_problem()
+    if problem:
+        return None, f"NVDEC unavailable: {problem}"
+    from motiondetect.cuda_handler import CUDAHandler
+    from motiondetect.nvdec import NvdecSource
+
+    errors: list[BaseException] = []
+
+    def decode() -> None:
+        try:
+            with CUDAHandler() as cuda, NvdecSource(str(path), cuda) as source:
+                for _ in source:
+                    pass
+                cuda.synchronize()
+        except BaseException as exc:  # reported in the row
+            errors.append(exc)
+
+    workers = [threading.Thread(target=decode) for _ in range(threads)]
+    started = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    elapsed = time.perf_counter() - started
+    if errors:
+        return None, f"NVDEC decode failed: {errors[0]}"
+    return threads * frames / elapsed, f"{threads} threads, aggregate"
+
+
+def command_rate(command: list[str], frames: int, cwd: Path, env: dict | None = None) -> tuple[float | None, str]:
+    """Frames per second of one whole process (start-up and cluster start included)."""
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        return None, "failed: " + (done.stderr.strip().splitlines() or ["?"])[-1]
+    return frames / elapsed, f"{elapsed:.1f} s"
+
+
+def gpu_count() -> int:
+    from motiondetect.platform import cuda_device_error
+
+    if cuda_device_error():
+        return 0
+    import pycuda.driver as drv
+
+    drv.init()
+    return drv.Device.count()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--input", type=Path, help="a 1080p H.264 file to use [default: made from --clip]")
+    parser.add_argument("--clip", type=Path, default=ROOT / "samples" / "highway_traffic_320x240.avi", help="real clip to upscale")
+    parser.add_argument("--frames", type=int, default=3000, help="frames of the made file [3000]")
+    parser.add_argument("--chunk", type=float, default=20.0, help="--chunk seconds for the chunked runs [20]")
+    parser.add_argument("--jobs", default="8", help="--jobs of the GPU runs [8]")
+    parser.add_argument("--threads", type=int, default=8, help="NVDEC decoder threads of the decode-only row [8]")
+    parser.add_argument("--files", type=int, default=8, help="files of the many-files rows [8]")
+    parser.add_argument("--dvr-scan", default=shutil.which("dvr-scan"), help="the dvr-scan command [default: from PATH]")
+    args = parser.parse_args()
+
+    folder = Path(tempfile.mkdtemp(prefix="bench_scale_"))
+    try:
+        path = args.input.resolve() if args.input else make_input(args.clip, (1920, 1080), args.frames, folder)
+        frames = frame_count(path)
+        md = [sys.executable, "-m", "motiondetect"]
+        common = ["--no-video", "--chunk", str(args.chunk), "-q", "--overwrite", "--events", str(folder / "r_{stem}.json")]
+        rows: list[tuple[str, float | None, str]] = []
+        gpus = gpu_count()
+        one_gpu = {**os.environ, "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]}
+
+        decode, note = nvdec_decode_rate(path, args.threads, frames)
+        rows.append(("NVDEC decode only", decode, note))
+        if gpus:
+            rate, note = command_rate(md + [str(path), *common, "--backend", "cuda", "--jobs", args.jobs], frames, folder, one_gpu)
+            target = f"{rate / decode:.0%} of decode only (target >= 90 %)" if rate and decode else note
+            rows.append((f"motiondetect --jobs {args.jobs}, one GPU", rate, target))
+        else:
+            rows.append((f"motiondetect --jobs {args.jobs}, one GPU", None, "no CUDA device"))
+
+        cpu, note = command_rate(md + [str(path), *common, "--backend", "cpu", "--jobs", "auto"], frames, folder)
+        rows.append((f"motiondetect --backend cpu --jobs auto ({os.cpu_count()} cores)", cpu, note))
+        if args.dvr_scan:
+            dvr, note = command_rate([args.dvr_scan, "-i", str(path), "-so"], frames, folder)
+            rows.append(("dvr-scan -i FILE -so", dvr, f"cpu run {cpu / dvr:.2f}x DVR-Scan (target >= 4x)" if cpu and dvr else note))
+        else:
+            rows.append(("dvr-scan -i FILE -so", None, "dvr-scan not installed (--dvr-scan PATH): no comparison"))
+
+        files = []
+        for k in range(args.files):
+            link = folder / f"copy{k}{path.suffix}"
+            os.symlink(path, link)
+            files.append(str(link))
+        if gpus:
+            single, note1 = command_rate(md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder, one_gpu)
+            rows.append((f"{len(files)} files, --jobs {args.jobs}, one GPU", single, note1))
+            every, note2 = command_rate(md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder)
+            ratio = f"{every / single:.2f}x one GPU (target >= 1.8x on 2 GPUs)" if every and single else note2
+            rows.append((f"{len(files)} files, --jobs {args.jobs}, {gpus} GPUs", every, ratio))
+        else:
+            rows.append((f"{len(files)} files on every GPU vs one", None, "no CUDA device"))
+
+        print(f"\nInput: {path.name}, {frames} frames; chunks of {args.chunk:g} s; one run each, whole processes\n")
+        print("| measurement | fps | note |")
+        print("| --- | ---: | --- |")
+        for name, rate, note in rows:
+            print(f"| {name} | {'-' if rate is None else f'{rate:,.0f}'} | {note} |")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

