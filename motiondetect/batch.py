@@ -185,6 +185,9 @@ class BatchDetector:
                 ch, row = slot.chroma.shape[1:]
                 _copy_2d(int(slot.chroma.gpudata) + k * ch * row, row, image.chroma, image.chroma_pitch, row, ch, stream)
             slot.full_range = image.full_range
+            # The decoder reuses the frame's surface once the next frame is decoded: the copy
+            # must be done before the decode thread asks for it (a wait of microseconds).
+            stream.synchronize()
             return
         if not isinstance(image, Picture):
             raise TypeError(f"the batched GPU path takes decoded video pictures; got {type(image).__name__}")

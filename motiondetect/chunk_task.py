@@ -23,6 +23,7 @@ from motiondetect.chunks import Chunk
 from motiondetect.detector import FrameResult
 from motiondetect.errors import ConfigError, MotionDetectError, VideoOpenFailure
 from motiondetect.runner import RunSummary, Sink
+from motiondetect.nvdec import DeviceFrame
 from motiondetect.video import Frame, VideoHandler
 
 #: Test-only fault injection: ``"<file name>:<chunk number>:<marker file>"`` makes the worker
@@ -191,8 +192,11 @@ def chunk_frames(video: VideoHandler, chunk: Chunk, first_index: int, pairs: boo
     frame = next(frames, None)
     if chunk.start_pts is not None:
         held = None
+        # NVDEC's surfaces are reused by the next decode: a frame cannot be held past it, so
+        # every warm-up frame goes through the pipeline (only the last one counts for a pair).
+        transient = frame is not None and isinstance(frame.image, DeviceFrame)
         while frame is not None and video.pts != chunk.start_pts:
-            if pairs:
+            if pairs and not transient:
                 held = frame
             else:
                 yield Frame(first_index - 1, frame.time, frame.image)
@@ -237,7 +241,7 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
     """
     # Imported here: cli imports the module that submits this task.
     from motiondetect.batch import BatchDetector
-    from motiondetect.cli import _batched_path_problem, _checked_on_device, _open_backend
+    from motiondetect.cli import _batched_path_problem, _checked_on_device, _choose_decoder, _open_backend
     from motiondetect.config import build_filters
     from motiondetect.detector import MotionDetector
     from motiondetect.outputs import MaskImagesSink, MaskVideoSink
@@ -269,7 +273,11 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
             raise ConfigError([f"roi: {exc}"]) from None
         detector = _checked_on_device(detector, cuda, config["backend"], video.size)
         cuda = cuda if detector.backend == "cuda" else None
-        if _batched_path_problem(config, video, cuda, detector, False, wants_frames) is None:
+        batched = _batched_path_problem(config, video, cuda, detector, False, wants_frames)
+        # NVDEC when the run allows it (as a whole-file run chooses); it seeks to the chunk's
+        # keyframe like the CPU decoder, and decodes exact codecs to the same pictures.
+        video, decoder = _choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack)
+        if batched is None:
             detector.reset()
             detector = BatchDetector(detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"])
         collector = _Collector()
@@ -288,5 +296,5 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
             raise MotionDetectError(f"chunk {job.chunk.number} of {job.chunk.source!r}: {summary.error}")
         return ChunkResult(
             job.chunk.number, job.first_index, np.array(collector.fractions, np.float64), np.array(collector.boxes, np.int32).reshape(-1, 4),
-            video.decode_errors, detector.backend, cuda.device_name if cuda is not None else None, "PyAV (CPU threads)",
+            video.decode_errors, detector.backend, cuda.device_name if cuda is not None else None, decoder,
         )

@@ -124,7 +124,8 @@ class NvdecSource:
     ``frame_count``, ``name``, ``decode_errors``, ``skip``, ``writer``), yielding
     :class:`~motiondetect.video.Frame` s whose ``image`` is a :class:`DeviceFrame` (or, with
     ``host=True``, a host :class:`~motiondetect.picture.Picture`). A frame's device planes stay
-    valid while its ``DeviceFrame`` is referenced.
+    valid until the next frame is decoded (the decoder reuses its surfaces, whatever still
+    refers to them): copy a frame before asking for the next (as ``BatchDetector`` does).
 
     Args:
         path: a video file.
@@ -183,6 +184,7 @@ class NvdecSource:
         self._pending: list = []
         self._packets = iter(self._demuxer)
         self._ended = False
+        self._stamps: tuple[list[int], list[int]] | None = None
 
     @property
     def decode_errors(self) -> int:
@@ -229,6 +231,52 @@ class NvdecSource:
                 self._errors += 1
                 log.debug("%r: NVDEC rejected a packet after frame %d: %s", self.source, self._position, exc)
         return self._pending.pop(0)
+
+    @property
+    def pts(self) -> int | None:
+        """Presentation timestamp of the frame last yielded, in the stream's time base, as the
+        CPU decoder gives it, or ``None`` before the first.
+
+        Taken from the file's packets (demuxed with PyAV: the n-th frame in presentation order
+        has the n-th smallest packet timestamp), not from the decoder, whose timestamps follow
+        the container's conventions (they differ from PyAV's for H.264 in AVI).
+        """
+        if self._position == 0:
+            return None
+        stamps = self._timeline()[1]
+        return stamps[self._position - 1] if self._position - 1 < len(stamps) else None
+
+    def _timeline(self) -> tuple[list[int], list[int]]:
+        """(packet timestamps in decode order, the same sorted), read once with PyAV."""
+        if self._stamps is None:
+            import av
+
+            with av.open(self.source) as container:
+                stream = container.streams.video[0]
+                order = [packet.pts for packet in container.demux(stream) if packet.pts is not None and packet.size]
+            self._stamps = order, sorted(order)
+        return self._stamps
+
+    def seek(self, pts: int, index: int) -> None:
+        """Go on from the keyframe whose presentation timestamp is ``pts`` (stream time base),
+        numbered ``index``, as :meth:`VideoHandler.seek <motiondetect.video.VideoHandler.seek>`
+        does: the packets before it are demuxed and dropped (not decoded) and decoding starts
+        at it, so the frames from it on equal a sequential decode's (closed GOPs, as x264 and
+        NVENC write by default). For a source not yet read (a chunk task).
+
+        Raises:
+            VideoOpenFailure: no packet of the file has timestamp ``pts``, or the file ends
+                before it.
+        """
+        order = self._timeline()[0]
+        try:
+            before = order.index(int(pts))
+        except ValueError:
+            raise VideoOpenFailure(f"{self.source!r}: no packet with timestamp {pts} to start NVDEC at") from None
+        for _ in range(before):
+            if next(self._packets, None) is None:
+                raise VideoOpenFailure(f"{self.source!r}: the file ended before the packet with timestamp {pts}")
+        self._position = index
 
     def _device_frame(self, decoded) -> DeviceFrame:
         luma, chroma = (plane.__cuda_array_interface__ for plane in decoded.cuda())

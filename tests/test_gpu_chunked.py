@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import SEED_YAML, run_cli
+from motiondetect.nvdec import nvdec_problem
 from test_chunked import BUNDLED, SAMPLES, _chunked, _config, _sequential
 
 pytestmark = pytest.mark.gpu
@@ -26,6 +27,8 @@ def test_cuda_chunks_equal_the_sequential_cpu_run(cuda, path):
     config["backend"] = "cuda"
     _, results = _chunked(path, config, 1.0)
     assert {r.backend for r in results} == {"cuda"}
+    if path.suffix == ".mp4" and nvdec_problem() is None:  # H.264: NVDEC, seeking to each keyframe
+        assert {r.decoder for r in results} == {"NVDEC (H264)"}
     assert np.array_equal(np.concatenate([r.fractions for r in results]), fractions)
     assert [r.box(j) for r in results for j in range(r.frames)] == boxes
 
@@ -39,3 +42,25 @@ def test_jobs_on_the_gpu_equals_the_sequential_run(cuda, monkeypatch, capsys, tm
     seq, gpu = (json.loads((tmp_path / n / "report.json").read_text()) for n in ("seq", "gpu"))
     assert gpu["backend"] == "cuda"
     assert gpu["events"] == seq["events"] and gpu["frame_count"] == seq["frame_count"]
+
+
+@pytest.mark.parametrize("path", [p for p in SAMPLES if p.suffix == ".mp4"], ids=lambda p: p.name)
+def test_nvdec_seek_equals_the_cpu_decoders(cuda, path):
+    """From every keyframe of the plan, NVDEC yields the pictures, numbers and timestamps the
+    CPU decoder yields after its own seek."""
+    if nvdec_problem():
+        pytest.skip(f"NVDEC unavailable: {nvdec_problem()}")
+    from motiondetect.chunks import packet_timestamps
+    from motiondetect.nvdec import NvdecSource
+    from motiondetect.video import VideoHandler
+
+    stamps, keyframes = packet_timestamps(str(path))
+    keys = [(stamps.index(pts), pts) for pts in keyframes[1:4]]
+    assert keys, "the sample has no keyframe after the first"
+    for index, pts in keys:
+        with VideoHandler(str(path)) as cpu, NvdecSource(str(path), cuda, host=True) as nv:
+            cpu.seek(pts, index)
+            nv.seek(pts, index)
+            for (a, b), _ in zip(zip(cpu, nv), range(30)):
+                assert (a.index, a.time) == (b.index, b.time) and cpu.pts == nv.pts
+                assert np.array_equal(a.image.y, b.image.y) and np.array_equal(a.image.u, b.image.u)
