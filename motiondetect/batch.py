@@ -179,6 +179,7 @@ class BatchDetector:
         pictures are only checked here and staged by the main thread (:meth:`_upload`), so
         the decode thread does nothing but decode."""
         if isinstance(image, DeviceFrame):
+            stream = image.stream or stream  # after the decoder's writes, in its stream's order
             width, height = image.size
             _copy_2d(int(slot.luma.gpudata) + k * width * height, width, image.luma, image.luma_pitch, width, height, stream)
             if slot.chroma is not None:

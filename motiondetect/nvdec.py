@@ -66,6 +66,8 @@ class DeviceFrame:
         size: (width, height) in pixels.
         full_range: the stream's colour range is full.
         owner: the decoder's frame object, kept alive while the addresses are in use.
+        stream: the ``pycuda.driver.Stream`` the decoder writes its frames on: read the
+            planes on it (or after it), never before.
     """
 
     luma: int
@@ -75,6 +77,7 @@ class DeviceFrame:
     size: tuple[int, int]
     full_range: bool
     owner: Any = None
+    stream: Any = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -86,6 +89,8 @@ class DeviceFrame:
         frame-at-a-time path: preview, frame skip, the CPU backend)."""
         import pycuda.driver as drv
 
+        if self.stream is not None:
+            self.stream.synchronize()  # the decoder's writes are done
         width, height = self.size
         ch, cw = (height + 1) // 2, (width + 1) // 2
         y = np.empty((height, width), np.uint8)
@@ -172,10 +177,15 @@ class NvdecSource:
         #: MPEG-2, MPEG-4 Part 2 and VC-1 allow IDCT differences between decoders (measured: the
         #: bundled XviD clip's peak motion 0.241615 with NVDEC, 0.241549 with FFmpeg).
         self.exact = self.codec.upper() in EXACT_CODECS
+        import pycuda.driver as drv
+
+        #: The decoder's own stream: its frames are written there, and readers queue after it
+        #: (on the kernels' stream, a frame could be read before the decoder finished it).
+        self._stream = drv.Stream()
         try:
             self._decoder = nvc.CreateDecoder(
                 gpuid=cuda.device_ordinal, codec=self._demuxer.GetNvCodecId(), cudacontext=cuda.context.handle,
-                cudastream=cuda.stream.handle, usedevicememory=True,
+                cudastream=self._stream.handle, usedevicememory=True,
             )
         except Exception as exc:
             raise NvdecUnavailable(f"NVDEC cannot decode {path!r} ({self.codec}): {exc}") from None
@@ -281,7 +291,7 @@ class NvdecSource:
     def _device_frame(self, decoded) -> DeviceFrame:
         luma, chroma = (plane.__cuda_array_interface__ for plane in decoded.cuda())
         return DeviceFrame(
-            luma["data"][0], luma["strides"][0], chroma["data"][0], chroma["strides"][0], self.size, self.full_range, decoded,
+            luma["data"][0], luma["strides"][0], chroma["data"][0], chroma["strides"][0], self.size, self.full_range, decoded, self._stream,
         )
 
     def __iter__(self) -> Iterator[Frame]:
