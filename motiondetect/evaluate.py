@@ -52,6 +52,7 @@ import cv2
 import numpy as np
 
 from motiondetect import __version__
+from motiondetect.cluster import jobs_arg
 from motiondetect.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
 from motiondetect.detector import MotionDetector
 from motiondetect.errors import MotionDetectError, UsageError
@@ -636,7 +637,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(CPU reference), score each clip with the grid point that does best on the others, and print that table beside the config's scores and the anchors'")
     parser.add_argument("--grid", choices=sorted(GRIDS), help="the --loo parameter grid: small (216 points with the default pipeline: sigmas, min_sigma, downscale height, "
         "median and dilation sizes), tiny (4 points) or subsense (12 points with configs/subsense.yaml: color_threshold, ghost_share, ghost_distance) [default: small]")
-    parser.add_argument("--jobs", type=_positive, metavar="N", help="worker processes for the --loo grid [default: all cores]")
+    parser.add_argument("--jobs", type=jobs_arg, metavar="N", help="worker processes for the --loo grid, or auto [default: auto, all cores]")
     parser.add_argument("--loo-cache", metavar="FILE", help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing)")
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
@@ -651,16 +652,6 @@ def _non_negative(text: str) -> int:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number of frames >= 0, got {text!r}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return value
 
 
