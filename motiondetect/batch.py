@@ -5,9 +5,10 @@ from Python per frame and waits for each frame: on the GPU that is launch-bound.
 thread fills ring slots of K frames while the main thread runs the previous batch:
 
 - NVDEC frames (:class:`~motiondetect.nvdec.DeviceFrame`) are copied device to device into the
-  slot; host-decoded pictures are copied into the slot's page-locked (pinned) buffers and
-  uploaded with one asynchronous copy per plane. The decode thread works on its own stream, the
-  kernels on the handler's: decode, uploads and kernels overlap.
+  slot by the decode thread, on the decoder's own stream; host-decoded pictures are copied by
+  the main thread (on 4 threads) into the slot's page-locked (pinned) buffers and uploaded with
+  one asynchronous copy per plane. The kernels run on the handler's stream: decode, uploads and
+  kernels overlap.
 - The grey stage reads the luma in place (``md_luma_to_gray_u8``, cropped to the ROI's box by
   addressing), every filter runs once per batch on a (K, H, W) grid (``BATCHED`` filters; the
   others frame by frame on views), the background model carries its state through the batch in
@@ -108,10 +109,6 @@ class BatchDetector:
         detect = self.plan.detection_filters
         self._pair = next(i for i, f in enumerate(detect) if f.SIDE_INPUT == "reference")
         self._started = False  # the stream's first frame has been seen
-        import pycuda.driver as drv
-
-        #: The decode thread's stream, made here so it lives and dies with the handler's context.
-        self._feed_stream = drv.Stream()
         #: Threads that copy host pictures into the pinned ring, while a stream of them runs.
         self._stagers: ThreadPoolExecutor | None = None
 
@@ -147,7 +144,6 @@ class BatchDetector:
         """Decode thread: fill ring slots with K frames each, then hand them over."""
         self.cuda.context.push()
         try:
-            stream = self._feed_stream
             turn = 0
             batch: list[Frame] = []
             slot = None
@@ -159,27 +155,27 @@ class BatchDetector:
                     slot = slots[turn % RING_SLOTS]
                     turn += 1
                     batch = []
-                self._copy_in(slot, len(batch), frame.image, stream)
+                self._copy_in(slot, len(batch), frame.image)
                 batch.append(Frame(frame.index, frame.time, None if isinstance(frame.image, DeviceFrame) else frame.image))
                 if len(batch) == self.batch:
-                    self._hand_over(slot, batch, stream, ready)
+                    self._hand_over(slot, batch, ready)
                     slot = None
                 if stop.is_set():
                     return
             if slot is not None and batch:
-                self._hand_over(slot, batch, stream, ready)
+                self._hand_over(slot, batch, ready)
             ready.put(_END)
         except BaseException as exc:  # re-raised on the main thread after the batches before it
             ready.put(exc)
         finally:
             self.cuda.context.pop()
 
-    def _copy_in(self, slot: _Slot, k: int, image, stream) -> None:
-        """Decode thread: queue frame ``k``'s device planes into the slot (NVDEC frames); host
-        pictures are only checked here and staged by the main thread (:meth:`_upload`), so
-        the decode thread does nothing but decode."""
+    def _copy_in(self, slot: _Slot, k: int, image) -> None:
+        """Decode thread: copy frame ``k``'s device planes into the slot (NVDEC frames, on the
+        decoder's stream, after its writes); host pictures are only checked here and staged by
+        the main thread (:meth:`_upload`), so the decode thread does nothing but decode."""
         if isinstance(image, DeviceFrame):
-            stream = image.stream or stream  # after the decoder's writes, in its stream's order
+            stream = image.stream
             width, height = image.size
             _copy_2d(int(slot.luma.gpudata) + k * width * height, width, image.luma, image.luma_pitch, width, height, stream)
             if slot.chroma is not None:
@@ -194,9 +190,7 @@ class BatchDetector:
             raise TypeError(f"the batched GPU path takes decoded video pictures; got {type(image).__name__}")
         slot.full_range = image.full_range
 
-    def _hand_over(self, slot: _Slot, batch: list[Frame], stream, ready: queue.Queue) -> None:
-        if slot.luma_host is None:  # NVDEC: the device copies are done before the slot moves on
-            stream.synchronize()
+    def _hand_over(self, slot: _Slot, batch: list[Frame], ready: queue.Queue) -> None:
         slot.frames = batch
         ready.put(slot)
 
@@ -293,7 +287,7 @@ class BatchDetector:
         geo = self.plan.geometry(frames[0].image.shape)
         slot = self._make_ring(geo, "planar")[0]
         for k, frame in enumerate(frames):
-            self._copy_in(slot, k, frame.image, None)
+            self._copy_in(slot, k, frame.image)
         slot.frames, slot.geo = list(frames), geo
         self._upload(slot)
         self.cuda.synchronize()

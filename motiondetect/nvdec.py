@@ -65,9 +65,9 @@ class DeviceFrame:
             ``chroma_pitch`` bytes apart.
         size: (width, height) in pixels.
         full_range: the stream's colour range is full.
-        owner: the decoder's frame object, kept alive while the addresses are in use.
         stream: the ``pycuda.driver.Stream`` the decoder writes its frames on: read the
             planes on it (or after it), never before.
+        owner: the decoder's frame object, kept alive while the addresses are in use.
     """
 
     luma: int
@@ -76,8 +76,8 @@ class DeviceFrame:
     chroma_pitch: int
     size: tuple[int, int]
     full_range: bool
+    stream: Any
     owner: Any = None
-    stream: Any = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -89,8 +89,7 @@ class DeviceFrame:
         frame-at-a-time path: preview, frame skip, the CPU backend)."""
         import pycuda.driver as drv
 
-        if self.stream is not None:
-            self.stream.synchronize()  # the decoder's writes are done
+        self.stream.synchronize()  # the decoder's writes are done
         width, height = self.size
         ch, cw = (height + 1) // 2, (width + 1) // 2
         y = np.empty((height, width), np.uint8)
@@ -291,7 +290,7 @@ class NvdecSource:
     def _device_frame(self, decoded) -> DeviceFrame:
         luma, chroma = (plane.__cuda_array_interface__ for plane in decoded.cuda())
         return DeviceFrame(
-            luma["data"][0], luma["strides"][0], chroma["data"][0], chroma["strides"][0], self.size, self.full_range, decoded, self._stream,
+            luma["data"][0], luma["strides"][0], chroma["data"][0], chroma["strides"][0], self.size, self.full_range, self._stream, decoded,
         )
 
     def __iter__(self) -> Iterator[Frame]:

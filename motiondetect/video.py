@@ -846,7 +846,7 @@ class VideoWriter:
 
             if isinstance(frame, Picture) and self._i420:
                 # from_numpy_buffer wraps the planes without a copy (libx264 copies its input).
-                picture = av.VideoFrame.from_numpy_buffer(np.ascontiguousarray(frame.i420()), format="yuv420p")
+                picture = av.VideoFrame.from_numpy_buffer(frame.i420(), format="yuv420p")
                 with contextlib.suppress(AttributeError):  # settable from PyAV 12 on
                     picture.color_range = 2 if frame.full_range else 1
             elif self._i420:
