@@ -241,7 +241,7 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
     """
     # Imported here: cli imports the module that submits this task.
     from motiondetect.batch import BatchDetector
-    from motiondetect.cli import _batched_path_problem, _checked_on_device, _choose_decoder, _open_backend
+    from motiondetect.cli import _batched_path_problem, _checked_on_device, _choose_decoder, _masks_needed, _open_backend
     from motiondetect.config import build_filters
     from motiondetect.detector import MotionDetector
     from motiondetect.outputs import MaskImagesSink, MaskVideoSink
@@ -260,7 +260,7 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         filters = build_filters(config)
         roi = rasterize(config["roi"], video.size)
         wants_frames = job.video_part is not None
-        needs_mask = wants_frames or job.mask_part is not None or job.masks_dir is not None
+        needs_mask = _masks_needed(config, wants_frames, job.mask_part is not None or job.masks_dir is not None)
         cuda = _open_backend(config["backend"], filters, stack)
         detector = MotionDetector(
             filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"],

@@ -310,6 +310,14 @@ def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str
     return config
 
 
+def _masks_needed(config: dict[str, Any], wants_frames: bool, mask_outputs: bool) -> bool:
+    """Whether the masks must come back to the host: for what reads them there (boxes drawn
+    around their regions, frames held over skipped ones and re-blended from them, the preview,
+    mask files; ``mask_outputs``). The red blend itself reads them on the device."""
+    redraws = wants_frames and (config["overlays"]["boxes"] or config["scan"]["frame_skip"] > 0)
+    return redraws or mask_outputs
+
+
 def _open_backend(requested: str, filters, stack: ExitStack):
     """Return an entered CUDAHandler, or None for the CPU, as ``requested`` and the engines say.
 
@@ -393,11 +401,7 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         wants_frames = video_path is not None or paths.clips is not None  # annotated frames are written
         cuda = _open_backend(config["backend"], filters, stack)
         preview = args.preview or realtime_source
-        # The mask comes back to the host only for what reads it there: boxes drawn around its
-        # regions, frames held over skipped ones (re-blended from it), the preview, mask files.
-        # The red blend itself reads it on the device.
-        redraws = wants_frames and (config["overlays"]["boxes"] or config["scan"]["frame_skip"] > 0)
-        needs_mask = redraws or preview or paths.mask_video is not None or paths.masks is not None
+        needs_mask = _masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)
         detector = MotionDetector(
             filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"],
             annotate=config["overlays"]["blend"] and (wants_frames or preview), masks=needs_mask,
