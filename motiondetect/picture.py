@@ -174,6 +174,22 @@ def unpack_planes(buffer: np.ndarray, height: int, width: int, full_range: bool)
     return Picture(y, u, v, full_range)
 
 
+@lru_cache(maxsize=8)
+def _blend_tables(full_range: bool, red_lut: bytes) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """The Y'CbCr blend's per-pixel results as tables over the 16-bit index ``Cr << 8 | Y'``:
+    the blended Y' (uint8) and dR (int16) of a masked pixel; and for Cb then Cr, the Q16
+    d/dR constant and the change (int16) for each sum of dR over a whole 2x2 block."""
+    offset, r_y, r_cr, dy_dr, du_dr, dv_dr = YUV_Q16[full_range]
+    lut = np.frombuffer(red_lut, np.uint8).astype(np.int64)
+    cr, y = np.divmod(np.arange(65536, dtype=np.int64), 256)
+    red = np.clip((r_y * (y - offset) + r_cr * (cr - 128) + 32768) >> 16, 0, 255)
+    delta = lut[red] - red
+    new_y = np.clip(y + ((dy_dr * delta + 32768) >> 16), 0, 255).astype(np.uint8)
+    sums = np.arange(-1020, 1021, dtype=np.int64)  # 4 pixels of dR in -255..255
+    chroma = tuple((d_dr, ((d_dr * sums + 4 * 32768) // (4 * 65536)).astype(np.int16)) for d_dr in (du_dr, dv_dr))
+    return new_y, delta.astype(np.int16), chroma
+
+
 def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Picture:
     """The red blend applied in Y'CbCr space: the CPU reference of ``md_red_blend_yuv``.
 
@@ -196,21 +212,39 @@ def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Pi
     Returns:
         A new picture.
     """
-    offset, r_y, r_cr, dy_dr, du_dr, dv_dr = YUV_Q16[picture.full_range]
+    new_y, new_u, new_v = picture.y.copy(), picture.u.copy(), picture.v.copy()
+    x, y, w, h = cv2.boundingRect(mask)
+    if not w:
+        return Picture(new_y, new_u, new_v, picture.full_range)
+    # Only the mask's bounding box changes, widened to whole chroma blocks (even start, end even
+    # or the picture's edge): outside it delta = 0 leaves Y', Cb and Cr as they are.
     height, width = picture.y.shape
-    ch, cw = chroma_shape(height, width)
-    y = picture.y.astype(np.int64)
-    cr_full = np.repeat(np.repeat(picture.v.astype(np.int64), 2, 0), 2, 1)[:height, :width]
-    red = np.clip((r_y * (y - offset) + r_cr * (cr_full - 128) + 32768) >> 16, 0, 255)
-    delta = np.where(mask != 0, red_lut[red].astype(np.int64) - red, 0)
-    new_y = np.clip(y + ((dy_dr * delta + 32768) >> 16), 0, 255).astype(np.uint8)
-    padded = np.zeros((2 * ch, 2 * cw), np.int64)
-    padded[:height, :width] = delta
-    sums = padded.reshape(ch, 2, cw, 2).sum(axis=(1, 3))
-    rows = np.minimum(2, height - 2 * np.arange(ch))
-    cols = np.minimum(2, width - 2 * np.arange(cw))
-    n = rows[:, None] * cols[None, :]
-    # NumPy's integer division floors, as the kernel's md_floor_div does: rounding half up.
-    new_u = np.clip(picture.u + (du_dr * sums + n * 32768) // (n * 65536), 0, 255).astype(np.uint8)
-    new_v = np.clip(picture.v + (dv_dr * sums + n * 32768) // (n * 65536), 0, 255).astype(np.uint8)
+    top, left = y & ~1, x & ~1
+    bottom, right = min(height, (y + h + 1) & ~1), min(width, (x + w + 1) & ~1)
+    luma_box = (slice(top, bottom), slice(left, right))
+    chroma_box = (slice(top // 2, (bottom + 1) // 2), slice(left // 2, (right + 1) // 2))
+    rows, cols = bottom - top, right - left
+    new_y_of, delta_of, chroma_of = _blend_tables(picture.full_range, red_lut.tobytes())
+    # Each pixel's (Cr, Y') pair as one 16-bit index into the 65,536-entry tables; Cr brought to
+    # the luma grid by an exact 2x nearest-neighbour resize, cut at an odd edge.
+    cr = picture.v[chroma_box].astype(np.uint16) << 8
+    index = cv2.resize(cr, (2 * cr.shape[1], 2 * cr.shape[0]), interpolation=cv2.INTER_NEAREST)[:rows, :cols]
+    index |= picture.y[luma_box]
+    # Select by bit masks (0 or all ones), not by `where`: branch-free, 3x faster on real masks.
+    moving = np.negative((mask[luma_box] != 0).view(np.uint8))  # 0 or 0xFF
+    new_y[luma_box] = (new_y_of[index] & moving) | (new_y[luma_box] & ~moving)
+    delta = np.zeros((rows + (rows & 1), cols + (cols & 1)), np.int16)  # padded to whole blocks
+    delta[:rows, :cols] = delta_of[index] & moving.view(np.int8).astype(np.int16)  # 0 or 0xFFFF
+    pairs = delta[0::2] + delta[1::2]  # |sum| <= 4 * 255: int16 holds it
+    sums = pairs[:, 0::2] + pairs[:, 1::2]
+    if rows & 1 or cols & 1:
+        count = np.full(sums.shape, 4, np.int64)  # pixels per block: fewer where the odd edge cuts it
+        count[-1, :] //= 1 + (rows & 1)
+        count[:, -1] //= 1 + (cols & 1)
+    for plane, out, (d_dr, change_of_sum) in zip((picture.u, picture.v), (new_u, new_v), chroma_of):
+        if rows & 1 or cols & 1:
+            change = (d_dr * sums.astype(np.int64) + count * 32768) // (count * 65536)
+        else:  # whole blocks: a lookup on the block's sum (-1020..1020)
+            change = change_of_sum[sums + 1020]
+        out[chroma_box] = np.clip(plane[chroma_box] + change, 0, 255)
     return Picture(new_y, new_u, new_v, picture.full_range)

@@ -107,3 +107,52 @@ def test_returns_a_new_frame_and_leaves_inputs_alone(rng):
     assert out is not frame and not np.shares_memory(out, frame)
     np.testing.assert_array_equal(frame, frame0)
     np.testing.assert_array_equal(mask, mask0)
+
+
+def yuv_blend_per_pixel(mask, picture, lut):
+    """The Y'CbCr blend's definition, evaluated over the whole frame in int64 (no box, no tables)."""
+    from motiondetect.picture import YUV_Q16, Picture, chroma_shape
+
+    offset, r_y, r_cr, dy_dr, du_dr, dv_dr = YUV_Q16[picture.full_range]
+    height, width = picture.y.shape
+    ch, cw = chroma_shape(height, width)
+    y = picture.y.astype(np.int64)
+    cr = np.repeat(np.repeat(picture.v.astype(np.int64), 2, 0), 2, 1)[:height, :width]
+    red = np.clip((r_y * (y - offset) + r_cr * (cr - 128) + 32768) >> 16, 0, 255)
+    delta = np.where(mask != 0, lut[red].astype(np.int64) - red, 0)
+    new_y = np.clip(y + ((dy_dr * delta + 32768) >> 16), 0, 255).astype(np.uint8)
+    sums = np.zeros((ch, cw), np.int64)
+    count = np.zeros((ch, cw), np.int64)
+    np.add.at(sums, (np.arange(height)[:, None] // 2, np.arange(width)[None, :] // 2), delta)
+    np.add.at(count, (np.arange(height)[:, None] // 2, np.arange(width)[None, :] // 2), 1)
+    new_u, new_v = (
+        np.clip(plane + (d * sums + count * 32768) // (count * 65536), 0, 255).astype(np.uint8)
+        for plane, d in ((picture.u, du_dr), (picture.v, dv_dr))
+    )
+    return Picture(new_y, new_u, new_v, picture.full_range)
+
+
+@pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (9, 14), (16, 11), (33, 47), (120, 160)])
+def test_yuv_blend_matches_the_per_pixel_definition(rng, shape, full_range):
+    """blend_red_yuv (box-limited, table-driven) equals the definition evaluated per pixel,
+    for masks whose bounding box starts and ends at odd and even rows and columns, touches the
+    picture's (odd) edges, covers it all, or is empty."""
+    from motiondetect.picture import Picture, blend_red_yuv, chroma_shape
+
+    height, width = shape
+    ch, cw = chroma_shape(height, width)
+    boxes = [(0, 0, height, width), (0, 0, 0, 0)]
+    for _ in range(12):
+        (top, bottom), (left, right) = (sorted(rng.integers(0, n + 1, 2)) for n in (height, width))
+        boxes.append((top, left, bottom, right))
+    boxes.append((height - 1, width - 1, height, width))  # the last pixel alone
+    for alpha in (0.5, 1.0, 0.2):
+        lut = RedBlend(alpha=alpha).lut
+        for top, left, bottom, right in boxes:
+            picture = Picture(*(rng.integers(0, 256, s, dtype=np.uint8) for s in ((height, width), (ch, cw), (ch, cw))), full_range)
+            mask = np.zeros(shape, np.uint8)
+            mask[top:bottom, left:right] = np.where(rng.random((bottom - top, right - left)) < 0.7, 255, 0)
+            got, want = blend_red_yuv(mask, picture, lut), yuv_blend_per_pixel(mask, picture, lut)
+            for plane in ("y", "u", "v"):
+                np.testing.assert_array_equal(getattr(got, plane), getattr(want, plane), err_msg=f"{plane} box {top, left, bottom, right}")
