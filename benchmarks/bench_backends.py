@@ -15,11 +15,11 @@ import argparse
 import statistics
 import time
 
-from motiondetect.config import build_filters, load_config
-from motiondetect.cuda_handler import CUDAHandler
-from motiondetect.detector import MotionDetector
-from motiondetect.platform import cuda_device_error
-from motiondetect.video import VideoHandler, as_bgr
+from motiondetect.pipeline.config import build_filters, load_config
+from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.gpu.platform import cuda_device_error
+from motiondetect.sources.video import VideoHandler, as_bgr
 
 
 def time_backend(frames, cuda, repeats: int, config: dict) -> float:

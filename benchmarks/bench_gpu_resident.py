@@ -36,12 +36,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_throughput import make_input, median_rate  # noqa: E402
 
-from motiondetect.batch import BatchDetector  # noqa: E402
-from motiondetect.config import build_filters, default_config  # noqa: E402
-from motiondetect.cuda_handler import CUDAHandler  # noqa: E402
-from motiondetect.nvdec import NvdecSource, nvdec_problem  # noqa: E402
-from motiondetect.picture import Picture  # noqa: E402
-from motiondetect.video import Frame, VideoHandler, VideoWriter  # noqa: E402
+from motiondetect.pipeline.batch import BatchDetector  # noqa: E402
+from motiondetect.pipeline.config import build_filters, default_config  # noqa: E402
+from motiondetect.gpu.cuda_handler import CUDAHandler  # noqa: E402
+from motiondetect.sources.nvdec import NvdecSource, nvdec_problem  # noqa: E402
+from motiondetect.core.picture import Picture  # noqa: E402
+from motiondetect.sources.video import Frame, VideoHandler, VideoWriter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

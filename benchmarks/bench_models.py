@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gpu_resident import on_device_rate, pictures_of  # noqa: E402
 from bench_throughput import make_input  # noqa: E402
 
-from motiondetect.config import default_config, load_config  # noqa: E402
-from motiondetect.cuda_handler import CUDAHandler  # noqa: E402
+from motiondetect.pipeline.config import default_config, load_config  # noqa: E402
+from motiondetect.gpu.cuda_handler import CUDAHandler  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

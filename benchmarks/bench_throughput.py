@@ -29,12 +29,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from motiondetect.cli import main as motiondetect_main
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import MotionDetector, queue_mask_stats
-from motiondetect.platform import cuda_device_error
-from motiondetect.threads import BackgroundWriter, PrefetchReader
-from motiondetect.video import VideoHandler, VideoWriter, as_bgr
+from motiondetect.apps.cli import main as motiondetect_main
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import MotionDetector, queue_mask_stats
+from motiondetect.gpu.platform import cuda_device_error
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
+from motiondetect.sources.video import VideoHandler, VideoWriter, as_bgr
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -183,7 +183,7 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         cuda = None
         if cuda_device_error() is None:
-            from motiondetect.cuda_handler import CUDAHandler
+            from motiondetect.gpu.cuda_handler import CUDAHandler
 
             cuda = stack.enter_context(CUDAHandler())  # released even when a measurement fails
             print(f"GPU: {cuda.device_name}")

@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from motiondetect.config import build_filters, default_config
-from motiondetect.cuda_handler import CUDAHandler
-from motiondetect.detector import MotionDetector
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.pipeline.detector import MotionDetector
 
 
 def median_us(step, runs: int) -> float:

@@ -1,6 +1,6 @@
 """Leave-one-clip-out tuning over the dev set, with a score cache: ``motiondetect evaluate --loo`` for long runs.
 
-The grid, the scoring and the table live in :mod:`motiondetect.tuning` (``motiondetect evaluate
+The grid, the scoring and the table live in :mod:`motiondetect.evaluation.tuning` (``motiondetect evaluate
 --loo`` prints the same table after its per-clip tables). This script skips the per-clip tables,
 scores the anchors in the worker processes too, and keeps every score in a cache by default, so
 a rerun, a grown grid or more clips compute only what is missing::
@@ -20,10 +20,10 @@ import os
 import sys
 from pathlib import Path
 
-from motiondetect.config import load_config
-from motiondetect.errors import MotionDetectError
-from motiondetect.evaluate import DEFAULT_SKIP, load_folder
-from motiondetect.tuning import GRIDS, format_loo_table, tune
+from motiondetect.pipeline.config import load_config
+from motiondetect.core.errors import MotionDetectError
+from motiondetect.evaluation.scoring import DEFAULT_SKIP, load_folder
+from motiondetect.evaluation.tuning import GRIDS, format_loo_table, tune
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,7 +73,7 @@ def run_cli(monkeypatch, capsys, cwd, *argv) -> tuple[int, str, str]:
 
     argparse's usage errors (``SystemExit``) come back as their exit code.
     """
-    from motiondetect.cli import main
+    from motiondetect.apps.cli import main
 
     monkeypatch.chdir(cwd)
     try:
@@ -91,14 +91,14 @@ SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
 
 def seed_config() -> dict:
     """The loaded configs/seed.yaml."""
-    from motiondetect.config import load_config
+    from motiondetect.pipeline.config import load_config
 
     return load_config(SEED_YAML)
 
 
 def same_image(a, b) -> bool:
     """Whether two result frames hold the same bits: BGR arrays, or pictures plane by plane."""
-    from motiondetect.picture import Picture
+    from motiondetect.core.picture import Picture
 
     if isinstance(a, Picture) or isinstance(b, Picture):
         return (

@@ -17,13 +17,13 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.chunk_task import KILL_WORKER_ENV, ChunkJob, run_chunk
-from motiondetect.chunks import packet_timestamps, plan_chunks, warmup_frames
-from motiondetect.config import build_filters, load_config
-from motiondetect.detector import MotionDetector
-from motiondetect.events import EventSegmenter
+from motiondetect.scaleout.chunk_task import KILL_WORKER_ENV, ChunkJob, run_chunk
+from motiondetect.scaleout.chunks import packet_timestamps, plan_chunks, warmup_frames
+from motiondetect.pipeline.config import build_filters, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.outputs.events import EventSegmenter
 from motiondetect.filters import GaussianBackground, RunningAverage
-from motiondetect.video import VideoHandler
+from motiondetect.sources.video import VideoHandler
 
 from helpers import SEED_YAML, one_line_error, run_cli
 
@@ -205,8 +205,7 @@ def test_command_equals_the_sequential_run(scheduler, monkeypatch, capsys, tmp_p
 
 
 def test_interrupted_run_resumes_with_the_same_report(scheduler, monkeypatch, capsys, tmp_path):
-    from motiondetect import manifest
-
+    from motiondetect.scaleout import manifest
     address, _, _ = scheduler
     args = [VIDEOS / "bgslibrary_video.avi" if VIDEOS else BUNDLED, "-c", SEED_YAML, "--no-video", "--events", "report.json", "--backend", "cpu", "--scheduler", address, "--chunk", "2"]
     (tmp_path / "whole").mkdir()
@@ -284,8 +283,7 @@ def test_bad_values_are_one_line_errors(monkeypatch, capsys, tmp_path, argv, exp
 
 
 def test_unreachable_scheduler_and_missing_dask_are_one_line_errors(monkeypatch, capsys, tmp_path):
-    from motiondetect import cluster
-
+    from motiondetect.scaleout import cluster
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
     rc, _, err = run_cli(monkeypatch, capsys, tmp_path, BUNDLED, "--no-video", "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:9")
     assert rc == 1 and "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9' within 1 s" in one_line_error(err)

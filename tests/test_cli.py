@@ -1,4 +1,4 @@
-"""The command line, in process (motiondetect.cli.main) and as a real subprocess."""
+"""The command line, in process (motiondetect.apps.cli.main) and as a real subprocess."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pytest
 import motiondetect
 from helpers import offline_events, one_line_error, video_grey
 from helpers import run_cli as run_main
-from motiondetect.cli import main
+from motiondetect.apps.cli import main
 from motiondetect.filters import REGISTRY
-from motiondetect.platform import cuda_device_error
-from motiondetect.video import VideoWriter
+from motiondetect.gpu.platform import cuda_device_error
+from motiondetect.sources.video import VideoWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The case study's pipeline, which independent_mask() below reproduces with OpenCV.
@@ -364,7 +364,7 @@ def test_auto_backend_falls_back_to_cpu(tmp_path, sequence, monkeypatch, capsys)
 
 
 def test_cublas_engine_with_cpu_backend(tmp_path, sequence, monkeypatch, capsys):
-    from motiondetect.cli import build_parser
+    from motiondetect.apps.cli import build_parser
 
     if "--engine" not in build_parser().format_help():
         pytest.skip("this version has no --engine")
@@ -407,7 +407,7 @@ def test_normal_run_prints_a_summary(tmp_path, sequence, monkeypatch, capsys):
 
 
 def test_interrupt_keeps_partial_outputs(tmp_path, sequence, monkeypatch, capsys):
-    from motiondetect.detector import MotionDetector
+    from motiondetect.pipeline.detector import MotionDetector
 
     real = MotionDetector.process
     calls = []

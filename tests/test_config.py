@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from motiondetect.config import build_filters, default_config, load_config, merge, validate, with_overrides
-from motiondetect.errors import ConfigError
+from motiondetect.pipeline.config import build_filters, default_config, load_config, merge, validate, with_overrides
+from motiondetect.core.errors import ConfigError
 from motiondetect.filters import (
     REGISTRY,
     Difference,
@@ -459,7 +459,7 @@ def test_presets_move_the_way_their_names_say():
 
 
 def test_setting_sections_and_with_settings():
-    from motiondetect.config import SECTIONS, with_settings
+    from motiondetect.pipeline.config import SECTIONS, with_settings
 
     config = with_settings(default_config(), "events", {"min_area": 0.02, "merge_gap": None})
     assert config["events"]["min_area"] == 0.02 and config["events"]["merge_gap"] == 2.0

@@ -12,8 +12,8 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import FrameResult, MotionDetector, pipeline_problems
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import FrameResult, MotionDetector, pipeline_problems
 from motiondetect.filters import (
     Difference,
     Dilation,

@@ -12,8 +12,8 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.cli import main
-from motiondetect.evaluate import (
+from motiondetect.apps.cli import main
+from motiondetect.evaluation.scoring import (
     EventScore,
     GroundTruthError,
     Method,

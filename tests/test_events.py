@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import offline_events
-from motiondetect.events import (
+from motiondetect.outputs.events import (
     CSV_COLUMNS,
     EventSegmenter,
     format_timecode,

@@ -21,8 +21,8 @@ import pytest
 
 from helpers import same_image
 
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import MotionDetector
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.filters import (
     Blur,
     Dilation,
@@ -246,7 +246,7 @@ def test_default_pipeline_on_random_frames_of_every_size(cuda, rng):
 
 
 def test_default_pipeline_on_the_bundled_clip(cuda, sample_clip):
-    from motiondetect.video import VideoHandler
+    from motiondetect.sources.video import VideoHandler
 
     with VideoHandler(sample_clip) as video:
         frames = [f.image for f in video]
@@ -272,7 +272,7 @@ def test_default_pipeline_on_a_downscaled_clip(cuda):
 
 
 def test_evaluate_gives_identical_scores_on_both_backends(cuda, tmp_path):
-    from motiondetect.cli import main
+    from motiondetect.apps.cli import main
 
     clips = [SAMPLES / "cdnet_highway", SAMPLES / "cdnet_fall"]
     if not all(c.is_dir() for c in clips):

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from helpers import run_cli
-from motiondetect.batch import BatchDetector
-from motiondetect.config import build_filters, default_config, load_config
-from motiondetect.detector import MotionDetector
-from motiondetect.picture import Picture
-from motiondetect.video import VideoHandler
+from motiondetect.pipeline.batch import BatchDetector
+from motiondetect.pipeline.config import build_filters, default_config, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.core.picture import Picture
+from motiondetect.sources.video import VideoHandler
 
 pytestmark = pytest.mark.gpu
 
@@ -41,7 +41,7 @@ def h264(name: str) -> Path:
 
 
 def needs_nvdec():
-    from motiondetect.nvdec import nvdec_problem
+    from motiondetect.sources.nvdec import nvdec_problem
 
     problem = nvdec_problem()
     if problem:
@@ -71,7 +71,7 @@ def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
     cpu = MotionDetector(build_filters(cfg))
     one = MotionDetector(build_filters(cfg), cuda=cuda)
     batched = BatchDetector(build_filters(cfg), cuda, batch=batch)
-    from motiondetect.video import Frame
+    from motiondetect.sources.video import Frame
 
     stream = list(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)))
     assert [f.index for f, _ in stream] == list(range(len(frames)))
@@ -90,7 +90,7 @@ def test_batches_with_a_roi_and_without_outputs(cuda):
     roi[100:300, 50:400] = 255
     cpu = MotionDetector(build_filters(default_config()), roi=roi, annotate=False, masks=False)
     batched = BatchDetector(build_filters(default_config()), cuda, roi=roi, annotate=False, masks=False, batch=16)
-    from motiondetect.video import Frame
+    from motiondetect.sources.video import Frame
 
     for (frame, got), picture in zip(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)), frames):
         want = cpu.process(picture)
@@ -103,7 +103,7 @@ def test_yuv_blend_kernel_equals_its_cpu_reference(cuda, rng, size, full_range):
     import pycuda.gpuarray as gpuarray
 
     from motiondetect.filters import RedBlend
-    from motiondetect.picture import chroma_shape, unpack_planes
+    from motiondetect.core.picture import chroma_shape, unpack_planes
 
     height, width = size
     ch, cw = chroma_shape(height, width)

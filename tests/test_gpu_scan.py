@@ -18,8 +18,8 @@ import pytest
 
 from helpers import same_image
 
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import Geometry, MotionDetector, box_from_corners, mask_stats_reference, queue_mask_stats
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import Geometry, MotionDetector, box_from_corners, mask_stats_reference, queue_mask_stats
 
 pytestmark = pytest.mark.gpu
 
@@ -94,7 +94,7 @@ def test_and_mask_kernel(cuda, rng, size):
 def test_expand_kernel_matches_opencv_nearest(cuda, rng, size, factor):
     import pycuda.gpuarray as gpuarray
 
-    from motiondetect.detector import _CudaExecutor
+    from motiondetect.pipeline.detector import _CudaExecutor
 
     height, width = size
     roi = np.zeros(size, np.uint8)
@@ -134,7 +134,7 @@ def triangle_roi(shape=(240, 320)):
     ids=repr,
 )
 def test_detector_on_real_clip_identical_to_cpu(cuda, sample_clip, options):
-    from motiondetect.video import VideoHandler
+    from motiondetect.sources.video import VideoHandler
 
     options = {**options, "roi": triangle_roi() if options.get("roi") else None}
     cpu = MotionDetector(build_filters(default_config()), **options)
@@ -154,8 +154,8 @@ def test_detector_on_real_clip_identical_to_cpu(cuda, sample_clip, options):
 
 
 def test_prime_and_repeat_identical_to_cpu(cuda, sample_frames):
-    from motiondetect.runner import Runner, Sink
-    from motiondetect.video import Frame
+    from motiondetect.pipeline.runner import Runner, Sink
+    from motiondetect.sources.video import Frame
 
     class Keep(Sink):
         def __init__(self):
@@ -198,7 +198,7 @@ SHARED_CLIP = next((p for p in (ROOT.parent / "shared" / "samples" / "videos" / 
 
 @pytest.mark.parametrize("clip", ["bundled", "shared"])
 def test_cli_scan_identical_on_both_backends(cuda, sample_clip, tmp_path, monkeypatch, clip):
-    from motiondetect.cli import main
+    from motiondetect.apps.cli import main
 
     if clip == "shared" and SHARED_CLIP is None:
         pytest.skip("shared/samples/videos/bgslibrary_video.avi is not present")

@@ -13,11 +13,11 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.batch import BatchDetector
-from motiondetect.config import build_filters, load_config
-from motiondetect.detector import MotionDetector
+from motiondetect.pipeline.batch import BatchDetector
+from motiondetect.pipeline.config import build_filters, load_config
+from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.filters import Subsense
-from motiondetect.video import Frame, VideoHandler, as_bgr
+from motiondetect.sources.video import Frame, VideoHandler, as_bgr
 
 pytestmark = pytest.mark.gpu
 

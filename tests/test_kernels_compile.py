@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from motiondetect.kernel_sources import kernel_dir
+from motiondetect.gpu.kernel_sources import kernel_dir
 
 NVCC = shutil.which("nvcc")
 KERNELS = sorted(kernel_dir().glob("*.cu"))

@@ -3,7 +3,7 @@
 Where there is no GPU, the kernels' arithmetic and indexing can still be checked: each
 ``kernels/*.cu`` file of a filter is compiled with the host C++ compiler, with ``__global__``
 and the thread indices defined as plain code, and a launcher that runs every thread of the grid
-that :meth:`CUDAHandler.launch_1d <motiondetect.cuda_handler.CUDAHandler.launch_1d>` and
+that :meth:`CUDAHandler.launch_1d <motiondetect.gpu.cuda_handler.CUDAHandler.launch_1d>` and
 ``launch_2d`` would launch (guards included; ``gridDim.z`` images for a batch, kernels/batch.cuh),
 one after another, into poisoned outputs. That is
 faithful for kernels whose threads do not cooperate; the histogram kernel, which syncs a block
@@ -36,8 +36,8 @@ from motiondetect.filters import (
     Subsense,
     Upscale,
 )
-from motiondetect.kernel_sources import kernel_dir
-from motiondetect.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, luma_table
+from motiondetect.gpu.kernel_sources import kernel_dir
+from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, luma_table
 
 CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++ or clang++)")
@@ -393,7 +393,7 @@ def test_luma_to_gray(lib, rng, size, full_range):
 @pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
 def test_red_blend_yuv(lib, rng, size, c_step, full_range):
     """md_red_blend_yuv_u8 on K random pictures (odd and even sizes, padded rows, planar or NV12
-    chroma with v = u + 1) and random masks equals motiondetect.picture.blend_red_yuv, bit for bit,
+    chroma with v = u + 1) and random masks equals motiondetect.core.picture.blend_red_yuv, bit for bit,
     written as K packed I420 images."""
     h, w = size
     ch, cw = chroma_shape(h, w)

@@ -44,7 +44,7 @@ def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_pa
     # Dependencies (numpy, cv2...) come from this interpreter's site-packages, listed after the
     # fresh venv's own, so the unpacked motiondetect wins over any editable install.
     (Path(target) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    probe = "from motiondetect.kernel_sources import kernel_dir; import motiondetect; print(kernel_dir()); print(motiondetect.__file__)"
+    probe = "from motiondetect.gpu.kernel_sources import kernel_dir; import motiondetect; print(kernel_dir()); print(motiondetect.__file__)"
     result = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     kernels, package = (Path(line) for line in result.stdout.split())

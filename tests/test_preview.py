@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.preview import HELP_SECONDS
+from motiondetect.apps.preview import HELP_SECONDS
 
 ImageGrab = pytest.importorskip("PIL.ImageGrab", reason="screenshots need Pillow")
 pytestmark = pytest.mark.skipif(not (shutil.which("Xvfb") and shutil.which("xdotool")), reason="needs Xvfb and xdotool")

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from helpers import offline_events, one_line_error, run_cli, video_grey
-from motiondetect.cli import main
-from motiondetect.video import VideoWriter
+from motiondetect.apps.cli import main
+from motiondetect.sources.video import VideoWriter
 
 #: Settings that split the bundled highway clip into several events (the defaults, DVR-Scan's,
 #: make its steady traffic one event); at 25 fps: 0.2 s = 5 frames, 0.5 s = 13, 0.3 s = 8.
@@ -361,7 +361,7 @@ def test_preset_configs_run(tmp_path, sequence, monkeypatch, capsys):
 
 
 def test_help_lists_every_setting_flag(capsys):
-    from motiondetect.config import SECTIONS
+    from motiondetect.pipeline.config import SECTIONS
 
     with pytest.raises(SystemExit):
         main(["--help"])

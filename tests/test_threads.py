@@ -9,9 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.errors import VideoOpenFailure
-from motiondetect.threads import BackgroundWriter, PrefetchReader
-from motiondetect.video import Frame, VideoWriter
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
+from motiondetect.sources.video import Frame, VideoWriter
 
 
 def frames(count, fail_at=None, produced=None):

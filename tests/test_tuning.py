@@ -14,11 +14,11 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect import tuning
-from motiondetect.config import build_filters, default_config, load_config
-from motiondetect.detector import MotionDetector
-from motiondetect.errors import UsageError
-from motiondetect.tuning import leave_one_out
+from motiondetect.evaluation import tuning
+from motiondetect.pipeline.config import build_filters, default_config, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.core.errors import UsageError
+from motiondetect.evaluation.tuning import leave_one_out
 from tests.helpers import SEED_YAML, make_folder, one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -239,7 +239,7 @@ def test_cli_loo_usage_errors_are_one_line(three_clips, tmp_path, monkeypatch, c
 
 
 def test_cli_loo_refuses_a_pipeline_the_grid_cannot_tune_before_any_work(three_clips, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("motiondetect.evaluate.evaluate", lambda *a, **k: pytest.fail("evaluated before the check"))
+    monkeypatch.setattr("motiondetect.evaluation.scoring.evaluate", lambda *a, **k: pytest.fail("evaluated before the check"))
     rc, out, err = run_cli(monkeypatch, capsys, tmp_path, "evaluate", *three_clips[:2], "-c", SEED_YAML, "--backend", "cpu", "--loo")
     assert rc == 2 and "the pipeline has none of them" in one_line_error(err)
     twin, _, _ = make_folder(tmp_path / "x" / "one")

@@ -9,9 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.errors import VideoOpenFailure
-from motiondetect.picture import Picture
-from motiondetect.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, VideoWriter, window
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.core.picture import Picture
+from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, VideoWriter, window
 
 ROOT = Path(__file__).resolve().parent.parent
 CDNET_CANDIDATES = [ROOT.parent / "shared" / "samples" / "cdnet_highway" / "input", ROOT / "shared" / "samples" / "cdnet_highway" / "input"]
@@ -283,7 +283,7 @@ def test_writer_uses_libx264_with_pyav(tmp_path):
 
 
 def test_writer_mp4v_fallback(tmp_path, monkeypatch, caplog):
-    import motiondetect.video as video_module
+    import motiondetect.sources.video as video_module
 
     monkeypatch.setattr(video_module, "h264_encoder", lambda: None)
     with caplog.at_level(logging.WARNING, logger="motiondetect"):

@@ -7,7 +7,7 @@ import numpy as np
 
 from motiondetect.filters.bands import Scratch, run_bands
 from motiondetect.filters.base import Filter, Kind, element_count, planes
-from motiondetect.picture import Picture, luma_table
+from motiondetect.core.picture import Picture, luma_table
 
 #: BT.601 luma weights (ITU-R BT.601: Y = 0.299 R + 0.587 G + 0.114 B) in 16-bit fixed point,
 #: round(w * 65536); they sum to 65536. Must match kernels/gray.cu.
@@ -73,7 +73,7 @@ class Gray(Filter):
         """The grey image of a decoded frame: its luma, expanded to full range.
 
         Luma first: a video decoder already delivers BT.601 luma (the Y' plane), so the grey
-        image is that plane through :func:`~motiondetect.picture.luma_table` (limited range:
+        image is that plane through :func:`~motiondetect.core.picture.luma_table` (limited range:
         ``round((Y' - 16) * 255 / 219)``; full range: unchanged), with no colour conversion.
 
         Args:
@@ -102,7 +102,7 @@ class Gray(Filter):
         cuda.launch_2d(fn, (height, width), np.uintp(luma), np.int32(pitch), np.int64(image_bytes), table.gpudata, dst.gpudata, np.int32(width), np.int32(height), frames=frames)
 
     def apply_cublas(self, cuda, src, dst, side=None):
-        from motiondetect.blas import round_to_u8, to_float
+        from motiondetect.gpu.blas import round_to_u8, to_float
 
         pixels = to_float(cuda, src, "gray_pixels").reshape(dst.size, 3)
         weights = cuda.constant("bt601_weights_f32", np.array([B2Y, G2Y, R2Y], np.float32))

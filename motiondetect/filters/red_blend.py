@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 
 from motiondetect.filters.base import Filter, Kind, Param, element_count, planes
-from motiondetect.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape
+from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape
 
 
 class RedBlend(Filter):
@@ -68,9 +68,9 @@ class RedBlend(Filter):
         cuda.launch_1d(fn, int(n), side.gpudata, src.gpudata, lut.gpudata, dst.gpudata, n)
 
     def reference_yuv(self, mask: np.ndarray, picture: Picture) -> Picture:
-        """The blend of a decoded frame in Y'CbCr 4:2:0 (:func:`~motiondetect.picture.blend_red_yuv`,
+        """The blend of a decoded frame in Y'CbCr 4:2:0 (:func:`~motiondetect.core.picture.blend_red_yuv`,
         the CPU reference of :meth:`apply_yuv`): ``mask`` (H, W) uint8 0/255 at the picture's
-        size; returns a new :class:`~motiondetect.picture.Picture`."""
+        size; returns a new :class:`~motiondetect.core.picture.Picture`."""
         return blend_red_yuv(mask, picture, self.lut)
 
     def apply_yuv(self, cuda, mask, luma: int, luma_pitch: int, luma_image: int, cb: int, cr: int,

@@ -10,9 +10,9 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.config import build_filters, default_config, load_config
-from motiondetect.detector import MotionDetector
-from motiondetect.evaluate import decoded_frames, load_folder
+from motiondetect.pipeline.config import build_filters, default_config, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.evaluation.scoring import decoded_frames, load_folder
 from motiondetect.filters import GaussianBackground, Subsense
 from motiondetect.filters.subsense import LBSP_PATTERN, counter_hash, lbsp
 

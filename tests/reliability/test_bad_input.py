@@ -16,9 +16,9 @@ import cv2
 import numpy as np
 import pytest
 
-import motiondetect.video as video_module
-from motiondetect.picture import Picture
-from motiondetect.video import VideoHandler, VideoWriter
+import motiondetect.sources.video as video_module
+from motiondetect.core.picture import Picture
+from motiondetect.sources.video import VideoHandler, VideoWriter
 from conftest import (
     SAMPLE_ANNOUNCED, avi_chunks, count_frames, error_line, only_line, report, run_main, run_process, small_frames,
 )
@@ -256,7 +256,7 @@ def test_disk_full_on_the_report_keeps_the_old_one(tmp_path, monkeypatch, capsys
         def __exit__(self, *exc):
             self.handle.close()
 
-    monkeypatch.setattr("motiondetect.events.os.fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
+    monkeypatch.setattr("motiondetect.outputs.events.os.fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
     rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, *CPU, "--overwrite")
     assert rc == 1
     line = error_line(err)

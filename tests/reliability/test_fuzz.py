@@ -13,9 +13,9 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from motiondetect.config import SECTIONS, build_filters, config_schema, default_config, load_config, validate
-from motiondetect.detector import MotionDetector
-from motiondetect.errors import ConfigError
+from motiondetect.pipeline.config import SECTIONS, build_filters, config_schema, default_config, load_config, validate
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.core.errors import ConfigError
 from motiondetect.filters import REGISTRY
 from conftest import only_line, report, run_main
 

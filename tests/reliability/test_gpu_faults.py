@@ -19,10 +19,10 @@ import cv2
 import numpy as np
 import pytest
 
-import motiondetect.cli as cli
-import motiondetect.detector as detector_module
-from motiondetect.cuda_handler import CUDAHandler
-from motiondetect.errors import CudaUnavailable
+import motiondetect.apps.cli as cli
+import motiondetect.pipeline.detector as detector_module
+from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.core.errors import CudaUnavailable
 from conftest import count_frames, error_line, only_line, report, run_main
 
 NVCC_SAID = 'kernel.cu(12): error: identifier "md_undefined_marker" is undefined\n1 error detected in the compilation of "kernel.cu".'
@@ -134,7 +134,7 @@ def cpu_events(monkeypatch, capsys, tmp_path, source):
 
 def test_no_device(tmp_path, monkeypatch, capsys, sequence):
     monkeypatch.setattr(cli, "cuda_device_error", lambda: "no CUDA device found")
-    monkeypatch.setattr("motiondetect.cuda_handler.cuda_device_error", lambda: "no CUDA device found")
+    monkeypatch.setattr("motiondetect.gpu.cuda_handler.cuda_device_error", lambda: "no CUDA device found")
     rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--no-video")
     assert rc == 0 and "notice: CUDA unavailable (no CUDA device found); using the CPU backend" in err
     assert report(tmp_path / "seq_motion.json")["backend"] == "cpu"
@@ -276,7 +276,7 @@ def test_gpu_device_that_fails_at_start(cuda, tmp_path, monkeypatch, capsys, seq
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "auto"])
 def test_gpu_kernel_compile_error_shows_nvcc_once(cuda, tmp_path, monkeypatch, capsys, sequence, backend):
-    import motiondetect.cuda_handler as handler_module
+    import motiondetect.gpu.cuda_handler as handler_module
 
     real = handler_module.kernel_source
     marker = "md_broken_kernel_marker"

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from motiondetect.signals import StopSignals, exit_code
+from motiondetect.core.signals import StopSignals, exit_code
 from conftest import count_frames, process_env, report
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 #: Runs the command after wrapping one function so that the process signals itself there.
 DRIVER = r"""
 import os, signal, sys
-import motiondetect.detector as detector, motiondetect.video as video
-from motiondetect.cli import main
+import motiondetect.pipeline.detector as detector, motiondetect.sources.video as video
+from motiondetect.apps.cli import main
 
 point, sig, at = os.environ["MD_POINT"], getattr(signal, os.environ["MD_SIGNAL"]), int(os.environ.get("MD_AT", "0"))
 calls = [0]

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import motiondetect.cli as cli
-from motiondetect.detector import MotionDetector
-from motiondetect.video import Frame, VideoWriter
+import motiondetect.apps.cli as cli
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.sources.video import Frame, VideoWriter
 from conftest import report, run_main, small_frames
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc (Linux)")

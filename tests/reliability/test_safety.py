@@ -14,8 +14,8 @@ import pytest
 import motiondetect
 from motiondetect.outputs.clips import clip_name
 from motiondetect.outputs.masks import mask_name
-from motiondetect.safety import free_name
-from motiondetect.video import VideoWriter
+from motiondetect.core.safety import free_name
+from motiondetect.sources.video import VideoWriter
 from conftest import only_line, report, run_main, small_frames
 
 PACKAGE = Path(motiondetect.__file__).parent
@@ -136,7 +136,7 @@ def test_reports_appear_whole_by_rename(tmp_path, monkeypatch, capsys, clip, nam
         renames.append((src.resolve().parent, dst.resolve()))
         real_replace(src, dst)
 
-    monkeypatch.setattr("motiondetect.events.os.replace", replace)
+    monkeypatch.setattr("motiondetect.outputs.events.os.replace", replace)
     rc, err = run_main(monkeypatch, capsys, tmp_path, clip, "--backend", "cpu", "--no-video", "--events", name, "--overwrite")
     assert rc == 0, err
     assert renames == [(tmp_path, final)]  # through a temporary file in the same folder
@@ -144,7 +144,7 @@ def test_reports_appear_whole_by_rename(tmp_path, monkeypatch, capsys, clip, nam
 
 
 def test_report_of_an_interrupted_run_is_whole(tmp_path, monkeypatch, capsys, clip):
-    from motiondetect.detector import MotionDetector
+    from motiondetect.pipeline.detector import MotionDetector
 
     real = MotionDetector.process
     calls = []

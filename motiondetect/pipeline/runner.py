@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from motiondetect.detector import FrameResult, MotionDetector
-from motiondetect.errors import MotionDetectError
-from motiondetect.events import EventSegmenter, write_csv_atomic, write_json_atomic
-from motiondetect.faults import describe_device_fault, is_device_fault
-from motiondetect.video import Frame, VideoWriter
+from motiondetect.pipeline.detector import FrameResult, MotionDetector
+from motiondetect.core.errors import MotionDetectError
+from motiondetect.outputs.events import EventSegmenter, write_csv_atomic, write_json_atomic
+from motiondetect.core.faults import describe_device_fault, is_device_fault
+from motiondetect.sources.video import Frame, VideoWriter
 
 log = logging.getLogger("motiondetect")
 
@@ -85,7 +85,7 @@ class VideoSink(Sink):
     """Writes the annotated frames (``result.frame``) to a video file.
 
     Args:
-        writer: the open :class:`~motiondetect.video.VideoWriter`.
+        writer: the open :class:`~motiondetect.sources.video.VideoWriter`.
         timestamps: place each frame at its own timestamp (a live source, where dropped frames
             leave gaps) instead of one frame period after the last.
     """
@@ -109,7 +109,7 @@ class EventsSink(Sink):
 
     The JSON report is ``header`` plus ``frame_count``, ``events``, ``complete``,
     ``dropped_frames``, ``decode_errors`` and ``elapsed_seconds``; the CSV holds the events only, one row each, with the same fields
-    (:data:`motiondetect.events.CSV_COLUMNS`).
+    (:data:`motiondetect.outputs.events.CSV_COLUMNS`).
 
     Args:
         path: file to write; its suffix picks the format.
@@ -149,23 +149,23 @@ class Runner:
     """Runs ``detector`` over ``frames`` and feeds ``sinks``.
 
     Args:
-        frames: an iterable of :class:`~motiondetect.video.Frame` (a ``VideoHandler``, or a
+        frames: an iterable of :class:`~motiondetect.sources.video.Frame` (a ``VideoHandler``, or a
             ``LatestFrameReader`` whose ``dropped`` count goes into the summary).
-        detector: the configured :class:`~motiondetect.detector.MotionDetector`.
+        detector: the configured :class:`~motiondetect.pipeline.detector.MotionDetector`.
         sinks: outputs, fed in order; closed in order at the end, each even if another fails.
         progress: an object with ``update(n)``, ``set_postfix_str(s, refresh)`` and ``close()``
             (a tqdm bar), or ``None``.
-        events: the :class:`~motiondetect.events.EventSegmenter` to feed before the sinks (they
+        events: the :class:`~motiondetect.outputs.events.EventSegmenter` to feed before the sinks (they
             read its state), finished before they close; or ``None``.
         frame_skip: process one frame in ``frame_skip + 1``; the others get the last processed
             result held over them (:meth:`MotionDetector.repeat`), and the last of them primes
             the reference (:meth:`MotionDetector.prime`), so a processed frame is compared with
             its predecessor as in a full run. 0 processes every frame.
-        overlay: an :class:`~motiondetect.overlay.Overlay` drawn on each result's frame before
+        overlay: an :class:`~motiondetect.outputs.overlay.Overlay` drawn on each result's frame before
             the sinks see it, or ``None``.
         source: the input (a ``VideoHandler`` or ``ConcatSource``) whose ``decode_errors`` go
             into the summary, or ``None``.
-        stop: a :class:`~motiondetect.signals.StopSignals` whose signals end the run after the
+        stop: a :class:`~motiondetect.core.signals.StopSignals` whose signals end the run after the
             current frame and never interrupt the closing of the sinks, or ``None``.
     """
 

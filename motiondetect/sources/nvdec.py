@@ -2,8 +2,8 @@
 
 The decoded NV12 surfaces never come to the host: :class:`NvdecSource` yields
 :class:`DeviceFrame` s holding device addresses of the luma and chroma planes, which
-:class:`~motiondetect.batch.BatchDetector` copies into its batches and reads in place. The
-decoder shares the :class:`~motiondetect.cuda_handler.CUDAHandler`'s context (the device's
+:class:`~motiondetect.pipeline.batch.BatchDetector` copies into its batches and reads in place. The
+decoder shares the :class:`~motiondetect.gpu.cuda_handler.CUDAHandler`'s context (the device's
 primary context, retained by both).
 
 H.264 and HEVC decoding is bit-exact by standard, so the luma NVDEC produces equals the CPU
@@ -24,9 +24,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from motiondetect.errors import VideoOpenFailure
-from motiondetect.picture import Picture
-from motiondetect.video import Frame, VideoWriter
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.core.picture import Picture
+from motiondetect.sources.video import Frame, VideoWriter
 
 log = logging.getLogger("motiondetect")
 
@@ -43,7 +43,7 @@ class NvdecUnavailable(VideoOpenFailure):
 def nvdec_problem() -> str | None:
     """Why NVDEC cannot be used on this machine (PyNvVideoCodec missing, no CUDA device), or
     ``None`` when it can."""
-    from motiondetect.platform import cuda_device_error
+    from motiondetect.gpu.platform import cuda_device_error
 
     reason = cuda_device_error()
     if reason:
@@ -85,7 +85,7 @@ class DeviceFrame:
         return self.size[1], self.size[0], 3
 
     def to_picture(self) -> Picture:
-        """Copy the frame to the host as a :class:`~motiondetect.picture.Picture` (for the
+        """Copy the frame to the host as a :class:`~motiondetect.core.picture.Picture` (for the
         frame-at-a-time path: preview, frame skip, the CPU backend)."""
         import pycuda.driver as drv
 
@@ -124,16 +124,16 @@ def _metadata(path: str) -> tuple[float, int | None, bool, tuple[int, int]]:
 class NvdecSource:
     """Frames of a video file decoded by NVDEC, as :class:`DeviceFrame` s in device memory.
 
-    Iterates like :class:`~motiondetect.video.VideoHandler` (the same ``fps``, ``size``,
+    Iterates like :class:`~motiondetect.sources.video.VideoHandler` (the same ``fps``, ``size``,
     ``frame_count``, ``name``, ``decode_errors``, ``skip``, ``writer``), yielding
-    :class:`~motiondetect.video.Frame` s whose ``image`` is a :class:`DeviceFrame` (or, with
-    ``host=True``, a host :class:`~motiondetect.picture.Picture`). A frame's device planes stay
+    :class:`~motiondetect.sources.video.Frame` s whose ``image`` is a :class:`DeviceFrame` (or, with
+    ``host=True``, a host :class:`~motiondetect.core.picture.Picture`). A frame's device planes stay
     valid until the next frame is decoded (the decoder reuses its surfaces, whatever still
     refers to them): copy a frame before asking for the next (as ``BatchDetector`` does).
 
     Args:
         path: a video file.
-        cuda: an entered :class:`~motiondetect.cuda_handler.CUDAHandler` whose context the
+        cuda: an entered :class:`~motiondetect.gpu.cuda_handler.CUDAHandler` whose context the
             decoder shares.
         fps: frame rate to assume, overriding the container's (as ``VideoHandler``'s).
         host: copy each frame to the host as a ``Picture``.
@@ -268,7 +268,7 @@ class NvdecSource:
 
     def seek(self, pts: int, index: int) -> None:
         """Go on from the keyframe whose presentation timestamp is ``pts`` (stream time base),
-        numbered ``index``, as :meth:`VideoHandler.seek <motiondetect.video.VideoHandler.seek>`
+        numbered ``index``, as :meth:`VideoHandler.seek <motiondetect.sources.video.VideoHandler.seek>`
         does: the packets before it are demuxed and dropped (not decoded) and decoding starts
         at it, so the frames from it on equal a sequential decode's (closed GOPs, as x264 and
         NVENC write by default). For a source not yet read (a chunk task).
@@ -294,7 +294,7 @@ class NvdecSource:
         )
 
     def __iter__(self) -> Iterator[Frame]:
-        """Yield :class:`~motiondetect.video.Frame` s in order until the file ends."""
+        """Yield :class:`~motiondetect.sources.video.Frame` s in order until the file ends."""
         while True:
             decoded = self._next_decoded()
             if decoded is None:
@@ -320,5 +320,5 @@ class NvdecSource:
         return skipped
 
     def writer(self, path: str | Path, preset: str = "veryfast") -> VideoWriter:
-        """Open a :class:`~motiondetect.video.VideoWriter` for this input's size and rate."""
+        """Open a :class:`~motiondetect.sources.video.VideoWriter` for this input's size and rate."""
         return VideoWriter(path, self.fps, self.size, preset)

@@ -4,7 +4,7 @@ Errors the user can fix print one line, ``motiondetect: error: ...``, and exit 2
 config) or 1 (run time). Whatever was processed before a failure, Ctrl-C or SIGTERM is kept: the
 video is closed so it plays up to the last frame, and the events file is written with
 ``"complete": false``; a stop signal exits with 128 + its number (130 SIGINT, 143 SIGTERM, see
-:mod:`motiondetect.signals`). Set ``MOTIONDETECT_DEBUG=1`` to get tracebacks instead.
+:mod:`motiondetect.core.signals`). Set ``MOTIONDETECT_DEBUG=1`` to get tracebacks instead.
 """
 
 from __future__ import annotations
@@ -25,29 +25,30 @@ import numpy as np
 
 
 from motiondetect import __version__
-from motiondetect.batch import BatchDetector
-from motiondetect.config import BACKENDS, DECODERS, ENGINES, PRESETS, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
-from motiondetect.cluster import jobs_arg, scheduler_arg
-from motiondetect.cuda_handler import CUDAHandler
-from motiondetect.detector import MotionDetector
-from motiondetect.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError
-from motiondetect.events import EventSegmenter
-from motiondetect.faults import describe_device_fault, is_device_fault, warm_up
+from motiondetect.pipeline.batch import BatchDetector
+from motiondetect.pipeline.config import BACKENDS, DECODERS, ENGINES, PRESETS, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
+from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
+from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.core.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.core.faults import describe_device_fault, is_device_fault, warm_up
 from motiondetect.filters import REGISTRY, Threshold
-from motiondetect.outputs import ClipSink, MaskImagesSink, MaskVideoSink, MotionOnlySink
+from motiondetect.outputs.clips import ClipSink, MotionOnlySink
+from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
 from motiondetect.outputs.clips import clip_name
 from motiondetect.outputs.masks import mask_name
-from motiondetect.overlay import Overlay
-from motiondetect.platform import cuda_device_error, feature_report
-from motiondetect.live import LatestFrameReader
-from motiondetect.nvdec import NvdecSource, NvdecUnavailable
-from motiondetect.threads import BackgroundWriter, PrefetchReader
-from motiondetect.preview import KEYS, PreviewSink
-from motiondetect.roi import rasterize, roi_from_file
-from motiondetect.runner import EventsSink, Runner, Sink, VideoSink
-from motiondetect.safety import quiet_native_logs, writable_problem
-from motiondetect.signals import StopSignals, exit_code
-from motiondetect.video import ConcatSource, Position, VideoHandler, expand_inputs, window
+from motiondetect.outputs.overlay import Overlay
+from motiondetect.gpu.platform import cuda_device_error, feature_report
+from motiondetect.sources.live import LatestFrameReader
+from motiondetect.sources.nvdec import NvdecSource, NvdecUnavailable
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
+from motiondetect.apps.preview import KEYS, PreviewSink
+from motiondetect.pipeline.roi import rasterize, roi_from_file
+from motiondetect.pipeline.runner import EventsSink, Runner, Sink, VideoSink
+from motiondetect.core.safety import quiet_native_logs, writable_problem
+from motiondetect.core.signals import StopSignals, exit_code
+from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
 log = logging.getLogger("motiondetect")
 
@@ -356,7 +357,7 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     """Process the inputs as the parsed ``args`` say (one run each, or one with ``--concat``);
     return the exit code.
 
-    ``stop``: the installed :class:`~motiondetect.signals.StopSignals`; after a stop signal no
+    ``stop``: the installed :class:`~motiondetect.core.signals.StopSignals`; after a stop signal no
     further input is started.
     """
     config = with_overrides(
@@ -365,7 +366,7 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     config = _scan_settings(config, args)
     inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
     if args.jobs is not None or args.scheduler is not None:
-        from motiondetect.chunked import run_chunked
+        from motiondetect.scaleout.chunked import run_chunked
 
         return run_chunked(args, config, inputs, stop)
     groups = [inputs] if args.concat else [[source] for source in inputs]
@@ -491,7 +492,7 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
 
 
 def _batched_path_problem(config: dict[str, Any], video, cuda: CUDAHandler | None, detector: MotionDetector, interactive: bool, wants_frames: bool) -> str | None:
-    """Why this run cannot take the batched GPU path (:class:`~motiondetect.batch.BatchDetector`),
+    """Why this run cannot take the batched GPU path (:class:`~motiondetect.pipeline.batch.BatchDetector`),
     or ``None`` when it can: a video file on the CUDA backend, not shown live, every frame
     processed at its own size, and an annotation (if any) that has a Y'CbCr form."""
     if cuda is None:
@@ -545,7 +546,7 @@ def _choose_decoder(requested: str, video, cuda: CUDAHandler | None, batched: st
 
 def _checked_on_device(detector: MotionDetector, cuda: CUDAHandler | None, requested: str, size: tuple[int, int]) -> MotionDetector:
     """Run a CUDA detector on blank frames of the input's ``size`` before any output exists
-    (:func:`~motiondetect.faults.warm_up`: every kernel compiled, every buffer allocated).
+    (:func:`~motiondetect.core.faults.warm_up`: every kernel compiled, every buffer allocated).
 
     Args:
         detector: the detector, on ``cuda`` (or on the CPU: returned as it is).
@@ -596,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["evaluate"]:  # the scoring subcommand lives in its own module
-        from motiondetect.evaluate import main as evaluate_main
+        from motiondetect.evaluation.scoring import main as evaluate_main
 
         return evaluate_main(argv[1:])
     parser = build_parser()

@@ -1,9 +1,9 @@
 """What a worker runs for one chunk: decode from a keyframe, warm the pipeline up, scan the chunk.
 
-:func:`run_chunk` is the Dask task (:mod:`motiondetect.chunked` submits it). It builds the
+:func:`run_chunk` is the Dask task (:mod:`motiondetect.scaleout.chunked` submits it). It builds the
 pipeline from the run's config on the worker (the CUDA backend when the worker has a GPU and the
 config allows it, with the batched GPU path where a sequential run would take it), decodes the
-chunk's file from its warm-up keyframe (:mod:`motiondetect.chunks`), runs the warm-up frames
+chunk's file from its warm-up keyframe (:mod:`motiondetect.scaleout.chunks`), runs the warm-up frames
 through the pipeline and drops their results, and returns the per-frame motion fractions and
 boxes of the chunk's own frames. The annotated video and the mask video of the chunk are written
 as part files (joined later by stream copy), mask images straight into their folder.
@@ -19,12 +19,12 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from motiondetect.chunks import Chunk
-from motiondetect.detector import FrameResult
-from motiondetect.errors import ConfigError, MotionDetectError, VideoOpenFailure
-from motiondetect.runner import RunSummary, Sink
-from motiondetect.nvdec import DeviceFrame
-from motiondetect.video import Frame, VideoHandler
+from motiondetect.scaleout.chunks import Chunk
+from motiondetect.pipeline.detector import FrameResult
+from motiondetect.core.errors import ConfigError, MotionDetectError, VideoOpenFailure
+from motiondetect.pipeline.runner import RunSummary, Sink
+from motiondetect.sources.nvdec import DeviceFrame
+from motiondetect.sources.video import Frame, VideoHandler
 
 #: Test-only fault injection: ``"<file name>:<chunk number>:<marker file>"`` makes the worker
 #: process that starts that chunk of that input first end at once (``os._exit``), as a killed
@@ -41,10 +41,10 @@ class ChunkJob:
     """Everything a worker needs to scan one chunk (plain data: it travels to the worker).
 
     Attributes:
-        chunk: the chunk (:class:`~motiondetect.chunks.Chunk`).
+        chunk: the chunk (:class:`~motiondetect.scaleout.chunks.Chunk`).
         config: the run's validated, complete configuration.
         fps: frame rate to assume (``--fps``), or ``None`` for the container's.
-        warmup: warm-up frames (:func:`~motiondetect.chunks.warmup_frames`); 1 means a frame
+        warmup: warm-up frames (:func:`~motiondetect.scaleout.chunks.warmup_frames`); 1 means a frame
             pair, for which only the frame just before the chunk goes through the pipeline.
         first_index: frame number of the chunk's first frame (the plan's, or the one found when
             the chunks before it were stitched).
@@ -146,8 +146,8 @@ class RangeDetector:
     """Runs a detector over warm-up frames and a chunk, yielding only the chunk's results.
 
     Args:
-        detector: a :class:`~motiondetect.detector.MotionDetector` (frame at a time) or a
-            :class:`~motiondetect.batch.BatchDetector` (its ``stream``).
+        detector: a :class:`~motiondetect.pipeline.detector.MotionDetector` (frame at a time) or a
+            :class:`~motiondetect.pipeline.batch.BatchDetector` (its ``stream``).
         first_index: frame number of the chunk's first frame; frames numbered below it are the
             warm-up.
     """
@@ -240,14 +240,14 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
             reports it); ``ConfigError`` when the ROI does not fit the frames.
     """
     # Imported here: cli imports the module that submits this task.
-    from motiondetect.batch import BatchDetector
-    from motiondetect.cli import _batched_path_problem, _checked_on_device, _choose_decoder, _masks_needed, _open_backend
-    from motiondetect.config import build_filters
-    from motiondetect.detector import MotionDetector
-    from motiondetect.outputs import MaskImagesSink, MaskVideoSink
-    from motiondetect.overlay import Overlay
-    from motiondetect.roi import rasterize
-    from motiondetect.runner import Runner, VideoSink
+    from motiondetect.pipeline.batch import BatchDetector
+    from motiondetect.apps.cli import _batched_path_problem, _checked_on_device, _choose_decoder, _masks_needed, _open_backend
+    from motiondetect.pipeline.config import build_filters
+    from motiondetect.pipeline.detector import MotionDetector
+    from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
+    from motiondetect.outputs.overlay import Overlay
+    from motiondetect.pipeline.roi import rasterize
+    from motiondetect.pipeline.runner import Runner, VideoSink
 
     _injected_worker_death(job.chunk)
     if job.threads is not None:

@@ -20,7 +20,7 @@ def kernel_dir() -> Path:
         FileNotFoundError: neither location holds the kernels (a broken install).
     """
     installed = Path(str(resources.files("motiondetect"))) / "kernels"
-    source_tree = Path(__file__).resolve().parent.parent / "kernels"
+    source_tree = Path(__file__).resolve().parents[2] / "kernels"  # motiondetect/gpu/ -> the checkout
     for candidate in (installed, source_tree):
         if any(candidate.glob("*.cu")):
             return candidate

@@ -1,10 +1,10 @@
 """VideoHandler: frames in (video files, image sequences, cameras, URLs), video out.
 
 Video files are decoded for detection, not for display: PyAV (FFmpeg) decodes them on threads
-into yuv420p :class:`~motiondetect.picture.Picture` s, whose luma is the grey image motion is
+into yuv420p :class:`~motiondetect.core.picture.Picture` s, whose luma is the grey image motion is
 found on, and colour is converted only when something colour is written. Image sequences,
 cameras and URLs come through OpenCV as BGR frames. (NVDEC decoding on the GPU is
-:mod:`motiondetect.nvdec`.)
+:mod:`motiondetect.sources.nvdec`.)
 
 Writing prefers H.264 in MP4 through PyAV (FFmpeg's libx264), which browsers play; pictures go
 to the encoder as yuv420p as they are. OpenCV's pip wheels have no H.264 encoder, so without
@@ -27,10 +27,10 @@ from typing import Iterable, Iterator, Sequence
 import cv2
 import numpy as np
 
-from motiondetect.errors import VideoOpenFailure
-from motiondetect.picture import Picture
-from motiondetect.platform import h264_encoder
-from motiondetect.safety import is_utf8, printable_name, read_image
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.core.picture import Picture
+from motiondetect.gpu.platform import h264_encoder
+from motiondetect.core.safety import is_utf8, printable_name, read_image
 
 log = logging.getLogger("motiondetect")
 
@@ -51,7 +51,7 @@ class Frame:
         index: 0-based position in the stream.
         time: timestamp in seconds (index / fps).
         image: (H, W, 3) uint8 BGR (image sequences, cameras, URLs), or the decoded
-            :class:`~motiondetect.picture.Picture` (video files).
+            :class:`~motiondetect.core.picture.Picture` (video files).
     """
 
     index: int
@@ -71,7 +71,7 @@ _YUV420 = {"yuv420p": False, "yuvj420p": True}
 class PyAVCapture:
     """The part of ``cv2.VideoCapture``'s interface :class:`VideoHandler` uses, over PyAV.
 
-    ``read()`` returns :class:`~motiondetect.picture.Picture` s (no colour conversion; formats
+    ``read()`` returns :class:`~motiondetect.core.picture.Picture` s (no colour conversion; formats
     other than 8-bit 4:2:0 are converted to yuv420p by FFmpeg). Decoding is threaded (PyAV's
     ``thread_type = "AUTO"``: frame and slice threads over the cores). A packet the decoder
     rejects fails that one read, as OpenCV's does, and the next read goes on with the next
@@ -182,7 +182,7 @@ class PyAVCapture:
 
 
 def picture_of(frame) -> Picture:
-    """A :class:`~motiondetect.picture.Picture` of a decoded PyAV ``VideoFrame`` whose planes
+    """A :class:`~motiondetect.core.picture.Picture` of a decoded PyAV ``VideoFrame`` whose planes
     it views (no copy for yuv420p / yuvj420p; other formats through ``reformat``)."""
     full_range = _YUV420.get(frame.format.name)
     if full_range is None:
@@ -390,7 +390,7 @@ class VideoHandler:
 
     @property
     def decodes_pictures(self) -> bool:
-        """A video file decoded by PyAV: frames are :class:`~motiondetect.picture.Picture` s."""
+        """A video file decoded by PyAV: frames are :class:`~motiondetect.core.picture.Picture` s."""
         return isinstance(self._capture, PyAVCapture)
 
     @property
@@ -551,7 +551,7 @@ class VideoHandler:
         The container seeks to the keyframe at or before ``pts`` and decoding starts there;
         frames before the one with timestamp ``pts`` are dropped. A keyframe decodes on its own,
         so the frames from it on equal a sequential decode's (H.264/HEVC closed GOPs, MPEG-4
-        Part 2; :mod:`motiondetect.chunks`).
+        Part 2; :mod:`motiondetect.scaleout.chunks`).
 
         Raises:
             VideoOpenFailure: not a video file, it cannot seek, or no frame with timestamp
@@ -759,7 +759,7 @@ class VideoWriter:
 
     H.264 (libx264, CRF 20, ``yuv420p`` so browsers play it; ``yuv444p`` when a side is odd,
     since 4:2:0 needs even sizes) through PyAV; else OpenCV's ``mp4v``, with a warning.
-    :class:`~motiondetect.picture.Picture` s go to the encoder as yuv420p as they are (no
+    :class:`~motiondetect.core.picture.Picture` s go to the encoder as yuv420p as they are (no
     colour conversion, their colour range kept).
 
     Args:

@@ -21,7 +21,7 @@ import os
 import re
 from typing import Iterator
 
-from motiondetect.errors import MotionDetectError, UsageError
+from motiondetect.core.errors import MotionDetectError, UsageError
 
 log = logging.getLogger("motiondetect")
 

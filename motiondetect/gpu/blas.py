@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from motiondetect.errors import CudaUnavailable
+from motiondetect.core.errors import CudaUnavailable
 
 INSTALL_HINT = "pip install 'motiondetect[cublas]' (scikit-cuda 0.5.3 with setuptools<81)"
 

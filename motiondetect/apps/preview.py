@@ -17,10 +17,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from motiondetect.errors import MotionDetectError
-from motiondetect.runner import Sink, StopRequested
-from motiondetect.safety import free_name, write_image
-from motiondetect.video import as_bgr
+from motiondetect.core.errors import MotionDetectError
+from motiondetect.pipeline.runner import Sink, StopRequested
+from motiondetect.core.safety import free_name, write_image
+from motiondetect.sources.video import as_bgr
 
 log = logging.getLogger("motiondetect")
 
@@ -54,17 +54,17 @@ class PreviewSink(Sink):
 
     Args:
         title: window title.
-        detector: the running :class:`~motiondetect.detector.MotionDetector`; ``+``/``-`` move
+        detector: the running :class:`~motiondetect.pipeline.detector.MotionDetector`; ``+``/``-`` move
             the sensitivity parameter of its first filter that has one (``Filter.SENSITIVITY``:
             a Threshold's grey levels by 1, the Gaussian model's ``sigmas`` by 0.1), within its range.
-        events: the run's :class:`~motiondetect.events.EventSegmenter`, for the REC mark, or None.
+        events: the run's :class:`~motiondetect.outputs.events.EventSegmenter`, for the REC mark, or None.
         snapshot_stem: ``s`` writes what the window shows to ``<snapshot_stem>_snapshot_<frame>.png``
             (``..._mask.png`` in the mask view) in the current folder; a file of that name from
             before the run is kept and the snapshot gets ``_2``, ``_3``... appended.
         realtime_fps: pace the display at this rate (frames/s); ``None`` shows frames as fast as
             they come.
         live: timestamps are wall-clock times (a camera) rather than media times (a file).
-        reader: the :class:`~motiondetect.live.LatestFrameReader` whose ``dropped`` count is shown.
+        reader: the :class:`~motiondetect.sources.live.LatestFrameReader` whose ``dropped`` count is shown.
 
     Raises:
         MotionDetectError: no display, or OpenCV has no GUI support.

@@ -1,10 +1,10 @@
 """BatchDetector: the GPU-resident pipeline, K frames per launch, fed through a ring of batches.
 
-The frame-at-a-time :class:`~motiondetect.detector.MotionDetector` launches a dozen kernels
+The frame-at-a-time :class:`~motiondetect.pipeline.detector.MotionDetector` launches a dozen kernels
 from Python per frame and waits for each frame: on the GPU that is launch-bound. Here a decode
 thread fills ring slots of K frames while the main thread runs the previous batch:
 
-- NVDEC frames (:class:`~motiondetect.nvdec.DeviceFrame`) are copied device to device into the
+- NVDEC frames (:class:`~motiondetect.sources.nvdec.DeviceFrame`) are copied device to device into the
   slot by the decode thread, on the decoder's own stream; host-decoded pictures are copied by
   the main thread (on 4 threads) into the slot's page-locked (pinned) buffers and uploaded with
   one asynchronous copy per plane. The kernels run on the handler's stream: decode, uploads and
@@ -31,11 +31,11 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from motiondetect.detector import FrameResult, Geometry, MotionDetector, SizeOnly, box_from_corners, device_and_mask, device_expand, queue_mask_stats
+from motiondetect.pipeline.detector import FrameResult, Geometry, MotionDetector, SizeOnly, box_from_corners, device_and_mask, device_expand, queue_mask_stats
 from motiondetect.filters import Filter
-from motiondetect.nvdec import DeviceFrame
-from motiondetect.picture import Picture, chroma_shape, unpack_planes
-from motiondetect.video import Frame
+from motiondetect.sources.nvdec import DeviceFrame
+from motiondetect.core.picture import Picture, chroma_shape, unpack_planes
+from motiondetect.sources.video import Frame
 
 #: Frames per batch. Measured on an H200 at 1080p (benchmarks/bench_throughput.py --batches):
 #: 32 reaches the on-device plateau; larger batches only add latency and memory.
@@ -73,14 +73,14 @@ class _Slot:
 
 class BatchDetector:
     """Runs a filter pipeline on batches of K frames on the GPU; the results equal
-    :class:`~motiondetect.detector.MotionDetector`'s frame by frame.
+    :class:`~motiondetect.pipeline.detector.MotionDetector`'s frame by frame.
 
     Args:
         filters: filter instances in pipeline order (as for ``MotionDetector``).
-        cuda: an entered :class:`~motiondetect.cuda_handler.CUDAHandler`.
+        cuda: an entered :class:`~motiondetect.gpu.cuda_handler.CUDAHandler`.
         roi: (H, W) uint8 region of interest, non-zero inside, or ``None``.
         annotate: return annotated frames (the red blend, applied in Y'CbCr) as
-            :class:`~motiondetect.picture.Picture` s; ``False``: ``FrameResult.frame`` is the
+            :class:`~motiondetect.core.picture.Picture` s; ``False``: ``FrameResult.frame`` is the
             input frame's image.
         masks: return the masks; ``False``: ``FrameResult.mask`` is ``None`` and only the counts
             and boxes come back from the device.
@@ -274,7 +274,7 @@ class BatchDetector:
                 self._stagers = None
 
     def load_batch(self, frames: Sequence[Frame]) -> _Slot:
-        """Put up to K host-decoded frames (:class:`~motiondetect.picture.Picture` images) on
+        """Put up to K host-decoded frames (:class:`~motiondetect.core.picture.Picture` images) on
         the device as one batch that :meth:`process_batch` can run again and again: the
         on-device rate without decode or upload (``benchmarks/bench_gpu_resident.py``).
 

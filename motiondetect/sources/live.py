@@ -14,14 +14,14 @@ import threading
 import time
 from typing import Iterable, Iterator
 
-from motiondetect.video import Frame
+from motiondetect.sources.video import Frame
 
 
 class LatestFrameReader:
     """Reads ``frames`` on a daemon thread; iterating yields the newest unread frame.
 
     Args:
-        frames: the source (a :class:`~motiondetect.video.VideoHandler`), iterated on the thread.
+        frames: the source (a :class:`~motiondetect.sources.video.VideoHandler`), iterated on the thread.
         pace_fps: when set, deliver at most this many frames per second (plays a file like a
             camera); ``None`` reads as fast as the source gives frames (cameras pace themselves).
         wallclock: restamp each frame's ``time`` with seconds since the reader started (a camera

@@ -11,9 +11,9 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from motiondetect.errors import CudaUnavailable
-from motiondetect.kernel_sources import kernel_dir, kernel_source
-from motiondetect.platform import cuda_device_error
+from motiondetect.core.errors import CudaUnavailable
+from motiondetect.gpu.kernel_sources import kernel_dir, kernel_source
+from motiondetect.gpu.platform import cuda_device_error
 
 #: Threads per block for element-wise kernels; a multiple of the 32-thread warp.
 BLOCK_1D = 256
@@ -111,13 +111,13 @@ class CUDAHandler:
 
     @property
     def blas(self):
-        """The :class:`~motiondetect.blas.Cublas` handle on :attr:`stream`, created on first use.
+        """The :class:`~motiondetect.gpu.blas.Cublas` handle on :attr:`stream`, created on first use.
 
         Raises:
             CudaUnavailable: scikit-cuda or libcublas cannot be loaded.
         """
         if self._blas is None:
-            from motiondetect.blas import Cublas
+            from motiondetect.gpu.blas import Cublas
 
             self._blas = Cublas(self.stream)
         return self._blas

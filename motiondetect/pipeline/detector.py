@@ -24,7 +24,7 @@ import numpy as np
 
 from motiondetect.filters import Filter, Kind
 from motiondetect.filters.base import element_count, planes
-from motiondetect.picture import Picture, unpack_planes
+from motiondetect.core.picture import Picture, unpack_planes
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
@@ -258,10 +258,10 @@ class MotionDetector:
     Args:
         filters: filter instances in pipeline order (built from the config; the detector never
             chooses them).
-        cuda: an entered :class:`~motiondetect.cuda_handler.CUDAHandler` to run the kernels, or
+        cuda: an entered :class:`~motiondetect.gpu.cuda_handler.CUDAHandler` to run the kernels, or
             ``None`` for the CPU reference implementations.
         roi: (H, W) uint8 region of interest at the input size, non-zero inside; ``None`` for
-            the whole frame (see :func:`motiondetect.roi.rasterize`).
+            the whole frame (see :func:`motiondetect.pipeline.roi.rasterize`).
         downscale: process at 1/``downscale`` of the width and height (integer >= 1; 1 = full
             size). The resize is ``cv2.INTER_AREA`` on the host.
         annotate: run the annotation filters (the red blend) and return their frame; ``False``
@@ -277,7 +277,7 @@ class MotionDetector:
         TypeError: ``roi`` is not a uint8 array.
 
     Example:
-        >>> from motiondetect.config import build_filters, default_config
+        >>> from motiondetect.pipeline.config import build_filters, default_config
         >>> detector = MotionDetector(build_filters(default_config()))
         >>> result = detector.process(np.zeros((4, 6, 3), np.uint8))
         >>> result.mask.shape, result.motion_fraction, result.bbox
@@ -355,7 +355,7 @@ class MotionDetector:
         """Run the pipeline on the next frame of the stream.
 
         Args:
-            frame: (H, W, 3) uint8 BGR, or a decoded :class:`~motiondetect.picture.Picture`
+            frame: (H, W, 3) uint8 BGR, or a decoded :class:`~motiondetect.core.picture.Picture`
                 (luma first: its grey image is the luma, expanded to full range, and the red
                 blend is applied in Y'CbCr, so ``FrameResult.frame`` is a ``Picture`` too); the
                 same size as the previous frames.
@@ -447,7 +447,7 @@ class MotionDetector:
         backends give the same bits. Does not change the reference frame.
 
         Args:
-            frame: (H, W, 3) uint8 BGR or a :class:`~motiondetect.picture.Picture`, the
+            frame: (H, W, 3) uint8 BGR or a :class:`~motiondetect.core.picture.Picture`, the
                 skipped frame.
             previous: the last processed frame's result.
         """
@@ -494,7 +494,7 @@ def queue_mask_stats(cuda, mask, key: str = "mask"):
     stream; a batch is reduced in one launch (one row of blocks per mask).
 
     Args:
-        cuda: an entered :class:`~motiondetect.cuda_handler.CUDAHandler`.
+        cuda: an entered :class:`~motiondetect.gpu.cuda_handler.CUDAHandler`.
         mask: (H, W) or (K, H, W) uint8 device array.
         key: names the accumulators among the handler's buffers.
 

@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from motiondetect.errors import VideoOpenFailure
+from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.filters import Filter
 
 #: Default chunk length, seconds (the issue's "about a minute"): long next to the default

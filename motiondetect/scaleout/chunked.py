@@ -1,10 +1,10 @@
 """The chunked run (``--jobs`` / ``--scheduler``): every input split at keyframes, the chunks
 scanned on a Dask cluster, the results stitched in order.
 
-1. Each input is planned (:func:`~motiondetect.chunks.plan_chunks`) and its outputs checked as a
+1. Each input is planned (:func:`~motiondetect.scaleout.chunks.plan_chunks`) and its outputs checked as a
    sequential run checks them; chunks finished by an earlier, interrupted run of the same command
-   are taken from its manifest (:mod:`motiondetect.manifest`).
-2. Every remaining chunk of every input is one task (:func:`~motiondetect.chunk_task.run_chunk`);
+   are taken from its manifest (:mod:`motiondetect.scaleout.manifest`).
+2. Every remaining chunk of every input is one task (:func:`~motiondetect.scaleout.chunk_task.run_chunk`);
    one progress bar counts the frames of all of them. A worker that dies mid-chunk costs a retry
    (Dask reschedules its tasks), not the run.
 3. When an input's chunks are in, their frames are numbered in order (the plan's numbers are
@@ -35,19 +35,19 @@ from typing import Any
 import numpy as np
 
 from motiondetect import __version__
-from motiondetect.chunk_task import ChunkJob, ChunkResult, run_chunk
-from motiondetect.chunks import Chunk, plan_chunks, warmup_frames
-from motiondetect.config import build_filters
-from motiondetect.detector import FrameResult
-from motiondetect.errors import MotionDetectError, UsageError
-from motiondetect.events import EventSegmenter
-from motiondetect.manifest import Manifest, fingerprint, parts_folder
-from motiondetect.outputs import ClipSink, MotionOnlySink
+from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
+from motiondetect.scaleout.chunks import Chunk, plan_chunks, warmup_frames
+from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.detector import FrameResult
+from motiondetect.core.errors import MotionDetectError, UsageError
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
+from motiondetect.outputs.clips import ClipSink, MotionOnlySink
 from motiondetect.outputs.masks import mask_name
-from motiondetect.roi import rasterize
-from motiondetect.runner import EventsSink, Runner, RunSummary
-from motiondetect.signals import StopSignals, exit_code
-from motiondetect.video import VideoHandler, join_videos
+from motiondetect.pipeline.roi import rasterize
+from motiondetect.pipeline.runner import EventsSink, Runner, RunSummary
+from motiondetect.core.signals import StopSignals, exit_code
+from motiondetect.sources.video import VideoHandler, join_videos
 
 log = logging.getLogger("motiondetect")
 
@@ -112,8 +112,8 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
         UsageError: the options or an input do not suit a chunked run, or Dask is missing.
         MotionDetectError: a chunk failed (after the outputs of what was finished are written).
     """
-    from motiondetect.cli import _plan_outputs, _progress
-    from motiondetect.cluster import open_client
+    from motiondetect.apps.cli import _plan_outputs, _progress
+    from motiondetect.scaleout.cluster import open_client
 
     problem = chunked_problem(args, config)
     if problem:
@@ -169,7 +169,7 @@ def _cuda_here(config: dict[str, Any]) -> bool:
     """Whether a local cluster should be made of GPU workers (the CUDA backend would run here)."""
     if config["backend"] == "cpu":
         return False
-    from motiondetect.platform import cuda_device_error
+    from motiondetect.gpu.platform import cuda_device_error
 
     return cuda_device_error() is None
 

@@ -12,7 +12,7 @@ import queue
 import threading
 from typing import Iterable, Iterator
 
-from motiondetect.video import Frame, VideoWriter
+from motiondetect.sources.video import Frame, VideoWriter
 
 _END = object()
 
@@ -20,11 +20,11 @@ _END = object()
 class PrefetchReader:
     """Iterates ``frames`` on a daemon thread, ``depth`` frames ahead; yields every frame in order.
 
-    Unlike :class:`~motiondetect.live.LatestFrameReader` it never drops a frame: when the
+    Unlike :class:`~motiondetect.sources.live.LatestFrameReader` it never drops a frame: when the
     consumer is slower, the reader waits on the full queue.
 
     Args:
-        frames: the source (a :class:`~motiondetect.video.VideoHandler` or a windowed view of one).
+        frames: the source (a :class:`~motiondetect.sources.video.VideoHandler` or a windowed view of one).
         depth: frames decoded ahead at most (memory: ``depth`` frames).
 
     Raises:
@@ -73,7 +73,7 @@ class PrefetchReader:
 
 
 class BackgroundWriter:
-    """Feeds a :class:`~motiondetect.video.VideoWriter` from a bounded queue on its own thread.
+    """Feeds a :class:`~motiondetect.sources.video.VideoWriter` from a bounded queue on its own thread.
 
     Args:
         writer: the open writer; this object owns it from now on.

@@ -30,8 +30,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from motiondetect.detector import pipeline_problems
-from motiondetect.errors import ConfigError
+from motiondetect.pipeline.detector import pipeline_problems
+from motiondetect.core.errors import ConfigError
 from motiondetect.filters import REGISTRY, Filter
 
 BACKENDS = ("auto", "cuda", "cpu")
@@ -51,7 +51,7 @@ Settings = dict[str, tuple[dict[str, Any], Any, str]]
 _SECONDS = {"type": "number", "minimum": 0.0, "maximum": 86400.0}
 _FRACTION = {"type": "number", "minimum": 0.0, "maximum": 1.0}
 
-#: Motion events (see motiondetect.events for the rules).
+#: Motion events (see motiondetect.outputs.events for the rules).
 EVENT_SETTINGS: Settings = {
     "min_area": (
         _FRACTION,

@@ -29,7 +29,7 @@ Optionally (``--baselines``) the classic anchors run on the same frames, side by
 with its default parameters, as it is and with a 5x5 median on its mask: OpenCV's MOG2 and KNN,
 and, where opencv-contrib's ``cv2.bgsegm`` is installed, its MOG, CNT and GSOC.
 
-With ``--loo`` and several folders it also tunes by leave-one-clip-out (:mod:`motiondetect.tuning`):
+With ``--loo`` and several folders it also tunes by leave-one-clip-out (:mod:`motiondetect.evaluation.tuning`):
 a parameter grid around the config is scored on every clip, each clip is scored with the point
 that does best on all the *other* clips, and a table sets that beside the config's own scores
 and the anchors'.
@@ -52,12 +52,12 @@ import cv2
 import numpy as np
 
 from motiondetect import __version__
-from motiondetect.cluster import jobs_arg
-from motiondetect.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
-from motiondetect.detector import MotionDetector
-from motiondetect.errors import MotionDetectError, UsageError
-from motiondetect.events import write_json_atomic
-from motiondetect.tuning import GRIDS
+from motiondetect.scaleout.cluster import jobs_arg
+from motiondetect.pipeline.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.core.errors import MotionDetectError, UsageError
+from motiondetect.outputs.events import write_json_atomic
+from motiondetect.evaluation.tuning import GRIDS
 
 log = logging.getLogger("motiondetect")
 
@@ -468,7 +468,7 @@ def opencv_baselines() -> list[Method]:
 
 
 def detector_method(detector: MotionDetector, label: str = "motiondetect") -> Method:
-    """The :class:`~motiondetect.detector.MotionDetector` as a :class:`Method` (a fresh stream)."""
+    """The :class:`~motiondetect.pipeline.detector.MotionDetector` as a :class:`Method` (a fresh stream)."""
     detector.reset()
     return Method(label, lambda frame: detector.process(frame).mask)
 
@@ -656,7 +656,7 @@ def _non_negative(text: str) -> int:
 
 
 def _progress(total: int, quiet: bool, label: str):
-    from motiondetect.cli import _progress as cli_progress
+    from motiondetect.apps.cli import _progress as cli_progress
 
     bar = cli_progress(total, quiet)
     if hasattr(bar, "set_description"):
@@ -667,12 +667,12 @@ def _progress(total: int, quiet: bool, label: str):
 def run(args: argparse.Namespace) -> int:
     """Evaluate every folder as ``args`` say; print the tables; return the exit code.
 
-    With ``args.loo``, then tune by leave-one-clip-out (:func:`motiondetect.tuning.tune`) and
+    With ``args.loo``, then tune by leave-one-clip-out (:func:`motiondetect.evaluation.tuning.tune`) and
     print its table. On Ctrl-C the tables printed so far stand, and ``--json`` is written with
     what was finished and ``"complete": false``.
     """
-    from motiondetect import tuning
-    from motiondetect.cli import _open_backend
+    from motiondetect.evaluation import tuning
+    from motiondetect.apps.cli import _open_backend
 
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine)
     folders = [load_folder(path) for path in args.folders]  # check them all before any work

@@ -19,10 +19,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from motiondetect.detector import Box, FrameResult
-from motiondetect.events import format_timecode
-from motiondetect.picture import Picture
-from motiondetect.video import Frame
+from motiondetect.pipeline.detector import Box, FrameResult
+from motiondetect.outputs.events import format_timecode
+from motiondetect.core.picture import Picture
+from motiondetect.sources.video import Frame
 
 #: Box colour, BGR: green, which stands out from the red blend.
 BOX_COLOUR = (0, 255, 0)
@@ -77,7 +77,7 @@ class Overlay:
     def draw(self, frame: Frame, result: FrameResult) -> FrameResult:
         """Return ``result`` with the overlays drawn on (a copy of, when it is the input) its frame.
 
-        A :class:`~motiondetect.picture.Picture` is drawn on in Y'CbCr: each shape on the luma
+        A :class:`~motiondetect.core.picture.Picture` is drawn on in Y'CbCr: each shape on the luma
         plane and, at half the coordinates, on the chroma planes, in the colour's BT.601 values.
         """
         image = result.frame

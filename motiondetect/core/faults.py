@@ -53,7 +53,7 @@ def warm_up(detector, size: tuple[int, int]) -> str | None:
     found before the first real frame. The CPU backend is not run.
 
     Args:
-        detector: a :class:`~motiondetect.detector.MotionDetector`.
+        detector: a :class:`~motiondetect.pipeline.detector.MotionDetector`.
         size: (width, height) of the input's frames, pixels.
 
     Returns:

@@ -22,10 +22,10 @@ import cv2
 import numpy as np
 import yaml
 
-from motiondetect.config import ROI_SCHEMA, schema_problems, yaml_problem
-from motiondetect.errors import ConfigError
-from motiondetect.safety import read_image
-from motiondetect.video import IMAGE_SUFFIXES
+from motiondetect.pipeline.config import ROI_SCHEMA, schema_problems, yaml_problem
+from motiondetect.core.errors import ConfigError
+from motiondetect.core.safety import read_image
+from motiondetect.sources.video import IMAGE_SUFFIXES
 
 
 def roi_from_file(path: str | Path) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Leave-one-clip-out tuning: a parameter grid scored on every clip, each clip judged by a choice made without it.
 
 Every point of a small grid over a pipeline's main parameters is scored on every ground-truth
-clip by CDnet rules (:func:`motiondetect.evaluate.evaluate`, CPU reference: the GPU backend gives
+clip by CDnet rules (:func:`motiondetect.evaluation.scoring.evaluate`, CPU reference: the GPU backend gives
 the same masks). For each clip, :func:`leave_one_out` then picks the point with the best mean
 pixel F-measure over all the *other* clips, and the clip is scored with it: an honest estimate
 of how the tuned parameters do on footage they were not tuned on. The table
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable
 
-from motiondetect.config import build_filters
-from motiondetect.detector import MotionDetector
-from motiondetect.errors import UsageError
+from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.core.errors import UsageError
 
 log = logging.getLogger("motiondetect")
 
@@ -125,7 +125,7 @@ def grid_axes(grid: dict[Axis, list], base: dict[str, Any]) -> dict[Axis, list]:
 
     Args:
         grid: ``{(filter, parameter): [values]}`` (one of :data:`GRIDS`).
-        base: a validated config (:func:`motiondetect.config.load_config`).
+        base: a validated config (:func:`motiondetect.pipeline.config.load_config`).
 
     Returns:
         ``{(filter, parameter): [values, sorted]}`` for the axes whose filter appears exactly once
@@ -180,7 +180,7 @@ _CLIPS: dict[str, tuple] = {}  # per process: folder path -> (GroundTruthFolder,
 
 
 def _clip(path: str):
-    from motiondetect.evaluate import decoded_frames, load_folder
+    from motiondetect.evaluation.scoring import decoded_frames, load_folder
 
     if path not in _CLIPS:
         folder = load_folder(path)
@@ -195,7 +195,7 @@ def summary(method_name: str, scorer) -> dict[str, Any]:
 
 def score_config(path: str, config: dict[str, Any], skip: int, min_area: float) -> dict[str, Any]:
     """The :func:`summary` of ``config``'s pipeline on one clip (CPU backend, no annotation)."""
-    from motiondetect.evaluate import Method, evaluate
+    from motiondetect.evaluation.scoring import Method, evaluate
 
     folder, frames = _clip(path)
     detector = MotionDetector(build_filters(config), annotate=False)
@@ -206,7 +206,7 @@ def score_config(path: str, config: dict[str, Any], skip: int, min_area: float) 
 
 def score_anchors(path: str, skip: int, min_area: float) -> list[dict[str, Any]]:
     """The :func:`summary` of each anchor of ``evaluate --baselines`` on one clip."""
-    from motiondetect.evaluate import evaluate, opencv_baselines
+    from motiondetect.evaluation.scoring import evaluate, opencv_baselines
 
     folder, frames = _clip(path)
     return [summary(m.name, s) for m, s in evaluate(folder, opencv_baselines(), skip=skip, min_area=min_area, frames=frames).scores]
@@ -293,7 +293,7 @@ def tune(
     Raises:
         UsageError: fewer than 2 clips, two with the same folder name, an unknown grid, or no
             axis of the grid applies to ``base``.
-        motiondetect.evaluate.GroundTruthError: a clip cannot be read.
+        motiondetect.evaluation.scoring.GroundTruthError: a clip cannot be read.
     """
     if grid not in GRIDS:
         raise UsageError(f"--grid must be one of {', '.join(sorted(GRIDS))}; got {grid!r}")
