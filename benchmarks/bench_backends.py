@@ -19,7 +19,8 @@ from motiondetect.pipeline.config import build_filters, load_config
 from motiondetect.gpu.cuda_handler import CUDAHandler
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.gpu.platform import cuda_device_error
-from motiondetect.sources.video import VideoHandler, as_bgr
+from motiondetect.sources.video import VideoHandler
+from motiondetect.core.picture import as_bgr
 
 
 def time_backend(frames, cuda, repeats: int, config: dict) -> float:

@@ -38,7 +38,8 @@ import cv2
 from bench_throughput import ROOT, backend_pipeline, make_input, median_rate, opencv_pipeline
 from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.sources.video import VideoHandler, as_bgr
+from motiondetect.sources.video import VideoHandler
+from motiondetect.core.picture import as_bgr
 
 
 def no_video_pipeline(frames) -> None:

@@ -41,7 +41,9 @@ from motiondetect.pipeline.config import build_filters, default_config  # noqa: 
 from motiondetect.gpu.cuda_handler import CUDAHandler  # noqa: E402
 from motiondetect.sources.nvdec import NvdecSource, nvdec_problem  # noqa: E402
 from motiondetect.core.picture import Picture  # noqa: E402
-from motiondetect.sources.video import Frame, VideoHandler, VideoWriter  # noqa: E402
+from motiondetect.outputs.writer import VideoWriter  # noqa: E402
+from motiondetect.sources.video import VideoHandler  # noqa: E402
+from motiondetect.core.types import Frame
 
 ROOT = Path(__file__).resolve().parent.parent
 

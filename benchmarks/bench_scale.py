@@ -35,7 +35,10 @@ import cv2
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from motiondetect.sources.video import VideoHandler, VideoWriter, as_bgr  # noqa: E402
+from motiondetect.core.picture import as_bgr  # noqa: E402
+from motiondetect.sources.video import VideoHandler  # noqa: E402
+
+from motiondetect.outputs.writer import VideoWriter
 
 
 def make_input(clip: Path, size: tuple[int, int], frames: int, folder: Path) -> Path:

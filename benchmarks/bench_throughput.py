@@ -34,7 +34,9 @@ from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.pipeline.detector import MotionDetector, queue_mask_stats
 from motiondetect.gpu.platform import cuda_device_error
 from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
-from motiondetect.sources.video import VideoHandler, VideoWriter, as_bgr
+from motiondetect.sources.video import VideoHandler
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.core.picture import as_bgr
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +77,7 @@ def decode_only(path: Path) -> None:
 
 def decode_encode_only(path: Path, out: Path) -> None:
     with VideoHandler(path) as video:
-        writer = BackgroundWriter(video.writer(out))
+        writer = BackgroundWriter(VideoWriter(out, video.fps, video.size))
         for frame in PrefetchReader(video):
             writer.write(frame.image)
         writer.close()

@@ -19,7 +19,7 @@ from helpers import run_cli as run_main
 from motiondetect.apps.cli import main
 from motiondetect.filters import REGISTRY
 from motiondetect.gpu.platform import cuda_device_error
-from motiondetect.sources.video import VideoWriter
+from motiondetect.outputs.writer import VideoWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The case study's pipeline, which independent_mask() below reproduces with OpenCV.

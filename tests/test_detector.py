@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from motiondetect.pipeline.config import build_filters, default_config
-from motiondetect.pipeline.detector import FrameResult, MotionDetector, pipeline_problems
+from motiondetect.pipeline.detector import MotionDetector, pipeline_problems
+from motiondetect.core.types import FrameResult
 from motiondetect.filters import (
     Difference,
     Dilation,

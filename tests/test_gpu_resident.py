@@ -71,7 +71,7 @@ def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
     cpu = MotionDetector(build_filters(cfg))
     one = MotionDetector(build_filters(cfg), cuda=cuda)
     batched = BatchDetector(build_filters(cfg), cuda, batch=batch)
-    from motiondetect.sources.video import Frame
+    from motiondetect.core.types import Frame
 
     stream = list(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)))
     assert [f.index for f, _ in stream] == list(range(len(frames)))
@@ -90,7 +90,7 @@ def test_batches_with_a_roi_and_without_outputs(cuda):
     roi[100:300, 50:400] = 255
     cpu = MotionDetector(build_filters(default_config()), roi=roi, annotate=False, masks=False)
     batched = BatchDetector(build_filters(default_config()), cuda, roi=roi, annotate=False, masks=False, batch=16)
-    from motiondetect.sources.video import Frame
+    from motiondetect.core.types import Frame
 
     for (frame, got), picture in zip(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)), frames):
         want = cpu.process(picture)

@@ -154,8 +154,9 @@ def test_detector_on_real_clip_identical_to_cpu(cuda, sample_clip, options):
 
 
 def test_prime_and_repeat_identical_to_cpu(cuda, sample_frames):
-    from motiondetect.pipeline.runner import Runner, Sink
-    from motiondetect.sources.video import Frame
+    from motiondetect.pipeline.runner import Runner
+    from motiondetect.outputs.sinks import Sink
+    from motiondetect.core.types import Frame
 
     class Keep(Sink):
         def __init__(self):

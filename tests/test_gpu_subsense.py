@@ -17,7 +17,9 @@ from motiondetect.pipeline.batch import BatchDetector
 from motiondetect.pipeline.config import build_filters, load_config
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.filters import Subsense
-from motiondetect.sources.video import Frame, VideoHandler, as_bgr
+from motiondetect.sources.video import VideoHandler
+from motiondetect.core.types import Frame
+from motiondetect.core.picture import as_bgr
 
 pytestmark = pytest.mark.gpu
 

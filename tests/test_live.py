@@ -12,7 +12,9 @@ import pytest
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.sources.live import LatestFrameReader
-from motiondetect.sources.video import Frame, VideoHandler, VideoWriter
+from motiondetect.sources.video import VideoHandler
+from motiondetect.core.types import Frame
+from motiondetect.outputs.writer import VideoWriter
 
 
 def synthetic_frames(count, fail_at=None):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from motiondetect.pipeline.detector import FrameResult
+from motiondetect.core.types import FrameResult
 from motiondetect.outputs.overlay import BOX_COLOUR, Overlay, motion_regions
-from motiondetect.sources.video import Frame
+from motiondetect.core.types import Frame
 
 ndimage = pytest.importorskip("scipy.ndimage", reason="scipy is in the test extra")
 

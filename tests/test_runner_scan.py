@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from motiondetect.pipeline.config import build_filters
 
 from helpers import seed_config
-from motiondetect.pipeline.detector import FrameResult, MotionDetector
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.core.types import FrameResult
 from motiondetect.outputs.events import EventSegmenter
 from motiondetect.outputs.clips import _EventFramesSink
-from motiondetect.pipeline.runner import EventsSink, Runner, Sink
-from motiondetect.sources.video import Frame
+from motiondetect.pipeline.runner import Runner
+from motiondetect.outputs.sinks import EventsSink, Sink
+from motiondetect.core.types import Frame
 
 FPS = 10.0
 

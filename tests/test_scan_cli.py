@@ -14,7 +14,7 @@ import pytest
 
 from helpers import offline_events, one_line_error, run_cli, video_grey
 from motiondetect.apps.cli import main
-from motiondetect.sources.video import VideoWriter
+from motiondetect.outputs.writer import VideoWriter
 
 #: Settings that split the bundled highway clip into several events (the defaults, DVR-Scan's,
 #: make its steady traffic one event); at 25 fps: 0.2 s = 5 frames, 0.5 s = 13, 0.3 s = 8.

@@ -11,7 +11,8 @@ import pytest
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
-from motiondetect.sources.video import Frame, VideoWriter
+from motiondetect.core.types import Frame
+from motiondetect.outputs.writer import VideoWriter
 
 
 def frames(count, fail_at=None, produced=None):

@@ -10,7 +10,6 @@ video is closed so it plays up to the last frame, and the events file is written
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import logging
 import math
@@ -18,35 +17,36 @@ import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 
 from motiondetect import __version__
+from motiondetect.core.progress import progress_bar
+from motiondetect.gpu.backend import open_backend
+from motiondetect.outputs.paths import OutputPaths, plan_outputs
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
 from motiondetect.pipeline.batch import BatchDetector
 from motiondetect.pipeline.config import BACKENDS, DECODERS, ENGINES, PRESETS, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
-from motiondetect.gpu.cuda_handler import CUDAHandler
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.core.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError
+from motiondetect.core.errors import ConfigError, MotionDetectError, UsageError
 from motiondetect.outputs.events import EventSegmenter
-from motiondetect.core.faults import describe_device_fault, is_device_fault, warm_up
+from motiondetect.core.faults import describe_device_fault, is_device_fault
 from motiondetect.filters import REGISTRY, Threshold
 from motiondetect.outputs.clips import ClipSink, MotionOnlySink
 from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
-from motiondetect.outputs.clips import clip_name
-from motiondetect.outputs.masks import mask_name
 from motiondetect.outputs.overlay import Overlay
-from motiondetect.gpu.platform import cuda_device_error, feature_report
+from motiondetect.gpu.platform import feature_report
 from motiondetect.sources.live import LatestFrameReader
-from motiondetect.sources.nvdec import NvdecSource, NvdecUnavailable
 from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
 from motiondetect.apps.preview import KEYS, PreviewSink
 from motiondetect.pipeline.roi import rasterize, roi_from_file
-from motiondetect.pipeline.runner import EventsSink, Runner, Sink, VideoSink
-from motiondetect.core.safety import quiet_native_logs, writable_problem
+from motiondetect.pipeline.runner import Runner
+from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
+from motiondetect.core.safety import quiet_native_logs
 from motiondetect.core.signals import StopSignals, exit_code
 from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
@@ -190,103 +190,8 @@ def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
                 group.add_argument(flag, type=_schema_arg(schema), default=None, dest=f"{section}__{name}", metavar=name.upper(), help=help_text)
 
 
-def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: bool, what: str) -> Path:
-    path = Path(given) if given else Path.cwd() / default
-    if path.is_dir():
-        raise UsageError(f"{what} {str(path)!r} is a folder; give a file name")
-    if path.resolve() in inputs:
-        raise UsageError(f"{what} {str(path)!r} is the input file; choose another name")
-    if path.exists() and not overwrite:
-        raise UsageError(f"{what} {str(path)!r} exists; pass --overwrite to replace it")
-    folder = path.resolve().parent
-    if not folder.is_dir():
-        raise UsageError(f"{what} folder {str(folder)!r} does not exist")
-    problem = writable_problem(folder)
-    if problem:
-        raise UsageError(f"{what} folder {str(folder)!r} is not writable ({problem})")
-    return path
 
-
-def _output_folder(given: str, first_file: str, overwrite: bool, what: str) -> Path:
-    """A folder for many output files, made if missing; refuses to replace ``first_file``'s kind
-    of files (same stem) without ``--overwrite``."""
-    folder = Path(given)
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"{what} {str(folder)!r} is a file; give a folder")
-    if not folder.resolve().parent.is_dir():
-        raise UsageError(f"{what} {str(folder)!r}: its parent folder does not exist")
-    problem = writable_problem(folder if folder.is_dir() else folder.resolve().parent)
-    if problem:
-        raise UsageError(f"{what} {str(folder)!r} is not writable ({problem})" if folder.is_dir() else f"{what} {str(folder)!r} cannot be made ({problem})")
-    if folder.is_dir():
-        stem, _, suffix = first_file.rpartition("_")
-        pattern = glob.escape(stem) + "_" + "".join("[0-9]" if c.isdigit() else glob.escape(c) for c in suffix)
-        existing = sorted(folder.glob(pattern))
-        if existing and not overwrite:
-            raise UsageError(f"{what} {str(folder)!r} already holds {existing[0].name}; pass --overwrite to replace such files")
-    return folder
-
-
-def _named(given: str | None, stem: str, several: bool, flag: str) -> str | None:
-    """An output name given for one input; with several inputs it must hold ``{stem}``."""
-    if given is None:
-        return None
-    if several and "{stem}" not in given:
-        raise UsageError(f"{flag} {given!r}: with several inputs, put {{stem}} in the name (e.g. '{{stem}}_{Path(given).name}') to get one file per input")
-    return given.replace("{stem}", stem)
-
-
-@dataclass
-class _Outputs:
-    """The checked output paths of one run (``None``: not written)."""
-
-    video: Path | None = None
-    only_motion: bool = False
-    events: list[Path] = field(default_factory=list)
-    mask_video: Path | None = None
-    clips: Path | None = None
-    masks: Path | None = None
-
-
-def _plan_outputs(args: argparse.Namespace, stem: str, inputs: set[Path], several: bool, taken: set[Path], defaults: bool = True) -> _Outputs:
-    """Check every output path of one run before any frame is read.
-
-    ``defaults``: write the annotated video and events report under default names when not
-    named (files); a camera or stream writes only what its flags name.
-
-    Raises:
-        UsageError: a path is a folder, the input, exists without --overwrite, sits in a missing
-            or read-only folder, is used twice, or needs {stem} with several inputs.
-    """
-    out = _Outputs(only_motion=args.only_motion)
-    if args.only_motion and args.no_video:
-        raise UsageError("--only-motion selects what the output video holds; it cannot go with --no-video")
-    if not args.no_video and (defaults or args.output):
-        out.video = _output_path(_named(args.output, stem, several, "-o"), f"{stem}_motion.mp4", inputs, args.overwrite, "output video")
-    for given in args.events or ([None] if defaults else []):
-        out.events.append(_output_path(_named(given, stem, several, "--events"), f"{stem}_motion.json", inputs, args.overwrite, "events file"))
-    if args.mask_out:
-        out.mask_video = _output_path(_named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video")
-    files = [("output video", out.video), *(("events file", e) for e in out.events), ("mask video", out.mask_video)]
-    seen: dict[Path, str] = {}
-    for what, path in files:
-        if path is None:
-            continue
-        key = path.resolve()
-        if key in seen:
-            raise UsageError(f"the {seen[key]} and the {what} must differ ({str(path)!r})")
-        if key in taken:
-            raise UsageError(f"{what} {str(path)!r} is written for an earlier input too; put {{stem}} in its name")
-        seen[key] = what
-    taken.update(seen)
-    if args.clips:
-        out.clips = _output_folder(args.clips, clip_name(stem, 1), args.overwrite, "--clips folder")
-    if args.masks:
-        out.masks = _output_folder(args.masks, mask_name(stem, 0), args.overwrite, "--masks folder")
-    return out
-
-
-def _scan_sinks(paths: _Outputs, video, events: EventSegmenter) -> list[Sink]:
+def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter) -> list[Sink]:
     """The footage-scanning outputs of one run: motion-only video, clips, mask video and images."""
     sinks: list[Sink] = []
     if paths.video is not None and paths.only_motion:
@@ -295,7 +200,7 @@ def _scan_sinks(paths: _Outputs, video, events: EventSegmenter) -> list[Sink]:
         paths.clips.mkdir(exist_ok=True)
         sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size))
     if paths.mask_video is not None:
-        sinks.append(MaskVideoSink(video.writer(paths.mask_video)))
+        sinks.append(MaskVideoSink(VideoWriter(paths.mask_video, video.fps, video.size)))
     if paths.masks is not None:
         paths.masks.mkdir(exist_ok=True)
         sinks.append(MaskImagesSink(paths.masks, video.name))
@@ -310,47 +215,6 @@ def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str
         config = {**config, "roi": roi_from_file(args.roi)}
     return config
 
-
-def _masks_needed(config: dict[str, Any], wants_frames: bool, mask_outputs: bool) -> bool:
-    """Whether the masks must come back to the host: for what reads them there (boxes drawn
-    around their regions, frames held over skipped ones and re-blended from them, the preview,
-    mask files; ``mask_outputs``). The red blend itself reads them on the device."""
-    redraws = wants_frames and (config["overlays"]["boxes"] or config["scan"]["frame_skip"] > 0)
-    return redraws or mask_outputs
-
-
-def _open_backend(requested: str, filters, stack: ExitStack):
-    """Return an entered CUDAHandler, or None for the CPU, as ``requested`` and the engines say.
-
-    With ``auto`` (and no cuBLAS engine), a device that is missing or whose context cannot be
-    made gives the CPU, with a notice.
-
-    Raises:
-        UsageError: a cuBLAS engine is selected with ``--backend cpu``.
-        CudaUnavailable: CUDA (or cuBLAS, when selected) is needed but cannot be used.
-    """
-    cublas = [f.NAME for f in filters if f.engine == "cublas"]
-    if requested == "cpu":
-        if cublas:
-            raise UsageError(f"the cuBLAS engine ({', '.join(cublas)}) runs on the GPU; use --backend cuda or auto, or --engine kernel")
-        return None
-    if requested == "auto" and not cublas:
-        reason = cuda_device_error()
-        if reason:
-            log.info("notice: CUDA unavailable (%s); using the CPU backend", reason.split(";")[0])
-            return None
-    try:
-        cuda = stack.enter_context(CUDAHandler())
-    except CudaUnavailable as exc:
-        if cublas:
-            raise CudaUnavailable(f"the cuBLAS engine needs a CUDA device: {exc}") from None
-        if requested == "auto":
-            log.info("notice: %s; using the CPU backend", str(exc).split(";")[0])
-            return None
-        raise
-    if cublas:
-        cuda.blas  # load scikit-cuda now: a missing install fails before any frame is read
-    return cuda
 
 
 def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
@@ -391,7 +255,7 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         live = realtime_source or args.live
         input_paths = {Path(source).resolve() for source in sources if Path(source).is_file()}
         # A file gets outputs by default; a camera or stream only records what is asked for.
-        paths = _plan_outputs(args, video.name, input_paths, several, taken, defaults=not realtime_source)
+        paths = plan_outputs(args, video.name, input_paths, several, taken, defaults=not realtime_source)
         video_path = paths.video
         start = args.start.to_frame(video.fps) if args.start else 0
         stop = args.end.to_frame(video.fps) if args.end else None
@@ -400,9 +264,9 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         filters = build_filters(config)
         roi = rasterize(config["roi"], video.size)
         wants_frames = video_path is not None or paths.clips is not None  # annotated frames are written
-        cuda = _open_backend(config["backend"], filters, stack)
+        cuda = open_backend(config["backend"], filters, stack)
         preview = args.preview or realtime_source
-        needs_mask = _masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)
+        needs_mask = masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)
         detector = MotionDetector(
             filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"],
             annotate=config["overlays"]["blend"] and (wants_frames or preview), masks=needs_mask,
@@ -412,10 +276,10 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
             detector.geometry((height, width))
         except ValueError as exc:  # the ROI vanishes at the downscaled size
             raise ConfigError([f"roi: {exc}"]) from None
-        detector = _checked_on_device(detector, cuda, config["backend"], video.size)
+        detector = checked_on_device(detector, cuda, config["backend"], video.size)
         cuda = cuda if detector.backend == "cuda" else None
-        batched = _batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
-        video, decoder = _choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
+        batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
+        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
         log.debug("decoder: %s; %s", decoder, "batches of %d frames on the GPU" % config["scan"]["batch"] if batched is None else f"one frame at a time ({batched})")
         if batched is None:
             detector.reset()  # the warm-up's state
@@ -459,14 +323,14 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
                 )
             )
         if video_path and not args.only_motion:
-            writer = video.writer(video_path, config["preset"])
+            writer = VideoWriter(video_path, video.fps, video.size, config["preset"])
             sinks.append(VideoSink(BackgroundWriter(writer), timestamps=live))  # encodes on its own thread
         sinks += _scan_sinks(paths, video, events)
         sinks += [EventsSink(path, events, header) for path in paths.events]  # last: they record whether the others finished
         total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)
         overlay = Overlay.from_config(config["overlays"]) if wants_frames else None
         runner = Runner(
-            frames, detector, sinks, _progress(total, args.quiet or live), events=events,
+            frames, detector, sinks, progress_bar(total, args.quiet or live), events=events,
             frame_skip=config["scan"]["frame_skip"], overlay=overlay, source=video, stop=signals,
         )
         summary = runner.run()
@@ -491,102 +355,6 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
     return 0
 
 
-def _batched_path_problem(config: dict[str, Any], video, cuda: CUDAHandler | None, detector: MotionDetector, interactive: bool, wants_frames: bool) -> str | None:
-    """Why this run cannot take the batched GPU path (:class:`~motiondetect.pipeline.batch.BatchDetector`),
-    or ``None`` when it can: a video file on the CUDA backend, not shown live, every frame
-    processed at its own size, and an annotation (if any) that has a Y'CbCr form."""
-    if cuda is None:
-        return "the CPU backend"
-    if not getattr(video, "decodes_pictures", False):
-        return "image sequences, cameras and streams come as BGR frames"
-    if interactive:
-        return "live and preview runs keep one frame at a time for latency"
-    if config["scan"]["frame_skip"] or config["scan"]["downscale"] != 1:
-        return "frame skip and scan downscale run one frame at a time"
-    if wants_frames and not detector.annotate:
-        return "unannotated video output"
-    if any(f.engine == "cublas" for f in detector.filters):
-        return "the cuBLAS engine runs one frame at a time"
-    if detector.annotation_filters and not detector.yuv_annotation:
-        return "the pipeline's annotation has no Y'CbCr form"
-    return None
-
-
-def _choose_decoder(requested: str, video, cuda: CUDAHandler | None, batched: str | None, fps: float | None, stack: ExitStack):
-    """The frame source for the run and its decoder's name: NVDEC for a video file on the GPU
-    when ``requested`` allows and it can run, else ``video`` itself (PyAV or OpenCV).
-
-    Raises:
-        UsageError: ``--decoder nvdec`` on the CPU backend or for an input that is not a video file.
-        NvdecUnavailable: ``--decoder nvdec`` where NVDEC cannot run (no PyNvVideoCodec, an
-            unsupported stream).
-    """
-    is_file = getattr(video, "decodes_pictures", False)
-    cpu_name = "PyAV (CPU threads)" if is_file else "OpenCV"
-    if requested == "cpu" or (requested == "auto" and (batched is not None or not is_file)):
-        return video, cpu_name
-    if not is_file:
-        raise UsageError("--decoder nvdec decodes video files; this input is an image sequence, a camera or a stream")
-    if cuda is None:
-        raise UsageError("--decoder nvdec decodes on the GPU: it needs the CUDA backend (--backend cuda or auto on a machine with a GPU)")
-    try:
-        source = stack.enter_context(NvdecSource(video.source, cuda, fps=fps, host=batched is not None))
-        if requested == "auto" and not source.exact:
-            # Only exact codecs under auto: the results must not depend on the decoder.
-            source.close()
-            return video, cpu_name + f", since {source.codec} decoding is not exact across decoders"
-    except NvdecUnavailable as exc:
-        if requested == "nvdec":
-            raise
-        log.info("notice: %s; decoding on the CPU", str(exc).split(";")[0])
-        return video, cpu_name
-    video.close()
-    return source, f"NVDEC ({source.codec})"
-
-
-def _checked_on_device(detector: MotionDetector, cuda: CUDAHandler | None, requested: str, size: tuple[int, int]) -> MotionDetector:
-    """Run a CUDA detector on blank frames of the input's ``size`` before any output exists
-    (:func:`~motiondetect.core.faults.warm_up`: every kernel compiled, every buffer allocated).
-
-    Args:
-        detector: the detector, on ``cuda`` (or on the CPU: returned as it is).
-        cuda: its entered handler, closed here when the CPU takes over; or ``None``.
-        requested: the config's backend (``auto`` falls back, ``cuda`` does not).
-        size: (width, height) of the input's frames, pixels.
-
-    Returns:
-        ``detector`` when it runs (or is on the CPU); with ``--backend auto`` and a device fault
-        (nvcc rejects a kernel, out of GPU memory for this frame size...), a CPU detector with
-        the same filters and settings, after a notice that says why (nvcc's message once).
-
-    Raises:
-        CudaUnavailable: the fault with ``--backend cuda``, or with a cuBLAS engine selected.
-    """
-    reason = warm_up(detector, size)
-    if reason is None:
-        return detector
-    if requested != "auto" or any(f.engine == "cublas" for f in detector.filters):
-        raise CudaUnavailable(f"the CUDA backend cannot run this pipeline: {reason}")
-    log.info("notice: the CUDA backend cannot run this pipeline: %s; using the CPU backend", reason)
-    cuda.close()  # give the device back now
-    return MotionDetector(detector.filters, roi=detector.roi, downscale=detector.downscale, annotate=detector.annotate)
-
-
-def _progress(total: int | None, quiet: bool):
-    """A tqdm bar with fps and ETA on a terminal; a no-op stand-in otherwise."""
-    try:
-        from tqdm import tqdm
-    except ImportError:  # tqdm is a dependency, but keep the CLI usable without it
-        tqdm = None
-    if tqdm is None or quiet or not sys.stderr.isatty():
-
-        class _Silent:
-            def update(self, n): ...
-            def set_postfix_str(self, s, refresh=True): ...
-            def close(self): ...
-
-        return _Silent()
-    return tqdm(total=total, unit="frame", dynamic_ncols=True, leave=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -597,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["evaluate"]:  # the scoring subcommand lives in its own module
-        from motiondetect.evaluation.scoring import main as evaluate_main
+        from motiondetect.apps.evaluate import main as evaluate_main
 
         return evaluate_main(argv[1:])
     parser = build_parser()

@@ -18,9 +18,9 @@ import cv2
 import numpy as np
 
 from motiondetect.core.errors import MotionDetectError
-from motiondetect.pipeline.runner import Sink, StopRequested
+from motiondetect.outputs.sinks import Sink, StopRequested
 from motiondetect.core.safety import free_name, write_image
-from motiondetect.sources.video import as_bgr
+from motiondetect.core.picture import as_bgr
 
 log = logging.getLogger("motiondetect")
 

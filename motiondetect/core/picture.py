@@ -248,3 +248,8 @@ def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Pi
             change = change_of_sum[sums + 1020]
         out[chroma_box] = np.clip(plane[chroma_box] + change, 0, 255)
     return Picture(new_y, new_u, new_v, picture.full_range)
+
+
+def as_bgr(image: np.ndarray | Picture) -> np.ndarray:
+    """The (H, W, 3) uint8 BGR form of a frame's image (a picture is converted, BT.601)."""
+    return image.to_bgr() if isinstance(image, Picture) else image

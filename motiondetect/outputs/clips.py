@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from motiondetect.outputs.events import EventSegmenter, MotionEvent
-from motiondetect.pipeline.runner import Sink
-from motiondetect.sources.video import VideoWriter
+from motiondetect.outputs.sinks import Sink
+from motiondetect.outputs.writer import VideoWriter
 
 
 def clip_name(stem: str, index: int) -> str:

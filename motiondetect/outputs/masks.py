@@ -8,9 +8,9 @@ from pathlib import Path
 import cv2
 
 from motiondetect.core.errors import MotionDetectError
-from motiondetect.pipeline.runner import Sink
+from motiondetect.outputs.sinks import Sink
 from motiondetect.core.safety import write_image
-from motiondetect.sources.video import VideoWriter
+from motiondetect.outputs.writer import VideoWriter
 
 
 def mask_name(stem: str, index: int) -> str:

@@ -19,10 +19,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from motiondetect.pipeline.detector import Box, FrameResult
+from motiondetect.core.types import Box, FrameResult
 from motiondetect.outputs.events import format_timecode
 from motiondetect.core.picture import Picture
-from motiondetect.sources.video import Frame
+from motiondetect.core.types import Frame
 
 #: Box colour, BGR: green, which stands out from the red blend.
 BOX_COLOUR = (0, 255, 0)

@@ -31,11 +31,13 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from motiondetect.pipeline.detector import FrameResult, Geometry, MotionDetector, SizeOnly, box_from_corners, device_and_mask, device_expand, queue_mask_stats
+from motiondetect.pipeline.detector import Geometry, MotionDetector, SizeOnly, box_from_corners, device_and_mask, device_expand, queue_mask_stats
+
+from motiondetect.core.types import FrameResult
 from motiondetect.filters import Filter
 from motiondetect.sources.nvdec import DeviceFrame
 from motiondetect.core.picture import Picture, chroma_shape, unpack_planes
-from motiondetect.sources.video import Frame
+from motiondetect.core.types import Frame
 
 #: Frames per batch. Measured on an H200 at 1080p (benchmarks/bench_throughput.py --batches):
 #: 32 reaches the on-device plateau; larger batches only add latency and memory.

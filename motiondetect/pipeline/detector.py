@@ -25,34 +25,12 @@ import numpy as np
 from motiondetect.filters import Filter, Kind
 from motiondetect.filters.base import element_count, planes
 from motiondetect.core.picture import Picture, unpack_planes
+from motiondetect.core.types import Box, FrameResult
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
 #: Initial bounding-box accumulator of the statistics kernel: x0, y0 at their largest, x1, y1 at 0.
 _BOX_INIT = np.array([0xFFFFFFFF, 0xFFFFFFFF, 0, 0], np.uint32)
-
-Box = tuple[int, int, int, int]
-
-
-@dataclass(frozen=True)
-class FrameResult:
-    """What the detector returns for one frame.
-
-    Attributes:
-        mask: (H, W) uint8 motion mask at the input's size, values 0 or 255 (0 outside the ROI).
-        frame: (H, W, 3) uint8 BGR annotated frame (the red blend); the input (a copy) when the
-            pipeline has no BGR-producing filter, or the input array itself when the detector
-            was made with ``annotate=False``.
-        motion_fraction: share of the pixels that can move (the ROI's, else the frame's) that
-            are set in the mask, in [0, 1]; counted at the processing size when downscaled.
-        bbox: bounding box of the mask's set pixels as (x, y, w, h) in input pixels (x, y the
-            top-left corner), or ``None`` when no pixel is set.
-    """
-
-    mask: np.ndarray
-    frame: np.ndarray
-    motion_fraction: float
-    bbox: Box | None = None
 
 
 def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:

@@ -20,11 +20,12 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from motiondetect.scaleout.chunks import Chunk
-from motiondetect.pipeline.detector import FrameResult
+from motiondetect.core.types import FrameResult
 from motiondetect.core.errors import ConfigError, MotionDetectError, VideoOpenFailure
-from motiondetect.pipeline.runner import RunSummary, Sink
+from motiondetect.outputs.sinks import RunSummary, Sink
 from motiondetect.sources.nvdec import DeviceFrame
-from motiondetect.sources.video import Frame, VideoHandler
+from motiondetect.sources.video import VideoHandler
+from motiondetect.core.types import Frame
 
 #: Test-only fault injection: ``"<file name>:<chunk number>:<marker file>"`` makes the worker
 #: process that starts that chunk of that input first end at once (``os._exit``), as a killed
@@ -241,13 +242,16 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
     """
     # Imported here: cli imports the module that submits this task.
     from motiondetect.pipeline.batch import BatchDetector
-    from motiondetect.apps.cli import _batched_path_problem, _checked_on_device, _choose_decoder, _masks_needed, _open_backend
+    from motiondetect.gpu.backend import open_backend
+    from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
     from motiondetect.pipeline.config import build_filters
     from motiondetect.pipeline.detector import MotionDetector
     from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
+    from motiondetect.outputs.writer import VideoWriter
     from motiondetect.outputs.overlay import Overlay
     from motiondetect.pipeline.roi import rasterize
-    from motiondetect.pipeline.runner import Runner, VideoSink
+    from motiondetect.pipeline.runner import Runner
+    from motiondetect.outputs.sinks import VideoSink
 
     _injected_worker_death(job.chunk)
     if job.threads is not None:
@@ -260,8 +264,8 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         filters = build_filters(config)
         roi = rasterize(config["roi"], video.size)
         wants_frames = job.video_part is not None
-        needs_mask = _masks_needed(config, wants_frames, job.mask_part is not None or job.masks_dir is not None)
-        cuda = _open_backend(config["backend"], filters, stack)
+        needs_mask = masks_needed(config, wants_frames, job.mask_part is not None or job.masks_dir is not None)
+        cuda = open_backend(config["backend"], filters, stack)
         detector = MotionDetector(
             filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"],
             annotate=config["overlays"]["blend"] and wants_frames, masks=needs_mask,
@@ -271,21 +275,21 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
             detector.geometry((height, width))
         except ValueError as exc:
             raise ConfigError([f"roi: {exc}"]) from None
-        detector = _checked_on_device(detector, cuda, config["backend"], video.size)
+        detector = checked_on_device(detector, cuda, config["backend"], video.size)
         cuda = cuda if detector.backend == "cuda" else None
-        batched = _batched_path_problem(config, video, cuda, detector, False, wants_frames)
+        batched = batched_path_problem(config, video, cuda, detector, False, wants_frames)
         # NVDEC when the run allows it (as a whole-file run chooses); it seeks to the chunk's
         # keyframe like the CPU decoder, and decodes exact codecs to the same pictures.
-        video, decoder = _choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack)
+        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack)
         if batched is None:
             detector.reset()
             detector = BatchDetector(detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"])
         collector = _Collector()
         sinks: list[Sink] = []
         if job.video_part is not None:
-            sinks.append(VideoSink(video.writer(job.video_part, config["preset"])))
+            sinks.append(VideoSink(VideoWriter(job.video_part, video.fps, video.size, config["preset"])))
         if job.mask_part is not None:
-            sinks.append(MaskVideoSink(video.writer(job.mask_part, config["preset"])))
+            sinks.append(MaskVideoSink(VideoWriter(job.mask_part, video.fps, video.size, config["preset"])))
         if job.masks_dir is not None:
             sinks.append(MaskImagesSink(job.masks_dir, job.stem))
         sinks.append(collector)

@@ -38,16 +38,18 @@ from motiondetect import __version__
 from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
 from motiondetect.scaleout.chunks import Chunk, plan_chunks, warmup_frames
 from motiondetect.pipeline.config import build_filters
-from motiondetect.pipeline.detector import FrameResult
+from motiondetect.core.types import FrameResult
 from motiondetect.core.errors import MotionDetectError, UsageError
 from motiondetect.outputs.events import EventSegmenter
 from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
 from motiondetect.outputs.clips import ClipSink, MotionOnlySink
 from motiondetect.outputs.masks import mask_name
 from motiondetect.pipeline.roi import rasterize
-from motiondetect.pipeline.runner import EventsSink, Runner, RunSummary
+from motiondetect.pipeline.runner import Runner
+from motiondetect.outputs.sinks import EventsSink, RunSummary
 from motiondetect.core.signals import StopSignals, exit_code
-from motiondetect.sources.video import VideoHandler, join_videos
+from motiondetect.sources.video import VideoHandler
+from motiondetect.outputs.writer import join_videos
 
 log = logging.getLogger("motiondetect")
 
@@ -64,7 +66,7 @@ class _Input:
     area: int
     warmup: int
     chunks: list[Chunk]
-    paths: Any  # cli._Outputs
+    paths: Any  # cli.OutputPaths
     manifest: Manifest
     jobs: dict[int, ChunkJob] = field(default_factory=dict)
     results: dict[int, ChunkResult] = field(default_factory=dict)
@@ -112,7 +114,8 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
         UsageError: the options or an input do not suit a chunked run, or Dask is missing.
         MotionDetectError: a chunk failed (after the outputs of what was finished are written).
     """
-    from motiondetect.apps.cli import _plan_outputs, _progress
+    from motiondetect.core.progress import progress_bar
+    from motiondetect.outputs.paths import plan_outputs
     from motiondetect.scaleout.cluster import open_client
 
     problem = chunked_problem(args, config)
@@ -122,7 +125,7 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     if isinstance(roi, dict) and "mask" in roi:  # the workers read it from their own folder
         config = {**config, "roi": {"mask": str(Path(roi["mask"]).resolve())}}
     taken: set[Path] = set()
-    items = [_prepare(args, config, source, len(inputs) > 1, taken, _plan_outputs) for source in inputs]
+    items = [_prepare(args, config, source, len(inputs) > 1, taken, plan_outputs) for source in inputs]
     cuda_here = _cuda_here(config)
     # A local CPU cluster shares this machine's cores; other workers use their own.
     threads = None if cuda_here or args.scheduler else _decoder_threads(args.jobs or None)
@@ -132,7 +135,7 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
                 item.jobs[chunk.number] = _job(item, chunk, chunk.first_index, config, args, threads)
     total = sum(c.frames for item in items for c in item.chunks)
     started = time.perf_counter()
-    bar = _progress(total, args.quiet)
+    bar = progress_bar(total, args.quiet)
     bar.update(sum(r.frames for item in items for r in item.results.values()))
     failure: Exception | None = None
     interrupted = False

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Iterable, Iterator
 
-from motiondetect.sources.video import Frame
+from motiondetect.core.types import Frame
 
 
 class LatestFrameReader:

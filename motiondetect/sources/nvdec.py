@@ -26,7 +26,7 @@ import numpy as np
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.picture import Picture
-from motiondetect.sources.video import Frame, VideoWriter
+from motiondetect.core.types import Frame
 
 log = logging.getLogger("motiondetect")
 
@@ -319,6 +319,3 @@ class NvdecSource:
         self._position += skipped
         return skipped
 
-    def writer(self, path: str | Path, preset: str = "veryfast") -> VideoWriter:
-        """Open a :class:`~motiondetect.sources.video.VideoWriter` for this input's size and rate."""
-        return VideoWriter(path, self.fps, self.size, preset)

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
-from motiondetect.sources.video import Frame, VideoWriter
+from motiondetect.core.types import Frame
+
+if TYPE_CHECKING:  # annotations only: sources do not import outputs
+    from motiondetect.outputs.writer import VideoWriter
 
 _END = object()
 

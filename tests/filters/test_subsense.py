@@ -13,7 +13,7 @@ import pytest
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.evaluation.scoring import decoded_frames, load_folder
-from motiondetect.filters import GaussianBackground, Subsense
+from motiondetect.filters import Subsense
 from motiondetect.filters.subsense import LBSP_PATTERN, counter_hash, lbsp
 
 ROOT = Path(__file__).resolve().parents[2]

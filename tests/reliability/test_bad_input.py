@@ -18,7 +18,8 @@ import pytest
 
 import motiondetect.sources.video as video_module
 from motiondetect.core.picture import Picture
-from motiondetect.sources.video import VideoHandler, VideoWriter
+from motiondetect.sources.video import VideoHandler
+from motiondetect.outputs.writer import VideoWriter
 from conftest import (
     SAMPLE_ANNOUNCED, avi_chunks, count_frames, error_line, only_line, report, run_main, run_process, small_frames,
 )

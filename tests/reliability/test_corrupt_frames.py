@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from motiondetect.sources.video import VideoHandler, VideoWriter
+from motiondetect.sources.video import VideoHandler
+
+from motiondetect.outputs.writer import VideoWriter
 from conftest import SAMPLE_ANNOUNCED, SAMPLE_DECODED, avi_chunks, count_frames, report, run_main
 
 CPU = ("--backend", "cpu")

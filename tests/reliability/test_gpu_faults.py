@@ -67,7 +67,7 @@ def stub_gpu(monkeypatch):
     drv = stub_driver()
     gpu = StubGpu(drv)
     monkeypatch.setitem(sys.modules, "pycuda.driver", drv)
-    monkeypatch.setattr(cli, "cuda_device_error", lambda: None)  # a device is listed
+    monkeypatch.setattr("motiondetect.gpu.backend.cuda_device_error", lambda: None)  # a device is listed
 
     class Context:
         def pop(self):
@@ -107,7 +107,7 @@ def stub_gpu(monkeypatch):
 
     monkeypatch.setattr(detector_module, "_CudaExecutor", Executor)
     # The stand-in device runs the frame-at-a-time detector (the batched path needs a real one).
-    monkeypatch.setattr(cli, "_batched_path_problem", lambda *args: "a stand-in device")
+    monkeypatch.setattr(cli, "batched_path_problem", lambda *args: "a stand-in device")
     return gpu
 
 
@@ -133,7 +133,7 @@ def cpu_events(monkeypatch, capsys, tmp_path, source):
 
 
 def test_no_device(tmp_path, monkeypatch, capsys, sequence):
-    monkeypatch.setattr(cli, "cuda_device_error", lambda: "no CUDA device found")
+    monkeypatch.setattr("motiondetect.gpu.backend.cuda_device_error", lambda: "no CUDA device found")
     monkeypatch.setattr("motiondetect.gpu.cuda_handler.cuda_device_error", lambda: "no CUDA device found")
     rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--no-video")
     assert rc == 0 and "notice: CUDA unavailable (no CUDA device found); using the CPU backend" in err
@@ -144,7 +144,7 @@ def test_no_device(tmp_path, monkeypatch, capsys, sequence):
 
 
 def test_device_that_fails_at_start(tmp_path, monkeypatch, capsys, sequence):
-    monkeypatch.setattr(cli, "cuda_device_error", lambda: None)  # listed, but no context can be made
+    monkeypatch.setattr("motiondetect.gpu.backend.cuda_device_error", lambda: None)  # listed, but no context can be made
 
     def enter(self):
         raise CudaUnavailable("CUDA backend unavailable: cannot create a context (cuCtxCreate failed: unknown error)")

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 #: Runs the command after wrapping one function so that the process signals itself there.
 DRIVER = r"""
 import os, signal, sys
-import motiondetect.pipeline.detector as detector, motiondetect.sources.video as video
+import motiondetect.pipeline.detector as detector, motiondetect.sources.video as video, motiondetect.outputs.writer as writer
 from motiondetect.apps.cli import main
 
 point, sig, at = os.environ["MD_POINT"], getattr(signal, os.environ["MD_SIGNAL"]), int(os.environ.get("MD_AT", "0"))
@@ -43,7 +43,7 @@ if point == "frame":  # while frame AT is being processed
 elif point == "twice":  # two signals while frame AT is being processed
     detector.MotionDetector.process = kill_at(detector.MotionDetector.process, times=2)
 elif point == "flush":  # when the video starts its final flush
-    video.VideoWriter.close = kill_at(video.VideoWriter.close)
+    writer.VideoWriter.close = kill_at(writer.VideoWriter.close)
 elif point == "setup":  # while the input is being opened
     video.VideoHandler.__init__ = kill_at(video.VideoHandler.__init__)
 sys.exit(main(sys.argv[1:]))

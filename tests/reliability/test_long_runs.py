@@ -12,7 +12,8 @@ import pytest
 
 import motiondetect.apps.cli as cli
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.sources.video import Frame, VideoWriter
+from motiondetect.core.types import Frame
+from motiondetect.outputs.writer import VideoWriter
 from conftest import report, run_main, small_frames
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc (Linux)")

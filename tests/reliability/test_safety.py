@@ -15,7 +15,7 @@ import motiondetect
 from motiondetect.outputs.clips import clip_name
 from motiondetect.outputs.masks import mask_name
 from motiondetect.core.safety import free_name
-from motiondetect.sources.video import VideoWriter
+from motiondetect.outputs.writer import VideoWriter
 from conftest import only_line, report, run_main, small_frames
 
 PACKAGE = Path(motiondetect.__file__).parent
