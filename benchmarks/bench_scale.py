@@ -36,9 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from motiondetect.core.picture import as_bgr  # noqa: E402
+from motiondetect.outputs.writer import VideoWriter  # noqa: E402
 from motiondetect.sources.video import VideoHandler  # noqa: E402
-
-from motiondetect.outputs.writer import VideoWriter
 
 
 def make_input(clip: Path, size: tuple[int, int], frames: int, folder: Path) -> Path:
@@ -162,7 +161,9 @@ def main() -> None:
             os.symlink(path, link)
             files.append(str(link))
         if gpus:
-            single, note1 = command_rate(md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder, one_gpu)
+            single, note1 = command_rate(
+                md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder, one_gpu
+            )
             rows.append((f"{len(files)} files, --jobs {args.jobs}, one GPU", single, note1))
             every, note2 = command_rate(md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder)
             ratio = f"{every / single:.2f}x one GPU (target >= 1.8x on 2 GPUs)" if every and single else note2

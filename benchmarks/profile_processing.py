@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.pipeline.detector import MotionDetector
 
 
@@ -72,7 +72,9 @@ def main() -> None:
         device = cuda.buffer("frame", frames[0].shape)
         start, stop = drv.Event(), drv.Event()
         filters = detector.filters
-        outputs = [cuda.buffer(("profile_stage", i), f.output_shape(frames[0].shape if i == 0 else (height, width))) for i, f in enumerate(filters)]
+        outputs = [
+            cuda.buffer(("profile_stage", i), f.output_shape(frames[0].shape if i == 0 else (height, width))) for i, f in enumerate(filters)
+        ]
 
         def kernels():
             image = device

@@ -20,10 +20,10 @@ import os
 import sys
 from pathlib import Path
 
-from motiondetect.pipeline.config import load_config
 from motiondetect.core.errors import MotionDetectError
 from motiondetect.evaluation.scoring import DEFAULT_SKIP, load_folder
 from motiondetect.evaluation.tuning import GRIDS, format_loo_table, tune
+from motiondetect.pipeline.config import load_config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +40,16 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config)
         for path in args.folders:
             load_folder(path)  # all readable before any work
-        result = tune(args.folders, config, grid=args.grid, skip=args.skip, min_area=config["events"]["min_area"], jobs=args.jobs, anchors=True, cache_path=args.cache)
+        result = tune(
+            args.folders,
+            config,
+            grid=args.grid,
+            skip=args.skip,
+            min_area=config["events"]["min_area"],
+            jobs=args.jobs,
+            anchors=True,
+            cache_path=args.cache,
+        )
     except MotionDetectError as exc:
         print(f"tune_loo: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -6,16 +6,16 @@ Importing this package never touches CUDA; the GPU is used only when a
 
 __version__ = "0.1.0"
 
-from motiondetect.pipeline.config import build_filters, default_config, load_config
-from motiondetect.gpu.cuda_handler import CUDAHandler
-from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.outputs.events import EventSegmenter, MotionEvent
+from motiondetect.core.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError, VideoOpenFailure
 from motiondetect.core.picture import Picture
 from motiondetect.core.types import Frame, FrameResult
-from motiondetect.core.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError, VideoOpenFailure
 from motiondetect.filters import REGISTRY, Filter
-from motiondetect.sources.video import VideoHandler
+from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.outputs.events import EventSegmenter, MotionEvent
 from motiondetect.outputs.writer import VideoWriter
+from motiondetect.pipeline.config import build_filters, default_config, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.sources.video import VideoHandler
 
 __all__ = [
     "REGISTRY",

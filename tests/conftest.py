@@ -21,8 +21,8 @@ def sample_clip() -> Path:
 @pytest.fixture(scope="session")
 def sample_frames(sample_clip) -> list[np.ndarray]:
     """The first 60 decoded frames of the bundled clip, (240, 320, 3) uint8 BGR."""
-    from motiondetect.sources.video import VideoHandler
     from motiondetect.core.picture import as_bgr
+    from motiondetect.sources.video import VideoHandler
 
     with VideoHandler(sample_clip) as video:
         return [as_bgr(f.image) for _, f in zip(range(60), video)]

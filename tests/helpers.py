@@ -102,13 +102,17 @@ def same_image(a, b) -> bool:
 
     if isinstance(a, Picture) or isinstance(b, Picture):
         return (
-            isinstance(a, Picture) and isinstance(b, Picture) and a.full_range == b.full_range
+            isinstance(a, Picture)
+            and isinstance(b, Picture)
+            and a.full_range == b.full_range
             and all(np.array_equal(x, y) for x, y in zip((a.y, a.u, a.v), (b.y, b.u, b.v)))
         )
     return np.array_equal(a, b)
 
 
-def make_folder(root: Path, count=12, first=100, height=36, width=48, temporal=None, roi=None) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
+def make_folder(
+    root: Path, count=12, first=100, height=36, width=48, temporal=None, roi=None
+) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
     """A grey background with a square moving 3 pixels a frame; labels mark the square 255 and
     its one-pixel outline 170 (PNG frames: lossless, so the difference is exact)."""
     (root / "input").mkdir(parents=True)

@@ -4,18 +4,16 @@ downscaling with the mask mapped back, the annotate switch and held results (fra
 
 from __future__ import annotations
 
-
 import cv2
 import numpy as np
 import pytest
+from helpers import seed_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from motiondetect.pipeline.config import build_filters
-
-from helpers import seed_config
-from motiondetect.pipeline.detector import Geometry, MotionDetector, mask_stats_reference
 from motiondetect.filters import Difference, Gray, Threshold
+from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.detector import Geometry, MotionDetector, mask_stats_reference
 
 
 def integer_luma(bgr: np.ndarray) -> np.ndarray:
@@ -235,7 +233,9 @@ def test_downscale_against_the_full_size_run(sample_clip):
 
     settings = dict(min_area=0.004, min_event_length=0.2, merge_gap=0.5, time_before=0, time_after=0.5)
     full, full_events = run_clip(sample_clip, MotionDetector(build_filters(seed_config()), annotate=False), EventSegmenter(25, **settings))
-    half, half_events = run_clip(sample_clip, MotionDetector(build_filters(seed_config()), downscale=2, annotate=False), EventSegmenter(25, **settings))
+    half, half_events = run_clip(
+        sample_clip, MotionDetector(build_filters(seed_config()), downscale=2, annotate=False), EventSegmenter(25, **settings)
+    )
     assert np.corrcoef(full, half)[0, 1] > 0.9
     assert 0.2 < half.sum() / full.sum() < 1.0
     assert len(full_events) >= 5 and len(half_events) >= 3

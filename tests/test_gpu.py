@@ -11,12 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import same_image
 
+from motiondetect.filters import REGISTRY, Erosion, Kind, RedBlend, Threshold
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.filters import REGISTRY, Erosion, Kind, RedBlend, Threshold
 
 pytestmark = pytest.mark.gpu
 

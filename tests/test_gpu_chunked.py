@@ -10,10 +10,10 @@ import json
 
 import numpy as np
 import pytest
-
 from helpers import SEED_YAML, run_cli
-from motiondetect.sources.nvdec import nvdec_problem
 from test_chunked import BUNDLED, SAMPLES, _chunked, _config, _sequential
+
+from motiondetect.sources.nvdec import nvdec_problem
 
 pytestmark = pytest.mark.gpu
 

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import same_image
 
+from motiondetect.filters import REGISTRY
 from motiondetect.pipeline.config import build_filters, load_config, with_overrides
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.filters import REGISTRY
 from tests.test_gpu import GPU_SIZES, random_image, run_on_gpu, side_input
 
 pytestmark = pytest.mark.gpu
@@ -84,7 +83,24 @@ def test_pipeline_on_real_clip_same_events_as_kernel_engine(blas_cuda, sample_cl
     monkeypatch.chdir(tmp_path)
     events = {}
     for engine in ("kernel", "cublas"):
-        assert main([str(sample_clip), "-c", str(SEED_YAML), "--backend", "cuda", "--engine", engine, "--no-video", "--events", f"{engine}.json", "-q"]) == 0
+        assert (
+            main(
+                [
+                    str(sample_clip),
+                    "-c",
+                    str(SEED_YAML),
+                    "--backend",
+                    "cuda",
+                    "--engine",
+                    engine,
+                    "--no-video",
+                    "--events",
+                    f"{engine}.json",
+                    "-q",
+                ]
+            )
+            == 0
+        )
         report = json.loads((tmp_path / f"{engine}.json").read_text())
         assert report["config"]["engine"] == engine
         events[engine] = report["events"]

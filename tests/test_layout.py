@@ -15,9 +15,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "motiondetect"
 LAYERS = {
     "core": 0,
     "gpu": 1,
-    "filters": 2, "sources": 2, "outputs": 2,
+    "filters": 2,
+    "sources": 2,
+    "outputs": 2,
     "pipeline": 3,
-    "evaluation": 4, "scaleout": 4,
+    "evaluation": 4,
+    "scaleout": 4,
     "apps": 5,
 }
 SIDEWAYS: set[tuple[str, str]] = set()
@@ -96,7 +99,7 @@ def import_cycle(edges) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         state[node] = 2

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from motiondetect.core.errors import VideoOpenFailure
-from motiondetect.sources.live import LatestFrameReader
-from motiondetect.sources.video import VideoHandler
 from motiondetect.core.types import Frame
 from motiondetect.outputs.writer import VideoWriter
+from motiondetect.sources.live import LatestFrameReader
+from motiondetect.sources.video import VideoHandler
 
 
 def synthetic_frames(count, fail_at=None):

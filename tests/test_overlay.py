@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from motiondetect.core.types import FrameResult
+from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.overlay import BOX_COLOUR, Overlay, motion_regions
-from motiondetect.core.types import Frame
 
 ndimage = pytest.importorskip("scipy.ndimage", reason="scipy is in the test extra")
 

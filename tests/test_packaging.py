@@ -38,7 +38,9 @@ def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_pa
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
-    target = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    target = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(target)  # a wheel install is an unpack into site-packages
     # Dependencies (numpy, cv2...) come from this interpreter's site-packages, listed after the

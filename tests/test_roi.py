@@ -8,8 +8,8 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.pipeline.config import load_config, validate
 from motiondetect.core.errors import ConfigError
+from motiondetect.pipeline.config import load_config, validate
 from motiondetect.pipeline.roi import rasterize, roi_from_file
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-
 import csv
 import json
 
 import numpy as np
 import pytest
+from helpers import seed_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from motiondetect.pipeline.config import build_filters
-
-from helpers import seed_config
-from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.core.types import FrameResult
-from motiondetect.outputs.events import EventSegmenter
+from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.clips import _EventFramesSink
-from motiondetect.pipeline.runner import Runner
+from motiondetect.outputs.events import EventSegmenter
 from motiondetect.outputs.sinks import EventsSink, Sink
-from motiondetect.core.types import Frame
+from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.runner import Runner
 
 FPS = 10.0
 
@@ -132,7 +129,13 @@ RUNS = st.lists(st.tuples(st.sampled_from([0.0, 0.05, 0.5, 0.95]), st.integers(1
 )
 def test_each_event_gets_exactly_its_frames_in_order(fractions, min_frames, gap, before, after, stop_early):
     events = EventSegmenter(
-        FPS, min_area=0.1, max_area=0.8, min_event_length=min_frames / FPS, merge_gap=gap / FPS, time_before=before / FPS, time_after=after / FPS
+        FPS,
+        min_area=0.1,
+        max_area=0.8,
+        min_event_length=min_frames / FPS,
+        merge_gap=gap / FPS,
+        time_before=before / FPS,
+        time_after=after / FPS,
     )
     sink = EventFrames(events)
     fed = fractions[: len(fractions) // 2] if stop_early else fractions  # an interrupted run

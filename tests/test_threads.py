@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from motiondetect.core.errors import VideoOpenFailure
-from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
 from motiondetect.core.types import Frame
 from motiondetect.outputs.writer import VideoWriter
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
 
 
 def frames(count, fail_at=None, produced=None):

@@ -11,8 +11,8 @@ import pytest
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.picture import Picture
-from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, window
 from motiondetect.outputs.writer import VideoWriter
+from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, window
 
 ROOT = Path(__file__).resolve().parent.parent
 CDNET_CANDIDATES = [ROOT.parent / "shared" / "samples" / "cdnet_highway" / "input", ROOT / "shared" / "samples" / "cdnet_highway" / "input"]

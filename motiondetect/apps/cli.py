@@ -21,33 +21,43 @@ from typing import Any
 
 import numpy as np
 
-
 from motiondetect import __version__
+from motiondetect.apps.preview import KEYS, PreviewSink
+from motiondetect.core.errors import ConfigError, MotionDetectError, UsageError
+from motiondetect.core.faults import describe_device_fault, is_device_fault
 from motiondetect.core.progress import progress_bar
+from motiondetect.core.safety import quiet_native_logs
+from motiondetect.core.signals import StopSignals, exit_code
+from motiondetect.filters import REGISTRY, Threshold
 from motiondetect.gpu.backend import open_backend
+from motiondetect.gpu.platform import feature_report
+from motiondetect.outputs.clips import ClipSink, MotionOnlySink
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
+from motiondetect.outputs.overlay import Overlay
 from motiondetect.outputs.paths import OutputPaths, plan_outputs
+from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
 from motiondetect.outputs.writer import VideoWriter
 from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
 from motiondetect.pipeline.batch import BatchDetector
-from motiondetect.pipeline.config import BACKENDS, DECODERS, ENGINES, PRESETS, SECTIONS, build_filters, load_config, schema_problems, with_overrides, with_settings
-from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
+from motiondetect.pipeline.config import (
+    BACKENDS,
+    DECODERS,
+    ENGINES,
+    PRESETS,
+    SECTIONS,
+    build_filters,
+    load_config,
+    schema_problems,
+    with_overrides,
+    with_settings,
+)
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.core.errors import ConfigError, MotionDetectError, UsageError
-from motiondetect.outputs.events import EventSegmenter
-from motiondetect.core.faults import describe_device_fault, is_device_fault
-from motiondetect.filters import REGISTRY, Threshold
-from motiondetect.outputs.clips import ClipSink, MotionOnlySink
-from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
-from motiondetect.outputs.overlay import Overlay
-from motiondetect.gpu.platform import feature_report
-from motiondetect.sources.live import LatestFrameReader
-from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
-from motiondetect.apps.preview import KEYS, PreviewSink
 from motiondetect.pipeline.roi import rasterize, roi_from_file
 from motiondetect.pipeline.runner import Runner
-from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
-from motiondetect.core.safety import quiet_native_logs
-from motiondetect.core.signals import StopSignals, exit_code
+from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
+from motiondetect.sources.live import LatestFrameReader
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
 from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
 log = logging.getLogger("motiondetect")
@@ -103,23 +113,62 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_filters_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", nargs="*", metavar="INPUT", help="video file, glob ('clips/*.mp4'), image folder, printf pattern (in%%06d.jpg) or image glob, camera index or URL; several: one run and report each, or one stream with --concat")
+    parser.add_argument(
+        "input",
+        nargs="*",
+        metavar="INPUT",
+        help="video file, glob ('clips/*.mp4'), image folder, printf pattern (in%%06d.jpg) or image glob, camera index or URL; several: one run and report each, or one stream with --concat",
+    )
     parser.add_argument("-o", "--output", help="annotated video to write [default: <stem>_motion.mp4 in the current folder]")
     parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
-    parser.add_argument("--events", action="append", metavar="FILE", help="events report to write: JSON, or CSV for a name ending in .csv; repeat for both [default: <stem>_motion.json in the current folder]")
-    parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]")
-    parser.add_argument("--decoder", choices=DECODERS, help="where video files are decoded: NVDEC on the GPU (PyNvVideoCodec) or PyAV on the CPU; motion is found on the luma either way, with identical results [setting: config 'decoder', default auto: NVDEC when it can run, else the CPU with a notice]")
-    parser.add_argument("--preset", choices=PRESETS, help="x264 preset of the annotated video and clips (speed against size) [setting: config 'preset', default veryfast]")
-    parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference: their CUDA kernels or cuBLAS (scikit-cuda) [setting: config 'engine', default kernel]")
-    parser.add_argument("--threshold", type=_param_arg(threshold), metavar="T", help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) of the pipeline's 'threshold' filter (e.g. -c configs/seed.yaml) [setting: config]")
-    parser.add_argument("--fps", type=_positive_fps, help="frame rate to assume, frames/s, overriding the container's [default: the container's; 25 for image sequences]")
+    parser.add_argument(
+        "--events",
+        action="append",
+        metavar="FILE",
+        help="events report to write: JSON, or CSV for a name ending in .csv; repeat for both [default: <stem>_motion.json in the current folder]",
+    )
+    parser.add_argument(
+        "--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]"
+    )
+    parser.add_argument(
+        "--decoder",
+        choices=DECODERS,
+        help="where video files are decoded: NVDEC on the GPU (PyNvVideoCodec) or PyAV on the CPU; motion is found on the luma either way, with identical results [setting: config 'decoder', default auto: NVDEC when it can run, else the CPU with a notice]",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=PRESETS,
+        help="x264 preset of the annotated video and clips (speed against size) [setting: config 'preset', default veryfast]",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="GPU engine for gray and difference: their CUDA kernels or cuBLAS (scikit-cuda) [setting: config 'engine', default kernel]",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=_param_arg(threshold),
+        metavar="T",
+        help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) of the pipeline's 'threshold' filter (e.g. -c configs/seed.yaml) [setting: config]",
+    )
+    parser.add_argument(
+        "--fps",
+        type=_positive_fps,
+        help="frame rate to assume, frames/s, overriding the container's [default: the container's; 25 for image sequences]",
+    )
     parser.add_argument("--no-video", action="store_true", help="write only the events file, no annotated video")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
     live = parser.add_argument_group("live preview (cameras and streams open a window by default)")
     live.add_argument("--camera", type=int, metavar="N", help="read camera N (0 is the first) instead of INPUT")
     live.add_argument("--preview", action="store_true", help="show the annotated frames in a window while processing a file")
-    live.add_argument("--realtime", action="store_true", help="with --preview, play a file at its frame rate instead of as fast as possible")
-    live.add_argument("--live", action="store_true", help="play a file as a live source: read on a thread at its frame rate, dropping frames when processing falls behind")
+    live.add_argument(
+        "--realtime", action="store_true", help="with --preview, play a file at its frame rate instead of as fast as possible"
+    )
+    live.add_argument(
+        "--live",
+        action="store_true",
+        help="play a file as a live source: read on a thread at its frame rate, dropping frames when processing falls behind",
+    )
     live.add_argument("--record", dest="output", metavar="OUT.mp4", help="write the annotated live stream to OUT.mp4 (same as -o)")
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress bar")
@@ -127,14 +176,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and the detected features, then exit")
     _add_scan_arguments(parser)
     scale = parser.add_argument_group(
-        "scale-out (pip install \"motiondetect[dask]\")",
+        'scale-out (pip install "motiondetect[dask]")',
         "Split each video file at keyframes into chunks (--chunk seconds) and scan them at the same time on "
         "a Dask cluster; events are found over the whole file, outputs are joined in order. A rerun of an "
         "interrupted command resumes from its finished chunks.",
     )
     where = scale.add_mutually_exclusive_group()
-    where.add_argument("--jobs", type=jobs_arg, metavar="N", help="start a local Dask cluster: N worker processes on the CPU backend; with GPUs (dask-cuda), one worker per GPU scanning N chunks at once; 'auto': one process per core, or 8 chunks per GPU")
-    where.add_argument("--scheduler", type=scheduler_arg, metavar="ADDRESS", help="use the existing Dask cluster at ADDRESS (tcp://HOST:PORT); its workers must reach the inputs and the output folders at the same paths")
+    where.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        metavar="N",
+        help="start a local Dask cluster: N worker processes on the CPU backend; with GPUs (dask-cuda), one worker per GPU scanning N chunks at once; 'auto': one process per core, or 8 chunks per GPU",
+    )
+    where.add_argument(
+        "--scheduler",
+        type=scheduler_arg,
+        metavar="ADDRESS",
+        help="use the existing Dask cluster at ADDRESS (tcp://HOST:PORT); its workers must reach the inputs and the output folders at the same paths",
+    )
     return parser
 
 
@@ -171,14 +230,35 @@ def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         "Motion events, reports, clips, masks, overlays, region of interest and speed knobs. The "
         "setting flags override the config's events / scan / overlays sections.",
     )
-    group.add_argument("--clips", metavar="DIR", help="write one video per event, padding included, into DIR (made if missing) as <stem>_event0001.mp4, ...")
+    group.add_argument(
+        "--clips",
+        metavar="DIR",
+        help="write one video per event, padding included, into DIR (made if missing) as <stem>_event0001.mp4, ...",
+    )
     group.add_argument("--only-motion", action="store_true", help="the output video (-o) holds only the events' frames, padding included")
     group.add_argument("--mask-out", metavar="FILE", help="write the motion masks as a video (H.264, lossy: for viewing)")
-    group.add_argument("--masks", metavar="DIR", help="write each frame's mask as a lossless PNG into DIR (made if missing) as <stem>_000000.png, ... (0-based frame numbers)")
-    group.add_argument("--roi", metavar="FILE", help="region of interest: a mask image (non-zero inside, the frames' size) or YAML with 'polygons: [[[x, y], ...], ...]' in pixels [setting: config 'roi']")
-    group.add_argument("--start", type=_position_arg, metavar="WHEN", help="first frame to process: seconds (90, 90.5s), a timecode (HH:MM:SS.mmm) or a frame number (1234f) [default: the first]")
-    group.add_argument("--end", type=_position_arg, metavar="WHEN", help="stop before this place (same forms as --start) [default: the end of the input]")
-    group.add_argument("--concat", action="store_true", help="read several inputs as one stream (one frame size; times use the first's frame rate)")
+    group.add_argument(
+        "--masks",
+        metavar="DIR",
+        help="write each frame's mask as a lossless PNG into DIR (made if missing) as <stem>_000000.png, ... (0-based frame numbers)",
+    )
+    group.add_argument(
+        "--roi",
+        metavar="FILE",
+        help="region of interest: a mask image (non-zero inside, the frames' size) or YAML with 'polygons: [[[x, y], ...], ...]' in pixels [setting: config 'roi']",
+    )
+    group.add_argument(
+        "--start",
+        type=_position_arg,
+        metavar="WHEN",
+        help="first frame to process: seconds (90, 90.5s), a timecode (HH:MM:SS.mmm) or a frame number (1234f) [default: the first]",
+    )
+    group.add_argument(
+        "--end", type=_position_arg, metavar="WHEN", help="stop before this place (same forms as --start) [default: the end of the input]"
+    )
+    group.add_argument(
+        "--concat", action="store_true", help="read several inputs as one stream (one frame size; times use the first's frame rate)"
+    )
     for section, table in SECTIONS.items():
         for name, (schema, default, text) in table.items():
             flag = "--" + name.replace("_", "-")
@@ -187,8 +267,9 @@ def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
             if schema.get("type") == "boolean":
                 group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, dest=f"{section}__{name}", help=help_text)
             else:
-                group.add_argument(flag, type=_schema_arg(schema), default=None, dest=f"{section}__{name}", metavar=name.upper(), help=help_text)
-
+                group.add_argument(
+                    flag, type=_schema_arg(schema), default=None, dest=f"{section}__{name}", metavar=name.upper(), help=help_text
+                )
 
 
 def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter) -> list[Sink]:
@@ -216,7 +297,6 @@ def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str
     return config
 
 
-
 def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     """Process the inputs as the parsed ``args`` say (one run each, or one with ``--concat``);
     return the exit code.
@@ -225,7 +305,12 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     further input is started.
     """
     config = with_overrides(
-        load_config(args.config), backend=args.backend, engine=args.engine, threshold=args.threshold, decoder=args.decoder, preset=args.preset,
+        load_config(args.config),
+        backend=args.backend,
+        engine=args.engine,
+        threshold=args.threshold,
+        decoder=args.decoder,
+        preset=args.preset,
     )
     config = _scan_settings(config, args)
     inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
@@ -243,7 +328,14 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     return code
 
 
-def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str], several: bool, taken: set[Path], signals: StopSignals | None = None) -> int:
+def _run_one(
+    args: argparse.Namespace,
+    config: dict[str, Any],
+    sources: list[str],
+    several: bool,
+    taken: set[Path],
+    signals: StopSignals | None = None,
+) -> int:
     """Process one input (or several joined with --concat) into its outputs; return the exit code."""
     with ExitStack() as stack:
         handlers = [stack.enter_context(VideoHandler(source, fps=args.fps)) for source in sources]
@@ -268,8 +360,12 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         preview = args.preview or realtime_source
         needs_mask = masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)
         detector = MotionDetector(
-            filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"],
-            annotate=config["overlays"]["blend"] and (wants_frames or preview), masks=needs_mask,
+            filters,
+            cuda=cuda,
+            roi=roi,
+            downscale=config["scan"]["downscale"],
+            annotate=config["overlays"]["blend"] and (wants_frames or preview),
+            masks=needs_mask,
         )
         width, height = video.size
         try:
@@ -280,11 +376,20 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         cuda = cuda if detector.backend == "cuda" else None
         batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
-        log.debug("decoder: %s; %s", decoder, "batches of %d frames on the GPU" % config["scan"]["batch"] if batched is None else f"one frame at a time ({batched})")
+        log.debug(
+            "decoder: %s; %s",
+            decoder,
+            "batches of %d frames on the GPU" % config["scan"]["batch"] if batched is None else f"one frame at a time ({batched})",
+        )
         if batched is None:
             detector.reset()  # the warm-up's state
             detector = BatchDetector(
-                detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"],
+                detector.filters,
+                cuda,
+                roi=roi,
+                annotate=detector.annotate,
+                masks=detector.masks,
+                batch=config["scan"]["batch"],
             )
         events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
         header: dict[str, Any] = {
@@ -317,9 +422,13 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
             # First: a quit ('q') raised while showing a frame leaves that frame out of every output.
             sinks.append(
                 PreviewSink(
-                    f"motiondetect - {video.name}", detector, events, snapshot_stem=video.name,
+                    f"motiondetect - {video.name}",
+                    detector,
+                    events,
+                    snapshot_stem=video.name,
                     realtime_fps=video.fps if args.realtime and not live else None,
-                    live=realtime_source, reader=frames if live else None,
+                    live=realtime_source,
+                    reader=frames if live else None,
                 )
             )
         if video_path and not args.only_motion:
@@ -330,8 +439,15 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
         total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)
         overlay = Overlay.from_config(config["overlays"]) if wants_frames else None
         runner = Runner(
-            frames, detector, sinks, progress_bar(total, args.quiet or live), events=events,
-            frame_skip=config["scan"]["frame_skip"], overlay=overlay, source=video, stop=signals,
+            frames,
+            detector,
+            sinks,
+            progress_bar(total, args.quiet or live),
+            events=events,
+            frame_skip=config["scan"]["frame_skip"],
+            overlay=overlay,
+            source=video,
+            stop=signals,
         )
         summary = runner.run()
     if summary.frames == 0 and summary.complete:
@@ -341,7 +457,14 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
     undecodable = f", {summary.decode_errors} frames could not be decoded" if summary.decode_errors else ""
     log.info(
         "%d frames in %.1f s (%.0f fps), %d events%s, backend %s%s -> %s",
-        summary.frames, summary.elapsed, summary.fps, len(events.events), undecodable, detector.backend, device, outputs,
+        summary.frames,
+        summary.elapsed,
+        summary.fps,
+        len(events.events),
+        undecodable,
+        detector.backend,
+        device,
+        outputs,
     )
     if summary.dropped_frames:
         log.info("%d frames dropped to keep up with the live source", summary.dropped_frames)
@@ -353,8 +476,6 @@ def _run_one(args: argparse.Namespace, config: dict[str, Any], sources: list[str
     if summary.error is not None:
         raise MotionDetectError(f"stopped after {summary.frames} frames: {summary.error}")
     return 0
-
-
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,15 +37,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto]")
     parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference [setting: config 'engine', default kernel]")
-    parser.add_argument("--baselines", action="store_true", help="also score the classic anchors (default parameters), each as it is and with a 5x5 median on its mask: "
-        "OpenCV MOG2 and KNN, and MOG, CNT and GSOC where opencv-contrib (cv2.bgsegm) is installed")
-    parser.add_argument("--skip", type=_non_negative, default=DEFAULT_SKIP, metavar="N", help=f"frames at the start not scored [default: {DEFAULT_SKIP}]")
-    parser.add_argument("--loo", action="store_true", help="also tune by leave-one-clip-out (2 or more folders): score a parameter grid around the config on every clip "
-        "(CPU reference), score each clip with the grid point that does best on the others, and print that table beside the config's scores and the anchors'")
-    parser.add_argument("--grid", choices=sorted(GRIDS), help="the --loo parameter grid: small (216 points with the default pipeline: sigmas, min_sigma, downscale height, "
-        "median and dilation sizes), tiny (4 points) or subsense (12 points with configs/subsense.yaml: color_threshold, ghost_share, ghost_distance) [default: small]")
-    parser.add_argument("--jobs", type=jobs_arg, metavar="N", help="worker processes for the --loo grid, or auto [default: auto, all cores]")
-    parser.add_argument("--loo-cache", metavar="FILE", help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing)")
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also score the classic anchors (default parameters), each as it is and with a 5x5 median on its mask: "
+        "OpenCV MOG2 and KNN, and MOG, CNT and GSOC where opencv-contrib (cv2.bgsegm) is installed",
+    )
+    parser.add_argument(
+        "--skip", type=_non_negative, default=DEFAULT_SKIP, metavar="N", help=f"frames at the start not scored [default: {DEFAULT_SKIP}]"
+    )
+    parser.add_argument(
+        "--loo",
+        action="store_true",
+        help="also tune by leave-one-clip-out (2 or more folders): score a parameter grid around the config on every clip "
+        "(CPU reference), score each clip with the grid point that does best on the others, and print that table beside the config's scores and the anchors'",
+    )
+    parser.add_argument(
+        "--grid",
+        choices=sorted(GRIDS),
+        help="the --loo parameter grid: small (216 points with the default pipeline: sigmas, min_sigma, downscale height, "
+        "median and dilation sizes), tiny (4 points) or subsense (12 points with configs/subsense.yaml: color_threshold, ghost_share, ghost_distance) [default: small]",
+    )
+    parser.add_argument(
+        "--jobs", type=jobs_arg, metavar="N", help="worker processes for the --loo grid, or auto [default: auto, all cores]"
+    )
+    parser.add_argument(
+        "--loo-cache",
+        metavar="FILE",
+        help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing)",
+    )
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the tables only, no progress bar")
@@ -97,14 +117,20 @@ def run(args: argparse.Namespace) -> int:
         args.jobs = args.jobs or os.cpu_count() or 1
         names = [f.name for f in folders]
         if len(folders) < 2:
-            raise UsageError(f"--loo needs at least 2 ground-truth folders (each is scored with parameters chosen on the others); got {len(folders)}")
+            raise UsageError(
+                f"--loo needs at least 2 ground-truth folders (each is scored with parameters chosen on the others); got {len(folders)}"
+            )
         if len(set(names)) < len(names):
-            raise UsageError(f"--loo tells the clips apart by folder name, and {sorted(n for n in names if names.count(n) > 1)[0]!r} is given twice")
+            raise UsageError(
+                f"--loo tells the clips apart by folder name, and {sorted(n for n in names if names.count(n) > 1)[0]!r} is given twice"
+            )
         tuning.grid_axes(tuning.GRIDS[args.grid], config)  # a pipeline the grid cannot tune fails now
         if cache_path is not None and (cache_path.is_dir() or not cache_path.resolve().parent.is_dir()):
             raise UsageError(f"--loo-cache {str(cache_path)!r} must be a file in an existing folder")
     else:
-        given = [flag for flag, value in (("--grid", args.grid), ("--jobs", args.jobs), ("--loo-cache", args.loo_cache)) if value is not None]
+        given = [
+            flag for flag, value in (("--grid", args.grid), ("--jobs", args.jobs), ("--loo-cache", args.loo_cache)) if value is not None
+        ]
         if given:
             raise UsageError(f"{', '.join(given)} only apply with --loo")
     results: list[Evaluation] = []
@@ -132,8 +158,14 @@ def run(args: argparse.Namespace) -> int:
             bar = _progress(points, args.quiet, "leave-one-out grid")
             try:
                 loo = tuning.tune(
-                    args.folders, config, grid=args.grid, skip=args.skip, min_area=config["events"]["min_area"], jobs=args.jobs,
-                    cache_path=cache_path, progress=bar.update,
+                    args.folders,
+                    config,
+                    grid=args.grid,
+                    skip=args.skip,
+                    min_area=config["events"]["min_area"],
+                    jobs=args.jobs,
+                    cache_path=cache_path,
+                    progress=bar.update,
                 )
             finally:
                 bar.close()
@@ -160,7 +192,9 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     """Run ``motiondetect evaluate`` with ``argv`` (the arguments after ``evaluate``); return the exit code."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="motiondetect: %(message)s", stream=sys.stderr, force=True)
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO, format="motiondetect: %(message)s", stream=sys.stderr, force=True
+    )
     try:
         return run(args)
     except MotionDetectError as exc:

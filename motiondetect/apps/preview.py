@@ -18,9 +18,9 @@ import cv2
 import numpy as np
 
 from motiondetect.core.errors import MotionDetectError
-from motiondetect.outputs.sinks import Sink, StopRequested
-from motiondetect.core.safety import free_name, write_image
 from motiondetect.core.picture import as_bgr
+from motiondetect.core.safety import free_name, write_image
+from motiondetect.outputs.sinks import Sink, StopRequested
 
 log = logging.getLogger("motiondetect")
 
@@ -171,7 +171,9 @@ class PreviewSink(Sink):
         if self.events is not None and self.events.in_event:
             x = image.shape[1] - int(90 * scale)
             cv2.circle(image, (x, int(20 * scale)), max(3, int(9 * scale)), _RED, cv2.FILLED)
-            cv2.putText(image, "REC", (x + int(14 * scale), int(28 * scale)), cv2.FONT_HERSHEY_SIMPLEX, 0.7 * scale, _RED, thick, cv2.LINE_AA)
+            cv2.putText(
+                image, "REC", (x + int(14 * scale), int(28 * scale)), cv2.FONT_HERSHEY_SIMPLEX, 0.7 * scale, _RED, thick, cv2.LINE_AA
+            )
         if time.monotonic() - self._opened < HELP_SECONDS:
             help_text = "   ".join(f"{k}: {v}" for k, v in KEYS)
             y = height - 8

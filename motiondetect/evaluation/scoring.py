@@ -47,8 +47,8 @@ from typing import Any, Callable, Iterable, Iterator
 import cv2
 import numpy as np
 
-from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.core.errors import MotionDetectError
+from motiondetect.pipeline.detector import MotionDetector
 
 log = logging.getLogger("motiondetect")
 
@@ -131,7 +131,9 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
     inputs_dir, labels_dir = root / "input", root / "groundtruth"
     for part in (inputs_dir, labels_dir):
         if not part.is_dir():
-            raise GroundTruthError(f"{str(root)!r} is not in the CDnet layout: no {part.name}/ folder (expected input/inNNNNNN.jpg and groundtruth/gtNNNNNN.png)")
+            raise GroundTruthError(
+                f"{str(root)!r} is not in the CDnet layout: no {part.name}/ folder (expected input/inNNNNNN.jpg and groundtruth/gtNNNNNN.png)"
+            )
     inputs = _numbered(inputs_dir, "in", {".jpg", ".jpeg", ".png", ".bmp"})
     labels = _numbered(labels_dir, "gt", {".png", ".bmp"})
     if not inputs:
@@ -145,7 +147,9 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
         temporal_roi = (int(fields[0]), int(fields[1]))
     frames = [(n, inputs[n], labels.get(n)) for n in sorted(inputs)]
     if not any(label is not None and (temporal_roi is None or temporal_roi[0] <= n <= temporal_roi[1]) for n, _, label in frames):
-        raise GroundTruthError(f"no frame of {str(root)!r} has a label image (groundtruth/gtNNNNNN.png) inside the temporal ROI {temporal_roi}")
+        raise GroundTruthError(
+            f"no frame of {str(root)!r} has a label image (groundtruth/gtNNNNNN.png) inside the temporal ROI {temporal_roi}"
+        )
     first = cv2.imread(str(frames[0][1]), cv2.IMREAD_COLOR)
     if first is None:
         raise GroundTruthError(f"cannot decode frame {str(frames[0][1])!r}")
@@ -157,7 +161,14 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
         if image is None:
             raise GroundTruthError(f"cannot decode {str(roi_path)!r}")
         if image.shape != (height, width):
-            log.warning("%s is %dx%d, the frames %dx%d: resized to the frames with nearest neighbour", roi_path, image.shape[1], image.shape[0], width, height)
+            log.warning(
+                "%s is %dx%d, the frames %dx%d: resized to the frames with nearest neighbour",
+                roi_path,
+                image.shape[1],
+                image.shape[0],
+                width,
+                height,
+            )
             image = cv2.resize(image, (width, height), interpolation=cv2.INTER_NEAREST_EXACT)
         roi = image != 0
     return GroundTruthFolder(root, frames, temporal_roi, roi, (width, height))
@@ -343,6 +354,7 @@ class Scorer:
     @property
     def events(self) -> EventScore:
         """Events over the frames scored so far, as frame numbers."""
+
         def numbered(flags):
             return [(self.numbers[a], self.numbers[b]) for a, b in runs(flags)]
 
@@ -454,7 +466,14 @@ def opencv_baselines() -> list[Method]:
     for name, factory in anchor_factories():
         shared = _SharedMask(factory().apply)
         plain = Method(f"OpenCV {name} (defaults)", shared)
-        methods += [plain, Method(f"OpenCV {name} + median {ANCHOR_MEDIAN}x{ANCHOR_MEDIAN}", lambda frame, shared=shared: median_of_motion(shared(frame)), upstream=plain)]
+        methods += [
+            plain,
+            Method(
+                f"OpenCV {name} + median {ANCHOR_MEDIAN}x{ANCHOR_MEDIAN}",
+                lambda frame, shared=shared: median_of_motion(shared(frame)),
+                upstream=plain,
+            ),
+        ]
     return methods
 
 
@@ -531,12 +550,19 @@ def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
             if labels is None:
                 raise GroundTruthError(f"cannot decode label image {str(label_path)!r}")
             if labels.shape != image.shape[:2]:
-                raise GroundTruthError(f"label image {str(label_path)!r} is {labels.shape[1]}x{labels.shape[0]}, the frames {width}x{height}")
+                raise GroundTruthError(
+                    f"label image {str(label_path)!r} is {labels.shape[1]}x{labels.shape[0]}, the frames {width}x{height}"
+                )
         yield number, image, labels
 
 
 def evaluate(
-    folder: GroundTruthFolder, methods: list[Method], skip: int = DEFAULT_SKIP, min_area: float = 0.001, progress=None, frames: Iterable[DecodedFrame] | None = None
+    folder: GroundTruthFolder,
+    methods: list[Method],
+    skip: int = DEFAULT_SKIP,
+    min_area: float = 0.001,
+    progress=None,
+    frames: Iterable[DecodedFrame] | None = None,
 ) -> Evaluation:
     """Run every method over the folder's frames in order and score them.
 
@@ -594,9 +620,15 @@ def format_table(evaluation: Evaluation) -> str:
         rows.append(
             [
                 method.name,
-                f"{scorer.pixel.precision:.3f}", f"{scorer.pixel.recall:.3f}", f"{scorer.pixel.f_measure:.3f}",
-                f"{scorer.frames.precision:.3f}", f"{scorer.frames.recall:.3f}", f"{scorer.frames.f1:.3f}",
-                f"{events.hits}/{len(events.truth)}", str(events.false_events), f"{fps:.0f}",
+                f"{scorer.pixel.precision:.3f}",
+                f"{scorer.pixel.recall:.3f}",
+                f"{scorer.pixel.f_measure:.3f}",
+                f"{scorer.frames.precision:.3f}",
+                f"{scorer.frames.recall:.3f}",
+                f"{scorer.frames.f1:.3f}",
+                f"{events.hits}/{len(events.truth)}",
+                str(events.false_events),
+                f"{fps:.0f}",
             ]
         )
     header = ["method", *_COLUMNS]
@@ -607,5 +639,3 @@ def format_table(evaluation: Evaluation) -> str:
 
 
 # -- command line --------------------------------------------------------------------------------
-
-

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable
 
+from motiondetect.core.errors import UsageError
 from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.core.errors import UsageError
 
 log = logging.getLogger("motiondetect")
 
@@ -190,7 +190,13 @@ def _clip(path: str):
 
 def summary(method_name: str, scorer) -> dict[str, Any]:
     """One method's scores, JSON-ready: name, pixel F, frame F1, and both count tables."""
-    return {"name": method_name, "pixel_f": scorer.pixel.f_measure, "frame_f1": scorer.frames.f1, "pixel": scorer.pixel.as_dict(), "frame": scorer.frames.as_dict()}
+    return {
+        "name": method_name,
+        "pixel_f": scorer.pixel.f_measure,
+        "frame_f1": scorer.frames.f1,
+        "pixel": scorer.pixel.as_dict(),
+        "frame": scorer.frames.as_dict(),
+    }
 
 
 def score_config(path: str, config: dict[str, Any], skip: int, min_area: float) -> dict[str, Any]:
@@ -269,8 +275,15 @@ class LooResult:
 
 
 def tune(
-    paths: list[str], base: dict[str, Any], grid: str = "small", skip: int = 50, min_area: float = 0.001, jobs: int = 1,
-    anchors: bool = False, cache_path: Path | None = None, progress: Callable[[int], Any] | None = None,
+    paths: list[str],
+    base: dict[str, Any],
+    grid: str = "small",
+    skip: int = 50,
+    min_area: float = 0.001,
+    jobs: int = 1,
+    anchors: bool = False,
+    cache_path: Path | None = None,
+    progress: Callable[[int], Any] | None = None,
 ) -> LooResult:
     """Score every grid point (and optionally the anchors) on every clip; choose leave-one-clip-out.
 
@@ -299,7 +312,9 @@ def tune(
         raise UsageError(f"--grid must be one of {', '.join(sorted(GRIDS))}; got {grid!r}")
     names = [Path(p).resolve().name for p in paths]
     if len(paths) < 2:
-        raise UsageError(f"--loo needs at least 2 ground-truth folders (each is scored with parameters chosen on the others); got {len(paths)}")
+        raise UsageError(
+            f"--loo needs at least 2 ground-truth folders (each is scored with parameters chosen on the others); got {len(paths)}"
+        )
     duplicates = sorted(n for n, c in Counter(names).items() if c > 1)
     if duplicates:
         raise UsageError(f"--loo: the clips are told apart by folder name, and {', '.join(duplicates)} is given twice")
@@ -317,7 +332,9 @@ def tune(
     for path in paths:
         todo += [(path, "anchors", None)] if anchors and "anchors" not in slots[path] else []
         todo += [(path, digests[k], configs[k]) for k in keys if digests[k] not in slots[path]]
-    log.info("leave-one-out: %d clips x %d grid points, %d runs to do (%d worker%s)", len(paths), len(points), len(todo), jobs, "s" * (jobs != 1))
+    log.info(
+        "leave-one-out: %d clips x %d grid points, %d runs to do (%d worker%s)", len(paths), len(points), len(todo), jobs, "s" * (jobs != 1)
+    )
 
     def save():
         if cache_path is not None:
@@ -353,8 +370,13 @@ def tune(
     scores = {name: {k: slots[path][digests[k]] for k in keys} for name, path in zip(names, paths)}
     chosen = leave_one_out({clip: {k: scores[clip][k]["pixel_f"] for k in keys} for clip in scores})
     return LooResult(
-        grid=grid, axes=axes, keys=keys, base=point_key({axis: _entry(base, axis[0])[axis[1]] for axis in axes}), scores=scores,
-        anchors={name: slots[path].get("anchors", []) if anchors else [] for name, path in zip(names, paths)}, chosen=chosen,
+        grid=grid,
+        axes=axes,
+        keys=keys,
+        base=point_key({axis: _entry(base, axis[0])[axis[1]] for axis in axes}),
+        scores=scores,
+        anchors={name: slots[path].get("anchors", []) if anchors else [] for name, path in zip(names, paths)},
+        chosen=chosen,
     )
 
 
@@ -364,7 +386,10 @@ def tune(
 def _table(rows: list[list[str]], text_columns: set[int] = frozenset({0})) -> list[str]:
     """Rows as aligned lines: text columns flush left, numbers flush right."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) if i in text_columns else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows]
+    return [
+        "  ".join(cell.ljust(w) if i in text_columns else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    ]
 
 
 def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
@@ -382,12 +407,16 @@ def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
     rows = [header]
     for clip, by_key in result.scores.items():
         loo, base, top = by_key[result.chosen[clip]], by_key[result.base], by_key[best]
-        row = [clip, short_key(result.chosen[clip])] + [f"{v:.3f}" for v in (loo["pixel_f"], loo["frame_f1"], base["pixel_f"], base["frame_f1"], top["pixel_f"], top["frame_f1"])]
+        row = [clip, short_key(result.chosen[clip])] + [
+            f"{v:.3f}" for v in (loo["pixel_f"], loo["frame_f1"], base["pixel_f"], base["frame_f1"], top["pixel_f"], top["frame_f1"])
+        ]
         if len(header) > 8:
             anchor = max(result.anchors[clip], key=lambda a: a["pixel_f"]) if result.anchors[clip] else None
             row += [anchor["name"], f"{anchor['pixel_f']:.3f}", f"{anchor['frame_f1']:.3f}"] if anchor else ["-", "-", "-"]
         rows.append(row)
-    lines = [f"leave-one-clip-out over {len(result.scores)} clips, grid {result.grid!r} ({len(result.keys)} points, chosen by mean pixel F on the other clips)"]
+    lines = [
+        f"leave-one-clip-out over {len(result.scores)} clips, grid {result.grid!r} ({len(result.keys)} points, chosen by mean pixel F on the other clips)"
+    ]
     lines += _table(rows, {0, 1, 8})
     series = {
         "leave-one-clip-out": [result.scores[c][result.chosen[c]] for c in result.scores],
@@ -399,7 +428,14 @@ def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
         series[name] = [next(a for a in result.anchors[c] if a["name"] == name) for c in result.scores if result.anchors[c]]
     summary_rows = [["mean over the clips", "pixel F", "frame F1", "min frame F1"]]
     for name, values in series.items():
-        summary_rows.append([name, f"{statistics.mean(v['pixel_f'] for v in values):.3f}", f"{statistics.mean(v['frame_f1'] for v in values):.3f}", f"{min(v['frame_f1'] for v in values):.3f}"])
+        summary_rows.append(
+            [
+                name,
+                f"{statistics.mean(v['pixel_f'] for v in values):.3f}",
+                f"{statistics.mean(v['frame_f1'] for v in values):.3f}",
+                f"{min(v['frame_f1'] for v in values):.3f}",
+            ]
+        )
     lines += [""] + _table(summary_rows)
     votes = Counter(result.chosen.values())
     lines += ["", "LOO choices (clips that chose each): " + "; ".join(f"{short_key(k)} x{n}" for k, n in votes.most_common())]

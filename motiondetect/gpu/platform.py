@@ -51,8 +51,8 @@ def cuda_device_name() -> str | None:
 @functools.lru_cache(maxsize=None)
 def cublas_error() -> str | None:
     """Return why the cuBLAS engine (scikit-cuda + libcublas) cannot load, or ``None``."""
-    from motiondetect.gpu.blas import import_cublas
     from motiondetect.core.errors import CudaUnavailable
+    from motiondetect.gpu.blas import import_cublas
 
     try:
         import_cublas()

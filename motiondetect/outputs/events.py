@@ -36,9 +36,22 @@ Box = tuple[int, int, int, int]
 
 #: Report fields of an event, in order (CSV columns; JSON keeps ``bbox`` as one [x, y, w, h]).
 CSV_COLUMNS = (
-    "index", "start_frame", "end_frame", "start_timecode", "end_timecode", "start_time", "end_time",
-    "duration", "motion_start_frame", "motion_end_frame", "peak_motion", "mean_motion",
-    "bbox_x", "bbox_y", "bbox_w", "bbox_h",
+    "index",
+    "start_frame",
+    "end_frame",
+    "start_timecode",
+    "end_timecode",
+    "start_time",
+    "end_time",
+    "duration",
+    "motion_start_frame",
+    "motion_end_frame",
+    "peak_motion",
+    "mean_motion",
+    "bbox_x",
+    "bbox_y",
+    "bbox_w",
+    "bbox_h",
 )
 
 

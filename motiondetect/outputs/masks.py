@@ -8,8 +8,8 @@ from pathlib import Path
 import cv2
 
 from motiondetect.core.errors import MotionDetectError
-from motiondetect.outputs.sinks import Sink
 from motiondetect.core.safety import write_image
+from motiondetect.outputs.sinks import Sink
 from motiondetect.outputs.writer import VideoWriter
 
 

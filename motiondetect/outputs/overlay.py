@@ -19,10 +19,9 @@ from typing import Any
 import cv2
 import numpy as np
 
-from motiondetect.core.types import Box, FrameResult
-from motiondetect.outputs.events import format_timecode
 from motiondetect.core.picture import Picture
-from motiondetect.core.types import Frame
+from motiondetect.core.types import Box, Frame, FrameResult
+from motiondetect.outputs.events import format_timecode
 
 #: Box colour, BGR: green, which stands out from the red blend.
 BOX_COLOUR = (0, 255, 0)
@@ -119,7 +118,13 @@ class _Canvas:
 
     def rectangle(self, top_left, bottom_right, colour, thickness) -> None:
         for plane, value, scale in self._planes(colour):
-            cv2.rectangle(plane, _scaled(top_left, scale), _scaled(bottom_right, scale), value, thickness if thickness < 0 else max(1, thickness // scale))
+            cv2.rectangle(
+                plane,
+                _scaled(top_left, scale),
+                _scaled(bottom_right, scale),
+                value,
+                thickness if thickness < 0 else max(1, thickness // scale),
+            )
 
     def text(self, line, origin, font, scale, colour, thickness) -> None:
         for plane, value, step in self._planes(colour):

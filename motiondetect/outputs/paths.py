@@ -41,7 +41,11 @@ def _output_folder(given: str, first_file: str, overwrite: bool, what: str) -> P
         raise UsageError(f"{what} {str(folder)!r}: its parent folder does not exist")
     problem = writable_problem(folder if folder.is_dir() else folder.resolve().parent)
     if problem:
-        raise UsageError(f"{what} {str(folder)!r} is not writable ({problem})" if folder.is_dir() else f"{what} {str(folder)!r} cannot be made ({problem})")
+        raise UsageError(
+            f"{what} {str(folder)!r} is not writable ({problem})"
+            if folder.is_dir()
+            else f"{what} {str(folder)!r} cannot be made ({problem})"
+        )
     if folder.is_dir():
         stem, _, suffix = first_file.rpartition("_")
         pattern = glob.escape(stem) + "_" + "".join("[0-9]" if c.isdigit() else glob.escape(c) for c in suffix)
@@ -56,7 +60,9 @@ def _named(given: str | None, stem: str, several: bool, flag: str) -> str | None
     if given is None:
         return None
     if several and "{stem}" not in given:
-        raise UsageError(f"{flag} {given!r}: with several inputs, put {{stem}} in the name (e.g. '{{stem}}_{Path(given).name}') to get one file per input")
+        raise UsageError(
+            f"{flag} {given!r}: with several inputs, put {{stem}} in the name (e.g. '{{stem}}_{Path(given).name}') to get one file per input"
+        )
     return given.replace("{stem}", stem)
 
 
@@ -72,7 +78,9 @@ class OutputPaths:
     masks: Path | None = None
 
 
-def plan_outputs(args: argparse.Namespace, stem: str, inputs: set[Path], several: bool, taken: set[Path], defaults: bool = True) -> OutputPaths:
+def plan_outputs(
+    args: argparse.Namespace, stem: str, inputs: set[Path], several: bool, taken: set[Path], defaults: bool = True
+) -> OutputPaths:
     """Check every output path of one run before any frame is read.
 
     ``defaults``: write the annotated video and events report under default names when not
@@ -88,9 +96,13 @@ def plan_outputs(args: argparse.Namespace, stem: str, inputs: set[Path], several
     if not args.no_video and (defaults or args.output):
         out.video = _output_path(_named(args.output, stem, several, "-o"), f"{stem}_motion.mp4", inputs, args.overwrite, "output video")
     for given in args.events or ([None] if defaults else []):
-        out.events.append(_output_path(_named(given, stem, several, "--events"), f"{stem}_motion.json", inputs, args.overwrite, "events file"))
+        out.events.append(
+            _output_path(_named(given, stem, several, "--events"), f"{stem}_motion.json", inputs, args.overwrite, "events file")
+        )
     if args.mask_out:
-        out.mask_video = _output_path(_named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video")
+        out.mask_video = _output_path(
+            _named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video"
+        )
     files = [("output video", out.video), *(("events file", e) for e in out.events), ("mask video", out.mask_video)]
     seen: dict[Path, str] = {}
     for what, path in files:

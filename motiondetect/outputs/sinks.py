@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from motiondetect.core.types import FrameResult
+from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.events import EventSegmenter, write_csv_atomic, write_json_atomic
 from motiondetect.outputs.writer import VideoWriter
-from motiondetect.core.types import Frame
+
 
 class StopRequested(Exception):
     """Raised by a sink to end the run early at the user's request (``q`` in the preview)."""

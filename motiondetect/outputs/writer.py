@@ -24,6 +24,7 @@ from motiondetect.gpu.platform import h264_encoder
 
 log = logging.getLogger("motiondetect")
 
+
 class VideoWriter:
     """Writes BGR frames to a video file with the input's size and frame rate.
 

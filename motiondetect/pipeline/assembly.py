@@ -24,7 +24,9 @@ def masks_needed(config: dict[str, Any], wants_frames: bool, mask_outputs: bool)
     return redraws or mask_outputs
 
 
-def batched_path_problem(config: dict[str, Any], video, cuda: CUDAHandler | None, detector: MotionDetector, interactive: bool, wants_frames: bool) -> str | None:
+def batched_path_problem(
+    config: dict[str, Any], video, cuda: CUDAHandler | None, detector: MotionDetector, interactive: bool, wants_frames: bool
+) -> str | None:
     """Why this run cannot take the batched GPU path (:class:`~motiondetect.pipeline.batch.BatchDetector`),
     or ``None`` when it can: a video file on the CUDA backend, not shown live, every frame
     processed at its own size, and an annotation (if any) that has a Y'CbCr form."""

@@ -31,13 +31,19 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from motiondetect.pipeline.detector import Geometry, MotionDetector, SizeOnly, box_from_corners, device_and_mask, device_expand, queue_mask_stats
-
-from motiondetect.core.types import FrameResult
-from motiondetect.filters import Filter
-from motiondetect.sources.nvdec import DeviceFrame
 from motiondetect.core.picture import Picture, chroma_shape, unpack_planes
-from motiondetect.core.types import Frame
+from motiondetect.core.types import Frame, FrameResult
+from motiondetect.filters import Filter
+from motiondetect.pipeline.detector import (
+    Geometry,
+    MotionDetector,
+    SizeOnly,
+    box_from_corners,
+    device_and_mask,
+    device_expand,
+    queue_mask_stats,
+)
+from motiondetect.sources.nvdec import DeviceFrame
 
 #: Frames per batch. Measured on an H200 at 1080p (benchmarks/bench_throughput.py --batches):
 #: 32 reaches the on-device plateau; larger batches only add latency and memory.
@@ -96,7 +102,15 @@ class BatchDetector:
     backend = "cuda"
     downscale = 1
 
-    def __init__(self, filters: Sequence[Filter], cuda, roi: np.ndarray | None = None, annotate: bool = True, masks: bool = True, batch: int = DEFAULT_BATCH) -> None:
+    def __init__(
+        self,
+        filters: Sequence[Filter],
+        cuda,
+        roi: np.ndarray | None = None,
+        annotate: bool = True,
+        masks: bool = True,
+        batch: int = DEFAULT_BATCH,
+    ) -> None:
         if int(batch) != batch or batch < 1:
             raise ValueError(f"batch must be a whole number of frames >= 1; got {batch}")
         self.plan = MotionDetector(filters, cuda=cuda, roi=roi, annotate=annotate, masks=masks)
@@ -134,7 +148,11 @@ class BatchDetector:
         slots = []
         for s in range(RING_SLOTS):
             chroma_shape_ = (k, ch, 2 * cw) if layout == "nv12" else (k, 2, ch, cw)
-            slot = _Slot(self._buffer(("luma", s), (k, height, width)), self._buffer(("chroma", s), chroma_shape_) if self.annotate else None, layout=layout)
+            slot = _Slot(
+                self._buffer(("luma", s), (k, height, width)),
+                self._buffer(("chroma", s), chroma_shape_) if self.annotate else None,
+                layout=layout,
+            )
             if layout == "planar":
                 slot.luma_host = self._pinned(("luma", s), (k, height, width))
                 slot.chroma_host = self._pinned(("chroma", s), chroma_shape_) if self.annotate else None
@@ -142,7 +160,9 @@ class BatchDetector:
         return slots
 
     # -- the decode thread ---------------------------------------------------------------------
-    def _fill(self, frames: Iterator[Frame], slots: list[_Slot], free: threading.Semaphore, ready: queue.Queue, stop: threading.Event) -> None:
+    def _fill(
+        self, frames: Iterator[Frame], slots: list[_Slot], free: threading.Semaphore, ready: queue.Queue, stop: threading.Event
+    ) -> None:
         """Decode thread: fill ring slots with K frames each, then hand them over."""
         self.cuda.context.push()
         try:
@@ -252,7 +272,9 @@ class BatchDetector:
             yield first
             yield from frames
 
-        thread = threading.Thread(target=self._fill, args=(chained(), slots, free, ready, stop), name="motiondetect-batch-feed", daemon=True)
+        thread = threading.Thread(
+            target=self._fill, args=(chained(), slots, free, ready, stop), name="motiondetect-batch-feed", daemon=True
+        )
         if layout == "planar":
             self._stagers = ThreadPoolExecutor(STAGING_THREADS, thread_name_prefix="motiondetect-stage")
         thread.start()
@@ -332,7 +354,9 @@ class BatchDetector:
                 target = self._buffer(("stage", stage), (k, *shape))
                 image = self._apply(flt, src, frames_view(target, 0, m), side) if m else None
                 per = pair_buffer.nbytes // (k + 1)
-                drv.memcpy_dtod_async(pair_buffer.gpudata, int(pair_buffer.gpudata) + n * per, per, cuda.stream)  # the last frame is the next batch's reference
+                drv.memcpy_dtod_async(
+                    pair_buffer.gpudata, int(pair_buffer.gpudata) + n * per, per, cuda.stream
+                )  # the last frame is the next batch's reference
                 if m == 0:
                     break
                 continue
@@ -377,8 +401,18 @@ class BatchDetector:
             else:
                 chroma, c_pitch, c_step, c_image, cr = int(slot.chroma.gpudata), cw, 1, 2 * ch * cw, ch * cw
             self.plan.annotation_filters[0].apply_yuv(
-                cuda, full, int(slot.luma.gpudata), width, height * width, chroma, chroma + cr, c_pitch, c_step, c_image,
-                out_all, slot.full_range,
+                cuda,
+                full,
+                int(slot.luma.gpudata),
+                width,
+                height * width,
+                chroma,
+                chroma + cr,
+                c_pitch,
+                c_step,
+                c_image,
+                out_all,
+                slot.full_range,
             )
             frames_host = self._pinned(("yuv",), (k, planar))[:n]
             drv.memcpy_dtoh_async(frames_host, out_all.gpudata, cuda.stream)
@@ -415,8 +449,12 @@ class BatchDetector:
             flt.apply(self.cuda, src, dst, side)
             return dst
         for j in range(src.shape[0]):
-            one_side = None if side is None else (side if flt.SIDE_INPUT == "frame" else frames_view(side, j, j + 1).reshape(side.shape[1:]))
-            flt.apply(self.cuda, frames_view(src, j, j + 1).reshape(src.shape[1:]), frames_view(dst, j, j + 1).reshape(dst.shape[1:]), one_side)
+            one_side = (
+                None if side is None else (side if flt.SIDE_INPUT == "frame" else frames_view(side, j, j + 1).reshape(side.shape[1:]))
+            )
+            flt.apply(
+                self.cuda, frames_view(src, j, j + 1).reshape(src.shape[1:]), frames_view(dst, j, j + 1).reshape(dst.shape[1:]), one_side
+            )
         return dst
 
 
@@ -432,4 +470,3 @@ def _copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, hei
     copy.width_in_bytes = width
     copy.height = height
     copy(stream)
-

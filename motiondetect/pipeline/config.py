@@ -30,9 +30,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-from motiondetect.pipeline.detector import pipeline_problems
 from motiondetect.core.errors import ConfigError
 from motiondetect.filters import REGISTRY, Filter
+from motiondetect.pipeline.detector import pipeline_problems
 
 BACKENDS = ("auto", "cuda", "cpu")
 #: GPU engines: each filter's own CUDA kernel, or cuBLAS calls (for the filters that list it).
@@ -69,8 +69,7 @@ EVENT_SETTINGS: Settings = {
     "min_event_length": (
         _SECONDS,
         0.1,
-        "seconds of consecutive moving frames that start an event; 0.1 is DVR-Scan's "
-        "min-event-length (its docs' '2' is out of date)",
+        "seconds of consecutive moving frames that start an event; 0.1 is DVR-Scan's min-event-length (its docs' '2' is out of date)",
     ),
     "merge_gap": (
         _SECONDS,
@@ -145,7 +144,13 @@ OVERLAY_SETTINGS: Settings = {
 SECTIONS: dict[str, Settings] = {"events": EVENT_SETTINGS, "scan": SCAN_SETTINGS, "overlays": OVERLAY_SETTINGS}
 
 #: A point [x, y] in whole pixels of the input frame.
-_POINT = {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": "integer", "minimum": 0}, "description": "a point [x, y] in whole pixels >= 0"}
+_POINT = {
+    "type": "array",
+    "minItems": 2,
+    "maxItems": 2,
+    "items": {"type": "integer", "minimum": 0},
+    "description": "a point [x, y] in whole pixels >= 0",
+}
 #: Region of interest: polygons in input pixels, or a mask image (non-zero inside).
 ROI_SCHEMA: dict[str, Any] = {
     "type": ["object", "null"],
@@ -322,7 +327,9 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError([f"cannot read config file {str(path)!r}: {exc.strerror or exc}"]) from None
     except UnicodeDecodeError as exc:
-        raise ConfigError([f"config file {str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"]) from None
+        raise ConfigError(
+            [f"config file {str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"]
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -338,8 +345,12 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
 
 
 def with_overrides(
-    config: dict[str, Any], backend: str | None = None, engine: str | None = None, threshold: int | None = None,
-    decoder: str | None = None, preset: str | None = None,
+    config: dict[str, Any],
+    backend: str | None = None,
+    engine: str | None = None,
+    threshold: int | None = None,
+    decoder: str | None = None,
+    preset: str | None = None,
 ) -> dict[str, Any]:
     """Apply command-line overrides (they win over the file) and return the new config.
 

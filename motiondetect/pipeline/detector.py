@@ -22,10 +22,10 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from motiondetect.filters import Filter, Kind
-from motiondetect.filters.base import element_count, planes
 from motiondetect.core.picture import Picture, unpack_planes
 from motiondetect.core.types import Box, FrameResult
+from motiondetect.filters import Filter, Kind
+from motiondetect.filters.base import element_count, planes
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
@@ -47,14 +47,13 @@ def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
     reduced_at: int | None = None  # index of the open "down" filter, if any
     for i, cls in enumerate(filters):
         if cls.INPUT is not kind:
-            problems.append(
-                f"pipeline[{i}]: filter '{cls.NAME}' needs a {cls.INPUT.name} input but follows a step "
-                f"giving {kind.name}"
-            )
+            problems.append(f"pipeline[{i}]: filter '{cls.NAME}' needs a {cls.INPUT.name} input but follows a step giving {kind.name}")
         kind = cls.OUTPUT
         if cls.RESAMPLE == "down":
             if reduced_at is not None:
-                problems.append(f"pipeline[{i}]: '{cls.NAME}' follows pipeline[{reduced_at}] '{filters[reduced_at].NAME}' with no upscale between")
+                problems.append(
+                    f"pipeline[{i}]: '{cls.NAME}' follows pipeline[{reduced_at}] '{filters[reduced_at].NAME}' with no upscale between"
+                )
             reduced_at = i
         elif cls.RESAMPLE == "up":
             if reduced_at is None:
@@ -66,7 +65,9 @@ def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
                 f"'{filters[reduced_at].NAME}'; add 'upscale' before it"
             )
     if reduced_at is not None:
-        problems.append(f"pipeline: the mask stays at the reduced size of pipeline[{reduced_at}] '{filters[reduced_at].NAME}'; add 'upscale' after the last mask filter")
+        problems.append(
+            f"pipeline: the mask stays at the reduced size of pipeline[{reduced_at}] '{filters[reduced_at].NAME}'; add 'upscale' after the last mask filter"
+        )
     pairs = [cls.NAME for cls in filters if cls.SIDE_INPUT == "reference"]
     if len(pairs) != 1:
         problems.append(f"pipeline: needs exactly one frame-pair filter (e.g. 'difference'); got {len(pairs)}")
@@ -173,11 +174,24 @@ class Geometry:
         ymap = np.full(height, -1, np.int32)
         xmap[x0:x1], ymap[y0:y1] = cols, rows
         digest = hashlib.sha1()
-        for part in (np.array([height, width, *crop, *work_size], np.int64), xmap, ymap, work_roi if work_roi is not None else np.zeros(0, np.uint8)):
+        for part in (
+            np.array([height, width, *crop, *work_size], np.int64),
+            xmap,
+            ymap,
+            work_roi if work_roi is not None else np.zeros(0, np.uint8),
+        ):
             digest.update(part.tobytes())
         return cls(
-            (height, width), crop, work_size, work_roi, area, xmap, ymap, digest.hexdigest(),
-            _inverse_map(xmap, work_size[0]), _inverse_map(ymap, work_size[1]),
+            (height, width),
+            crop,
+            work_size,
+            work_roi,
+            area,
+            xmap,
+            ymap,
+            digest.hexdigest(),
+            _inverse_map(xmap, work_size[0]),
+            _inverse_map(ymap, work_size[1]),
         )
 
     @property
@@ -263,7 +277,13 @@ class MotionDetector:
     """
 
     def __init__(
-        self, filters: Sequence[Filter], cuda=None, roi: np.ndarray | None = None, downscale: int = 1, annotate: bool = True, masks: bool = True
+        self,
+        filters: Sequence[Filter],
+        cuda=None,
+        roi: np.ndarray | None = None,
+        downscale: int = 1,
+        annotate: bool = True,
+        masks: bool = True,
     ) -> None:
         problems = pipeline_problems([type(f) for f in filters])
         if problems:
@@ -433,7 +453,9 @@ class MotionDetector:
             return FrameResult(previous.mask, frame.copy() if self.annotate else frame, previous.motion_fraction, previous.bbox)
         if isinstance(frame, Picture):
             if self._yuv_annotation:
-                return FrameResult(previous.mask, self._annotate[0].reference_yuv(previous.mask, frame), previous.motion_fraction, previous.bbox)
+                return FrameResult(
+                    previous.mask, self._annotate[0].reference_yuv(previous.mask, frame), previous.motion_fraction, previous.bbox
+                )
             frame = frame.to_bgr()
         image, out = previous.mask, None
         for flt in self._annotate:
@@ -492,7 +514,9 @@ def queue_mask_stats(cuda, mask, key: str = "mask"):
     fn = cuda.function("mask_count", "md_mask_stats_u8", "PiiPP")
     n = height * width
     blocks = min(_COUNT_MAX_BLOCKS, max(1, math.ceil(n / 256)))
-    fn.prepared_async_call((blocks, frames), (256, 1, 1), cuda.stream, mask.gpudata, np.int32(width), np.int32(n), total.gpudata, box.gpudata)
+    fn.prepared_async_call(
+        (blocks, frames), (256, 1, 1), cuda.stream, mask.gpudata, np.int32(width), np.int32(n), total.gpudata, box.gpudata
+    )
     return total, box
 
 
@@ -524,8 +548,17 @@ def device_expand(cuda, mask, geo: Geometry, out):
     height, width = geo.shape
     fn = cuda.function("mask_ops", "md_expand_mask_u8", "PiiPPPii")
     cuda.launch_2d(
-        fn, geo.shape, mask.gpudata, np.int32(mask_w), np.int32(mask_h * mask_w), xmap.gpudata, ymap.gpudata, out.gpudata,
-        np.int32(width), np.int32(height), frames=frames,
+        fn,
+        geo.shape,
+        mask.gpudata,
+        np.int32(mask_w),
+        np.int32(mask_h * mask_w),
+        xmap.gpudata,
+        ymap.gpudata,
+        out.gpudata,
+        np.int32(width),
+        np.int32(height),
+        frames=frames,
     )
     return out
 

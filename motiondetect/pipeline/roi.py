@@ -22,9 +22,9 @@ import cv2
 import numpy as np
 import yaml
 
-from motiondetect.pipeline.config import ROI_SCHEMA, schema_problems, yaml_problem
 from motiondetect.core.errors import ConfigError
 from motiondetect.core.safety import read_image
+from motiondetect.pipeline.config import ROI_SCHEMA, schema_problems, yaml_problem
 from motiondetect.sources.video import IMAGE_SUFFIXES
 
 
@@ -48,7 +48,9 @@ def roi_from_file(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"--roi: cannot read {str(path)!r}: {getattr(exc, 'strerror', None) or exc}"]) from None
     except yaml.YAMLError as exc:
-        raise ConfigError([f"--roi: {str(path)!r} is neither an image ({', '.join(sorted(IMAGE_SUFFIXES))}) nor usable YAML: {yaml_problem(exc)}"]) from None
+        raise ConfigError(
+            [f"--roi: {str(path)!r} is neither an image ({', '.join(sorted(IMAGE_SUFFIXES))}) nor usable YAML: {yaml_problem(exc)}"]
+        ) from None
     roi = {"polygons": data} if isinstance(data, list) else data
     problems = schema_problems(ROI_SCHEMA, roi, ("roi",))
     if roi is None or problems:

@@ -14,16 +14,14 @@ import time
 from contextlib import nullcontext
 from typing import Iterable, Sequence
 
-from motiondetect.pipeline.detector import MotionDetector
-
-from motiondetect.outputs.sinks import RunSummary, Sink, StopRequested
 from motiondetect.core.errors import MotionDetectError
-from motiondetect.outputs.events import EventSegmenter
 from motiondetect.core.faults import describe_device_fault, is_device_fault
 from motiondetect.core.types import Frame
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.outputs.sinks import RunSummary, Sink, StopRequested
+from motiondetect.pipeline.detector import MotionDetector
 
 log = logging.getLogger("motiondetect")
-
 
 
 class Runner:

@@ -19,13 +19,12 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from motiondetect.scaleout.chunks import Chunk
-from motiondetect.core.types import FrameResult
 from motiondetect.core.errors import ConfigError, MotionDetectError, VideoOpenFailure
+from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.sinks import RunSummary, Sink
+from motiondetect.scaleout.chunks import Chunk
 from motiondetect.sources.nvdec import DeviceFrame
 from motiondetect.sources.video import VideoHandler
-from motiondetect.core.types import Frame
 
 #: Test-only fault injection: ``"<file name>:<chunk number>:<marker file>"`` makes the worker
 #: process that starts that chunk of that input first end at once (``os._exit``), as a killed
@@ -125,7 +124,16 @@ class ChunkResult:
         with np.load(path) as data:
             number, first, errors = (int(v) for v in data["meta"])
             backend, device, decoder = (str(v) for v in data["names"])
-            return cls(number, first, data["fractions"].astype(np.float64), data["boxes"].astype(np.int32), errors, backend, device or None, decoder)
+            return cls(
+                number,
+                first,
+                data["fractions"].astype(np.float64),
+                data["boxes"].astype(np.int32),
+                errors,
+                backend,
+                device or None,
+                decoder,
+            )
 
 
 class _Collector(Sink):
@@ -215,7 +223,9 @@ def chunk_frames(video: VideoHandler, chunk: Chunk, first_index: int, pairs: boo
         if frame is not None and chunk.stop_pts is not None and video.pts == chunk.stop_pts:
             return
     if chunk.stop_pts is not None:
-        raise VideoOpenFailure(f"{chunk.source!r}: the file ended before the keyframe with timestamp {chunk.stop_pts} (chunk {chunk.number + 1})")
+        raise VideoOpenFailure(
+            f"{chunk.source!r}: the file ended before the keyframe with timestamp {chunk.stop_pts} (chunk {chunk.number + 1})"
+        )
 
 
 def _injected_worker_death(chunk: Chunk) -> None:
@@ -241,17 +251,17 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
             reports it); ``ConfigError`` when the ROI does not fit the frames.
     """
     # Imported here: cli imports the module that submits this task.
-    from motiondetect.pipeline.batch import BatchDetector
     from motiondetect.gpu.backend import open_backend
+    from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
+    from motiondetect.outputs.overlay import Overlay
+    from motiondetect.outputs.sinks import VideoSink
+    from motiondetect.outputs.writer import VideoWriter
     from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
+    from motiondetect.pipeline.batch import BatchDetector
     from motiondetect.pipeline.config import build_filters
     from motiondetect.pipeline.detector import MotionDetector
-    from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
-    from motiondetect.outputs.writer import VideoWriter
-    from motiondetect.outputs.overlay import Overlay
     from motiondetect.pipeline.roi import rasterize
     from motiondetect.pipeline.runner import Runner
-    from motiondetect.outputs.sinks import VideoSink
 
     _injected_worker_death(job.chunk)
     if job.threads is not None:
@@ -267,8 +277,12 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         needs_mask = masks_needed(config, wants_frames, job.mask_part is not None or job.masks_dir is not None)
         cuda = open_backend(config["backend"], filters, stack)
         detector = MotionDetector(
-            filters, cuda=cuda, roi=roi, downscale=config["scan"]["downscale"],
-            annotate=config["overlays"]["blend"] and wants_frames, masks=needs_mask,
+            filters,
+            cuda=cuda,
+            roi=roi,
+            downscale=config["scan"]["downscale"],
+            annotate=config["overlays"]["blend"] and wants_frames,
+            masks=needs_mask,
         )
         width, height = video.size
         try:
@@ -283,7 +297,9 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack)
         if batched is None:
             detector.reset()
-            detector = BatchDetector(detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"])
+            detector = BatchDetector(
+                detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"]
+            )
         collector = _Collector()
         sinks: list[Sink] = []
         if job.video_part is not None:
@@ -299,6 +315,12 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         if summary.error is not None:
             raise MotionDetectError(f"chunk {job.chunk.number} of {job.chunk.source!r}: {summary.error}")
         return ChunkResult(
-            job.chunk.number, job.first_index, np.array(collector.fractions, np.float64), np.array(collector.boxes, np.int32).reshape(-1, 4),
-            video.decode_errors, detector.backend, cuda.device_name if cuda is not None else None, decoder,
+            job.chunk.number,
+            job.first_index,
+            np.array(collector.fractions, np.float64),
+            np.array(collector.boxes, np.int32).reshape(-1, 4),
+            video.decode_errors,
+            detector.backend,
+            cuda.device_name if cuda is not None else None,
+            decoder,
         )

@@ -35,21 +35,21 @@ from typing import Any
 import numpy as np
 
 from motiondetect import __version__
-from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
-from motiondetect.scaleout.chunks import Chunk, plan_chunks, warmup_frames
-from motiondetect.pipeline.config import build_filters
-from motiondetect.core.types import FrameResult
 from motiondetect.core.errors import MotionDetectError, UsageError
-from motiondetect.outputs.events import EventSegmenter
-from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
+from motiondetect.core.signals import StopSignals, exit_code
+from motiondetect.core.types import FrameResult
 from motiondetect.outputs.clips import ClipSink, MotionOnlySink
+from motiondetect.outputs.events import EventSegmenter
 from motiondetect.outputs.masks import mask_name
+from motiondetect.outputs.sinks import EventsSink, RunSummary
+from motiondetect.outputs.writer import join_videos
+from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.roi import rasterize
 from motiondetect.pipeline.runner import Runner
-from motiondetect.outputs.sinks import EventsSink, RunSummary
-from motiondetect.core.signals import StopSignals, exit_code
+from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
+from motiondetect.scaleout.chunks import Chunk, plan_chunks, warmup_frames
+from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
 from motiondetect.sources.video import VideoHandler
-from motiondetect.outputs.writer import join_videos
 
 log = logging.getLogger("motiondetect")
 
@@ -99,7 +99,14 @@ def chunked_problem(args: argparse.Namespace, config: dict[str, Any]) -> str | N
     """Why these options cannot run in chunks, or ``None``."""
     if args.camera is not None:
         return "cameras are live: they cannot be split into chunks"
-    for flag, given in (("--concat", args.concat), ("--preview", args.preview), ("--live", args.live), ("--realtime", args.realtime), ("--start", args.start), ("--end", args.end)):
+    for flag, given in (
+        ("--concat", args.concat),
+        ("--preview", args.preview),
+        ("--live", args.live),
+        ("--realtime", args.realtime),
+        ("--start", args.start),
+        ("--end", args.end),
+    ):
         if given:
             return f"{flag} reads one stream in order; it cannot go with --jobs or --scheduler"
     if config["scan"]["frame_skip"]:
@@ -203,9 +210,14 @@ def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_ou
     probe = plan_outputs(_with(args, overwrite=True), name, inputs, several, set(taken))
     report = probe.events[0]
     settings = {
-        "config": config, "fps": fps, "warmup": warmup, "plan": [(c.first_index, c.start_pts, c.seek_pts) for c in chunks],
-        "video": probe.video is not None or probe.clips is not None, "mask_video": probe.mask_video is not None,
-        "masks": str(probe.masks) if probe.masks else None, "version": __version__,
+        "config": config,
+        "fps": fps,
+        "warmup": warmup,
+        "plan": [(c.first_index, c.start_pts, c.seek_pts) for c in chunks],
+        "video": probe.video is not None or probe.clips is not None,
+        "mask_video": probe.mask_video is not None,
+        "masks": str(probe.masks) if probe.masks else None,
+        "version": __version__,
     }
     key = fingerprint(source, settings)
     folder = parts_folder(report.resolve())
@@ -236,7 +248,12 @@ def _job(item: _Input, chunk: Chunk, first_index: int, config, args, threads: in
     paths, manifest = item.paths, item.manifest
     wants_frames = paths.video is not None or paths.clips is not None
     return ChunkJob(
-        chunk, config, args.fps, item.warmup, first_index, item.name,
+        chunk,
+        config,
+        args.fps,
+        item.warmup,
+        first_index,
+        item.name,
         video_part=str(manifest.part("video", chunk.number)) if wants_frames else None,
         mask_part=str(manifest.part("mask", chunk.number)) if paths.mask_video is not None else None,
         masks_dir=str(paths.masks.resolve()) if paths.masks is not None else None,
@@ -360,8 +377,14 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
         outputs.append(str(path))
     log.info(
         "%s: %d frames in %d chunks, %.1f s (%.0f fps), %d events, backend %s -> %s",
-        item.source, summary.frames, len(ordered), elapsed, summary.frames / elapsed if elapsed > 0 else 0.0, len(events.events),
-        header["backend"], ", ".join(outputs),
+        item.source,
+        summary.frames,
+        len(ordered),
+        elapsed,
+        summary.frames / elapsed if elapsed > 0 else 0.0,
+        len(events.events),
+        header["backend"],
+        ", ".join(outputs),
     )
     if summary.complete:
         manifest.remove()

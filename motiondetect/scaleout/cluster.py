@@ -67,7 +67,7 @@ def dask_problem() -> str | None:
     try:
         import distributed  # noqa: F401
     except ImportError as exc:
-        return f"Dask distributed is not installed ({exc}); pip install \"motiondetect[dask]\""
+        return f'Dask distributed is not installed ({exc}); pip install "motiondetect[dask]"'
     return None
 
 
@@ -99,7 +99,9 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
             try:
                 client = stack.enter_context(Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s"))
             except (OSError, TimeoutError) as exc:
-                raise MotionDetectError(f"cannot reach the Dask scheduler at {scheduler!r} within {CONNECT_TIMEOUT} s ({type(exc).__name__})") from None
+                raise MotionDetectError(
+                    f"cannot reach the Dask scheduler at {scheduler!r} within {CONNECT_TIMEOUT} s ({type(exc).__name__})"
+                ) from None
         else:
             cluster = None
             if cuda:
@@ -111,9 +113,16 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
                     cluster = stack.enter_context(LocalCUDACluster(threads_per_worker=jobs or GPU_THREADS, dashboard_address=address))
             if cluster is None:
                 workers = jobs or os.cpu_count() or 1
-                cluster = stack.enter_context(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=address))
+                cluster = stack.enter_context(
+                    LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=address)
+                )
             client = stack.enter_context(Client(cluster))
         workers = client.scheduler_info().get("workers", {})
         if dashboard:
-            log.info("Dask: %d workers, %d threads; dashboard %s", len(workers), sum(w.get("nthreads", 0) for w in workers.values()), client.dashboard_link)
+            log.info(
+                "Dask: %d workers, %d threads; dashboard %s",
+                len(workers),
+                sum(w.get("nthreads", 0) for w in workers.values()),
+                client.dashboard_link,
+            )
         yield client

@@ -19,8 +19,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from motiondetect.scaleout.chunk_task import ChunkResult
 from motiondetect.outputs.events import write_json_atomic
+from motiondetect.scaleout.chunk_task import ChunkResult
 
 log = logging.getLogger("motiondetect")
 

@@ -51,7 +51,7 @@ def nvdec_problem() -> str | None:
     try:
         import PyNvVideoCodec  # noqa: F401
     except Exception as exc:  # ImportError, or a missing libnvcuvid at load time
-        return f"PyNvVideoCodec is not installed ({type(exc).__name__}: {exc}); pip install \"motiondetect[nvdec]\""
+        return f'PyNvVideoCodec is not installed ({type(exc).__name__}: {exc}); pip install "motiondetect[nvdec]"'
     return None
 
 
@@ -183,8 +183,11 @@ class NvdecSource:
         self._stream = drv.Stream()
         try:
             self._decoder = nvc.CreateDecoder(
-                gpuid=cuda.device_ordinal, codec=self._demuxer.GetNvCodecId(), cudacontext=cuda.context.handle,
-                cudastream=self._stream.handle, usedevicememory=True,
+                gpuid=cuda.device_ordinal,
+                codec=self._demuxer.GetNvCodecId(),
+                cudacontext=cuda.context.handle,
+                cudastream=self._stream.handle,
+                usedevicememory=True,
             )
         except Exception as exc:
             raise NvdecUnavailable(f"NVDEC cannot decode {path!r} ({self.codec}): {exc}") from None
@@ -290,7 +293,14 @@ class NvdecSource:
     def _device_frame(self, decoded) -> DeviceFrame:
         luma, chroma = (plane.__cuda_array_interface__ for plane in decoded.cuda())
         return DeviceFrame(
-            luma["data"][0], luma["strides"][0], chroma["data"][0], chroma["strides"][0], self.size, self.full_range, self._stream, decoded,
+            luma["data"][0],
+            luma["strides"][0],
+            chroma["data"][0],
+            chroma["strides"][0],
+            self.size,
+            self.full_range,
+            self._stream,
+            decoded,
         )
 
     def __iter__(self) -> Iterator[Frame]:
@@ -318,4 +328,3 @@ class NvdecSource:
             skipped += 1
         self._position += skipped
         return skipped
-

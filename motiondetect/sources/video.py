@@ -13,10 +13,10 @@ PyAV the writer falls back to OpenCV's MPEG-4 Part 2 (``mp4v``) with a one-line 
 
 from __future__ import annotations
 
+import glob
 import logging
 import math
 import re
-import glob
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +27,8 @@ import numpy as np
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.picture import Picture
-from motiondetect.core.types import Frame
 from motiondetect.core.safety import is_utf8, printable_name, read_image
+from motiondetect.core.types import Frame
 
 log = logging.getLogger("motiondetect")
 
@@ -39,7 +39,6 @@ IMAGE_SUFFIXES = {".bmp", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".p
 _CAP_PROP_PTS = getattr(cv2, "CAP_PROP_PTS", None)
 #: Unreadable images of a sequence reported one by one; the rest are only counted.
 _REPORTED_BAD_IMAGES = 3
-
 
 
 #: Picture formats taken as they are; other decoded formats are converted to yuv420p.
@@ -218,7 +217,7 @@ def _sequence_files(source: str) -> list[Path] | None:
         return None
     width = match.group(1)
     digits = rf"\d{{{int(width)}}}" if width else r"\d+"
-    pattern = re.compile(re.escape(path.name[: match.start()]) + f"({digits})" + re.escape(path.name[match.end():]) + "$")
+    pattern = re.compile(re.escape(path.name[: match.start()]) + f"({digits})" + re.escape(path.name[match.end() :]) + "$")
     folder = path.parent
     found = [(int(m.group(1)), p) for p in folder.glob("*") if (m := pattern.match(p.name))] if folder.is_dir() else []
     return [p for _, p in sorted(found)]
@@ -312,7 +311,11 @@ class VideoHandler:
                 if text.isdigit():
                     raise VideoOpenFailure(f"cannot open camera {text!r}: no such camera, or it is in use")
                 waited = time.monotonic() - started
-                reason = f"no answer within {self.open_timeout_ms / 1000:g} s" if waited * 1000 >= 0.9 * self.open_timeout_ms else "the server refused or sent no video"
+                reason = (
+                    f"no answer within {self.open_timeout_ms / 1000:g} s"
+                    if waited * 1000 >= 0.9 * self.open_timeout_ms
+                    else "the server refused or sent no video"
+                )
                 raise VideoOpenFailure(f"cannot open stream {text!r}: {reason}")
         else:
             self.is_live = False
@@ -320,7 +323,11 @@ class VideoHandler:
             if self._files is not None:
                 if not self._files:
                     raise VideoOpenFailure(f"no images found for image sequence {text!r}")
-                stem = Path(text).resolve().name if Path(text).is_dir() else (self._files[0].parent.name if has_glob(text) else Path(text).stem)
+                stem = (
+                    Path(text).resolve().name
+                    if Path(text).is_dir()
+                    else (self._files[0].parent.name if has_glob(text) else Path(text).stem)
+                )
                 self.name = printable_name(re.sub(r"%0?\d*d", "", stem).strip("_-.") or "sequence")
             else:
                 path = Path(text)
@@ -330,7 +337,9 @@ class VideoHandler:
                     raise VideoOpenFailure(f"input is an empty file: {text!r}")
                 if not is_utf8(text):
                     # OpenCV crashes on such names; images are read through Python instead.
-                    raise VideoOpenFailure(f"cannot open {text!r}: the file name is not valid UTF-8, which OpenCV needs; rename the file or link it under a UTF-8 name")
+                    raise VideoOpenFailure(
+                        f"cannot open {text!r}: the file name is not valid UTF-8, which OpenCV needs; rename the file or link it under a UTF-8 name"
+                    )
                 self._capture = PyAVCapture(text, threads)
                 if not self._capture.isOpened():
                     raise VideoOpenFailure(f"cannot open {text!r}: not a video FFmpeg can decode")
@@ -347,7 +356,9 @@ class VideoHandler:
             # The first image that decodes sets the size; the iteration counts the others.
             first = next((image for image in map(read_image, self._files) if image is not None), None)
             if first is None:
-                raise VideoOpenFailure(f"no frames could be decoded from {self.source!r}: none of its {len(self._files)} images is readable")
+                raise VideoOpenFailure(
+                    f"no frames could be decoded from {self.source!r}: none of its {len(self._files)} images is readable"
+                )
             self.size = (first.shape[1], first.shape[0])
             self.frame_count = len(self._files)
             self.fps = fps if fps is not None else DEFAULT_SEQUENCE_FPS
@@ -506,7 +517,10 @@ class VideoHandler:
             self._missing_at_end = missing
             log.warning(
                 "%r: %d frames could not be decoded: %d of the %d frames its header announces were read (truncated or damaged file)",
-                self.source, self.decode_errors, self._position, self.frame_count,
+                self.source,
+                self.decode_errors,
+                self._position,
+                self.frame_count,
             )
         elif self.decode_errors:
             log.warning("%r: %d frames could not be decoded and were skipped (damaged data)", self.source, self.decode_errors)
@@ -591,7 +605,6 @@ class VideoHandler:
         raise VideoOpenFailure(f"stream {self.source} lost; {self.reconnect_attempts} reconnect attempts failed")
 
 
-
 class ConcatSource:
     """Several inputs read as one stream (``--concat``): frame numbers and times run on.
 
@@ -665,7 +678,6 @@ class ConcatSource:
             self._next()
 
 
-
 @dataclass(frozen=True)
 class Position:
     """A place in the input, for ``--start`` / ``--end``: a time or a frame number.
@@ -724,5 +736,3 @@ def window(source: VideoHandler | ConcatSource, start: int = 0, stop: int | None
         if stop is not None and frame.index >= stop:
             return
         yield frame
-
-

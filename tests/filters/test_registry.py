@@ -17,10 +17,20 @@ IDS = list(REGISTRY)
 
 def test_registry_lists_the_filters_in_pipeline_order():
     assert list(REGISTRY) == [
-        "gray", "equalize", "blur", "downscale",
-        "difference", "running_average", "gaussian_background", "subsense",
-        "threshold", "dispersion_threshold",
-        "median", "erosion", "dilation", "upscale",
+        "gray",
+        "equalize",
+        "blur",
+        "downscale",
+        "difference",
+        "running_average",
+        "gaussian_background",
+        "subsense",
+        "threshold",
+        "dispersion_threshold",
+        "median",
+        "erosion",
+        "dilation",
+        "upscale",
         "red_blend",
     ]
 

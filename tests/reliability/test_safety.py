@@ -10,13 +10,13 @@ from pathlib import Path
 
 import cv2
 import pytest
+from conftest import only_line, report, run_main, small_frames
 
 import motiondetect
+from motiondetect.core.safety import free_name
 from motiondetect.outputs.clips import clip_name
 from motiondetect.outputs.masks import mask_name
-from motiondetect.core.safety import free_name
 from motiondetect.outputs.writer import VideoWriter
-from conftest import only_line, report, run_main, small_frames
 
 PACKAGE = Path(motiondetect.__file__).parent
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -34,7 +34,18 @@ def test_the_scan_sees_the_package():
 
 
 def test_yaml_is_read_only_with_safe_load():
-    unsafe = {"load", "load_all", "unsafe_load", "unsafe_load_all", "full_load", "full_load_all", "Loader", "UnsafeLoader", "FullLoader", "add_constructor"}
+    unsafe = {
+        "load",
+        "load_all",
+        "unsafe_load",
+        "unsafe_load_all",
+        "full_load",
+        "full_load_all",
+        "Loader",
+        "UnsafeLoader",
+        "FullLoader",
+        "add_constructor",
+    }
     found, safe_loads = [], 0
     for path in SOURCES:
         for node in calls_and_names(path):
