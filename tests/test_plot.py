@@ -166,7 +166,9 @@ def test_threshold_curves_one_panel_per_clip(tmp_path, clips, size):
     assert image.shape == (height, width, 3)
     # Each drawn panel holds its curves: precision blue, recall green, F-measure red.
     for index in range(min(clips, 3)):
-        panel = image[PANEL_TITLE_HEIGHT : PANEL_TITLE_HEIGHT + PANEL_SIZE[1], index * PANEL_SIZE[0] : (index + 1) * PANEL_SIZE[0]].astype(int)
+        panel = image[PANEL_TITLE_HEIGHT : PANEL_TITLE_HEIGHT + PANEL_SIZE[1], index * PANEL_SIZE[0] : (index + 1) * PANEL_SIZE[0]].astype(
+            int
+        )
         red = (panel[..., 2] > 180) & (panel[..., 1] < 80) & (panel[..., 0] < 80)
         assert red.sum() > 50, f"panel {index} has no F-measure curve"
 
@@ -179,8 +181,11 @@ def test_best_point_is_marked_at_the_highest_f_measure(tmp_path):
     black = (cv2.cvtColor(read_png(path), cv2.COLOR_BGR2GRAY) < 60).astype(np.uint8)
     count, _, stats, centres = cv2.connectedComponentsWithStats(black, connectivity=8)
     stars = [
-        tuple(centres[label]) for label in range(1, count)
-        if 8 <= stats[label, cv2.CC_STAT_WIDTH] <= 24 and 8 <= stats[label, cv2.CC_STAT_HEIGHT] <= 24 and stats[label, cv2.CC_STAT_AREA] >= 50
+        tuple(centres[label])
+        for label in range(1, count)
+        if 8 <= stats[label, cv2.CC_STAT_WIDTH] <= 24
+        and 8 <= stats[label, cv2.CC_STAT_HEIGHT] <= 24
+        and stats[label, cv2.CC_STAT_AREA] >= 50
     ]
     assert len(stars) == 1, stars
     x, y = stars[0]

@@ -12,10 +12,9 @@ from fractions import Fraction
 from itertools import pairwise
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
-
-av = pytest.importorskip("av")
 
 from motiondetect.errors import VideoOpenFailure
 from motiondetect.outputs import stream_copy
@@ -51,7 +50,9 @@ def encode(source: Path, path: Path, b_frames: int, audio: bool = False) -> Path
             samples = FRAMES * AUDIO_RATE // FPS
             for first in range(0, samples, 1024):
                 t = np.arange(first, min(first + 1024, samples)) / AUDIO_RATE
-                chunk = av.AudioFrame.from_ndarray((0.2 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)[None], format="fltp", layout="mono")
+                chunk = av.AudioFrame.from_ndarray(
+                    (0.2 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)[None], format="fltp", layout="mono"
+                )
                 chunk.sample_rate, chunk.pts = AUDIO_RATE, first
                 out.mux(tone.encode(chunk))
             out.mux(tone.encode())
@@ -179,7 +180,7 @@ def test_b_frames_clip_ends_at_its_group_and_decodes_to_the_input_frames(h264_b_
 
 def test_audio_is_copied_for_the_clip_time_range(h264_aac, tmp_path):
     path = tmp_path / "sound.mp4"
-    (start, end), = copy_clips(h264_aac, [(4.2, 6.0)], [path])
+    ((start, end),) = copy_clips(h264_aac, [(4.2, 6.0)], [path])
     assert start == pytest.approx(4.0)
     assert_clip_is(path, decode(h264_aac), 100, round(end * FPS))
     video_end = end - start + 1 / FPS  # where the last frame stops showing

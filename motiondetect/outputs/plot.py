@@ -95,8 +95,15 @@ def plot_motion(
     axes.plot(np.arange(len(fractions)) * frame_s, fractions, color=MOTION_COLOUR, linewidth=0.8, zorder=3)
     axes.axhline(min_area, color=THRESHOLD_COLOUR, linestyle="--", linewidth=1, zorder=2)
     axes.annotate(
-        f"min_area {min_area:g}", xy=(1, min_area), xycoords=("axes fraction", "data"), xytext=(-4, 2), textcoords="offset points",
-        ha="right", va="bottom", fontsize=_LABEL_FONT_SIZE, color=THRESHOLD_COLOUR,
+        f"min_area {min_area:g}",
+        xy=(1, min_area),
+        xycoords=("axes fraction", "data"),
+        xytext=(-4, 2),
+        textcoords="offset points",
+        ha="right",
+        va="bottom",
+        fontsize=_LABEL_FONT_SIZE,
+        color=THRESHOLD_COLOUR,
     )
     axes.set_xlabel("time (s)")
     axes.set_ylabel("motion (fraction of pixels)")
@@ -117,8 +124,15 @@ def _label_events(axes, canvas, events: Sequence[tuple[float, float]], frame_s: 
     row_ends = [-math.inf] * _LABEL_ROWS  # right edge of the last label in each row, pixels
     for start, end in events:
         label = axes.annotate(
-            f"{_timecode(start)}–{_timecode(end)}", xy=((start + end + frame_s) / 2, 1), xycoords=axes.get_xaxis_transform(),
-            xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=_LABEL_FONT_SIZE, annotation_clip=False,
+            f"{_timecode(start)}–{_timecode(end)}",
+            xy=((start + end + frame_s) / 2, 1),
+            xycoords=axes.get_xaxis_transform(),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=_LABEL_FONT_SIZE,
+            annotation_clip=False,
         )
         box = label.get_window_extent(renderer)
         if box.x0 < 0:
@@ -172,7 +186,7 @@ def plot_threshold_curves(path: str | Path, curves: Mapping[str, Sequence[tuple[
     panels = figure.subplots(rows, columns, squeeze=False).ravel()
     for panel, (name, points) in zip(panels, curves.items()):
         _threshold_panel(panel, name, points, threshold_name)
-    for panel in panels[len(curves):]:
+    for panel in panels[len(curves) :]:
         panel.set_visible(False)
     panels[0].legend(loc="best", fontsize=7)
     figure.suptitle(f"precision, recall and F-measure against {threshold_name}", fontsize=10)
@@ -196,7 +210,13 @@ def _threshold_panel(panel, name: str, points: Sequence[tuple[float, float, floa
         # Aligned to stay inside the panel when the best point is the first or the last.
         align = "left" if best == 0 else "right" if best == len(table) - 1 else "center"
         panel.annotate(
-            f"best F {y:.3f} at {x:.3g}", xy=(x, y), xytext=(0, 8), textcoords="offset points", ha=align, va="bottom", fontsize=8,
+            f"best F {y:.3f} at {x:.3g}",
+            xy=(x, y),
+            xytext=(0, 8),
+            textcoords="offset points",
+            ha=align,
+            va="bottom",
+            fontsize=8,
         )
     positive = thresholds[thresholds > 0]
     if len(positive) == len(thresholds) and len(positive) and positive.max() >= 100 * positive.min():

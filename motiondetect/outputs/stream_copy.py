@@ -356,4 +356,6 @@ class _Cutter:
                 continue  # the demuxer's flush packet, or a packet with no time at all
             stream = packet.stream
             video = stream.index == self.video.index
-            yield _Packet(packet, stream, video, video and packet.is_keyframe, pts, packet.dts, packet.duration or 0, pts * stream.time_base)
+            yield _Packet(
+                packet, stream, video, video and packet.is_keyframe, pts, packet.dts, packet.duration or 0, pts * stream.time_base
+            )
