@@ -14,7 +14,15 @@ pytest.importorskip("matplotlib")
 
 from motiondetect.errors import UsageError
 from motiondetect.outputs import plot
-from motiondetect.outputs.plot import MOTION_AXES, MOTION_SIZE, PANEL_SIZE, PANEL_TITLE_HEIGHT, plot_motion, plot_threshold_curves
+from motiondetect.outputs.plot import (
+    MOTION_AXES,
+    MOTION_SIZE,
+    PANEL_SIZE,
+    PANEL_TITLE_HEIGHT,
+    plot_motion,
+    plot_threshold_curves,
+    require_matplotlib,
+)
 
 FPS = 25.0
 FRAMES = 300  # 12 s
@@ -203,7 +211,13 @@ def test_missing_matplotlib_is_a_usage_error(tmp_path, monkeypatch):
     assert caught.value.exit_code == 2
     with pytest.raises(UsageError, match="needs matplotlib"):
         plot_threshold_curves(tmp_path / "c.png", CURVES, "min_area")
+    with pytest.raises(UsageError, match="needs matplotlib"):
+        require_matplotlib()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_require_matplotlib_passes_when_installed():
+    require_matplotlib()
 
 
 def test_writes_are_atomic(tmp_path, monkeypatch):

@@ -228,6 +228,15 @@ def _threshold_panel(panel, name: str, points: Sequence[tuple[float, float, floa
     panel.grid(True, color="0.9", linewidth=0.5)
 
 
+def require_matplotlib() -> None:
+    """Check that the pictures can be drawn, so that ``--plot`` fails at once, not after a run.
+
+    Raises:
+        UsageError: matplotlib is not installed.
+    """
+    _matplotlib()
+
+
 def _matplotlib():
     """matplotlib's Figure and Agg canvas classes.
 
