@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from motiondetect.errors import UsageError
+from motiondetect.core.errors import UsageError
 from motiondetect.outputs import plot
 from motiondetect.outputs.plot import (
     MOTION_AXES,

@@ -16,7 +16,7 @@ import av
 import numpy as np
 import pytest
 
-from motiondetect.errors import VideoOpenFailure
+from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.outputs import stream_copy
 from motiondetect.outputs.stream_copy import copy_clips
 

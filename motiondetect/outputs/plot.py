@@ -16,8 +16,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from motiondetect.errors import UsageError
-from motiondetect.events import format_timecode
+from motiondetect.core.errors import UsageError
+from motiondetect.outputs.events import format_timecode
 
 #: Resolution of every picture, pixels per inch.
 DPI = 100
@@ -63,7 +63,7 @@ def plot_motion(
         fractions: (N,) motion fraction per frame, in [0, 1] (NaN: not drawn).
         fps: frames per second of the input (> 0).
         events: (start, end) seconds of each event: the timestamps of its first and last frame
-            (:attr:`~motiondetect.events.MotionEvent.start_time` / ``end_time``). May be empty.
+            (:attr:`~motiondetect.outputs.events.MotionEvent.start_time` / ``end_time``). May be empty.
         min_area: the event threshold, a motion fraction in [0, 1].
         title: heading of the picture (the input's name, say); empty for none.
 

@@ -28,7 +28,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from motiondetect.errors import VideoOpenFailure
+from motiondetect.core.errors import VideoOpenFailure
 
 log = logging.getLogger("motiondetect")
 
@@ -52,7 +52,7 @@ def copy_clips(source: str | Path, spans: Sequence[tuple[float, float]], paths: 
         source: the input video file.
         spans: (start, end) in seconds of the input's timeline (0 at its first frame; the
             timestamps of the first and last frame wanted, inclusive, as
-            :attr:`~motiondetect.events.MotionEvent.start_time` / ``end_time``), one per clip.
+            :attr:`~motiondetect.outputs.events.MotionEvent.start_time` / ``end_time``), one per clip.
             Usually sorted; they may overlap. A start before the first keyframe begins at the
             first keyframe; a span past the last frame gets the last keyframe's group.
         paths: the clip files, one per span. The suffix names the container (``.mp4``,
