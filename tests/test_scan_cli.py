@@ -471,3 +471,86 @@ def test_help_lists_every_setting_flag(capsys):
             assert "--" + name.replace("_", "-") in out and f"{name}={default}" in out
     for flag in ("--clips", "--only-motion", "--mask-out", "--masks", "--roi", "--start", "--end", "--concat", "--no-blend"):
         assert flag in out
+
+
+# -- clips by stream copy, the motion plot -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def h264_clip(sample_clip, tmp_path_factory):
+    """The sample re-encoded as H.264 with a keyframe every 25 frames, and its keyframes' indices."""
+    import av
+
+    path = tmp_path_factory.mktemp("h264") / "clip.mp4"
+    with av.open(str(sample_clip)) as src, av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
+        stream.options = {"g": "25", "bf": "0"}
+        for frame in src.decode(video=0):
+            frame.pts = None
+            for packet in stream.encode(frame.reformat(format="yuv420p")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    with av.open(str(path)) as container:
+        keyframes = [i for i, p in enumerate(p for p in container.demux(video=0) if p.size) if p.is_keyframe]
+    return path, keyframes
+
+
+def test_copy_mode_cuts_each_event_from_the_input_at_the_keyframe_before_it(h264_clip, tmp_path, monkeypatch, capsys):
+    path, keyframes = h264_clip
+    argv = [path, "-c", SEED_YAML, "--backend", "cpu", *SPLIT, "--no-video", "--clips", "clips", "--clip-mode", "copy"]
+    rc, err = run(monkeypatch, capsys, tmp_path, *argv, "--events", "report.json")
+    assert rc == 0, err
+    events = json.loads((tmp_path / "report.json").read_text())["events"]
+    clips = sorted((tmp_path / "clips").iterdir())
+    assert len(events) >= 3 and [c.name for c in clips] == [f"clip_event{e['index']:04d}.mp4" for e in events]
+    source = decode(path)[0]
+    for clip, event in zip(clips, events):
+        first = max(k for k in keyframes if k <= event["start_frame"])
+        frames, fps = decode(clip)
+        assert fps == pytest.approx(25.0)
+        assert len(frames) == event["end_frame"] - first + 1  # from the keyframe to the event's last frame
+        for offset in (0, len(frames) - 1):  # the input's own pictures: no re-encoding, no overlay
+            np.testing.assert_array_equal(frames[offset], source[first + offset])
+
+
+def test_copy_mode_needs_one_video_file(tmp_path, monkeypatch, capsys, sequence):
+    rc, err = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--clips", "c", "--clip-mode", "copy", "--no-video")
+    assert rc == 2 and "--clip-mode copy cuts clips from one video file" in one_line_error(err)
+
+
+def test_plot_shows_the_motion_and_the_events(h264_clip, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    path, _ = h264_clip
+    rc, err = run(monkeypatch, capsys, tmp_path, path, "-c", SEED_YAML, "--backend", "cpu", *SPLIT, "--no-video", "--plot", "motion.png")
+    assert rc == 0, err
+    picture = cv2.imread(str(tmp_path / "motion.png"))
+    assert picture.shape[:2] == (400, 1200)
+    # The shading of the events (orange, partly transparent) covers a real share of the axes.
+    b, g, r = (picture[..., c].astype(int) for c in range(3))
+    shaded = (r > 200) & (g > 180) & (g < 235) & (b < 215) & (b > 150)
+    assert shaded.mean() > 0.05
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--plot", "motion.jpg"], "--plot 'motion.jpg': expected a .png file name"),
+        (["--plot", "m.png", "--jobs", "2"], "--plot and --clip-mode copy are not yet supported with --jobs"),
+    ],
+)
+def test_plot_refusals(sample_clip, tmp_path, monkeypatch, capsys, argv, message):
+    pytest.importorskip("matplotlib")
+    rc, err = run(monkeypatch, capsys, tmp_path, sample_clip, "--backend", "cpu", "--no-video", *argv)
+    assert rc == 2 and message in one_line_error(err)
+
+
+def test_plot_without_matplotlib_is_refused_before_the_run(sample_clip, tmp_path, monkeypatch, capsys):
+    import sys
+
+    for name in [name for name in sys.modules if name.split(".")[0] == "matplotlib"] + ["matplotlib"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
+    rc, err = run(monkeypatch, capsys, tmp_path, sample_clip, "--backend", "cpu", "--no-video", "--plot", "m.png")
+    assert rc == 2 and "pip install 'motiondetect[plot]'" in one_line_error(err)
+    assert not list(tmp_path.iterdir())  # nothing was written

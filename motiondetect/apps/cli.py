@@ -31,11 +31,12 @@ from motiondetect.core.signals import StopSignals, exit_code
 from motiondetect.filters import REGISTRY, Threshold
 from motiondetect.gpu.backend import open_backend
 from motiondetect.gpu.platform import feature_report
-from motiondetect.outputs.clips import ClipSink, MotionOnlySink
+from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink
 from motiondetect.outputs.events import EventSegmenter
 from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
 from motiondetect.outputs.overlay import Overlay
 from motiondetect.outputs.paths import OutputPaths, plan_outputs
+from motiondetect.outputs.plot import MotionPlotSink, require_matplotlib
 from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
 from motiondetect.outputs.writer import VideoWriter
 from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
@@ -235,6 +236,19 @@ def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="write one video per event, padding included, into DIR (made if missing) as <stem>_event0001.mp4, ...",
     )
+    group.add_argument(
+        "--clip-mode",
+        choices=("encode", "copy"),
+        default="encode",
+        help="encode: clips of the annotated frames, re-encoded (H.264); copy: cut from the input file by stream copy at keyframes, "
+        "original quality, no overlays, seconds for hours of footage (DVR-Scan's copy mode) [default: encode]",
+    )
+    group.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="draw the motion fraction over time with the events shaded and their times labelled (needs matplotlib: "
+        "pip install 'motiondetect[plot]')",
+    )
     group.add_argument("--only-motion", action="store_true", help="the output video (-o) holds only the events' frames, padding included")
     group.add_argument("--mask-out", metavar="FILE", help="write the motion masks as a video (H.264, lossy: for viewing)")
     group.add_argument(
@@ -279,7 +293,10 @@ def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter) -> list[Sink]
         sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size))
     if paths.clips is not None:
         paths.clips.mkdir(exist_ok=True)
-        sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size))
+        if paths.clips_by_copy:
+            sinks.append(CopiedClipSink(video.source, paths.clips, video.name, events))
+        else:
+            sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size))
     if paths.mask_video is not None:
         sinks.append(MaskVideoSink(VideoWriter(paths.mask_video, video.fps, video.size)))
     if paths.masks is not None:
@@ -313,6 +330,8 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
         preset=args.preset,
     )
     config = _scan_settings(config, args)
+    if args.plot:
+        require_matplotlib()  # before a long run, not after it
     inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
     if args.jobs is not None or args.scheduler is not None:
         from motiondetect.scaleout.chunked import run_chunked
@@ -355,7 +374,10 @@ def _run_one(
             raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
         filters = build_filters(config)
         roi = rasterize(config["roi"], video.size)
-        wants_frames = video_path is not None or paths.clips is not None  # annotated frames are written
+        if paths.clips_by_copy and not (isinstance(video, VideoHandler) and video.decodes_pictures):
+            raise UsageError("--clip-mode copy cuts clips from one video file; this input is a camera, a stream, images or --concat")
+        # annotated frames are written
+        wants_frames = video_path is not None or (paths.clips is not None and not paths.clips_by_copy)
         cuda = open_backend(config["backend"], filters, stack)
         preview = args.preview or realtime_source
         needs_mask = masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)
@@ -435,6 +457,8 @@ def _run_one(
             writer = VideoWriter(video_path, video.fps, video.size, config["preset"])
             sinks.append(VideoSink(BackgroundWriter(writer), timestamps=live))  # encodes on its own thread
         sinks += _scan_sinks(paths, video, events)
+        if paths.plot is not None:
+            sinks.append(MotionPlotSink(paths.plot, events, video.fps, title=video.name))
         sinks += [EventsSink(path, events, header) for path in paths.events]  # last: they record whether the others finished
         total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)
         overlay = Overlay.from_config(config["overlays"]) if wants_frames else None

@@ -16,8 +16,10 @@ from pathlib import Path
 from motiondetect import __version__
 from motiondetect.core.errors import MotionDetectError, UsageError
 from motiondetect.evaluation.scoring import DEFAULT_SKIP, Evaluation, detector_method, evaluate, format_table, load_folder, opencv_baselines
+from motiondetect.evaluation.sweep import sweep, threshold_axis
 from motiondetect.evaluation.tuning import GRIDS
 from motiondetect.outputs.events import write_json_atomic
+from motiondetect.outputs.plot import plot_threshold_curves, require_matplotlib
 from motiondetect.pipeline.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.scaleout.cluster import jobs_arg
@@ -66,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing)",
     )
+    parser.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="also sweep the pipeline's decision threshold (gaussian_background.sigmas, threshold.threshold, subsense.color_threshold, "
+        "dispersion_threshold.sigma_strong) on every clip and draw pixel precision, recall and F-measure against it, one panel per clip "
+        "(CPU reference; needs matplotlib: pip install 'motiondetect[plot]')",
+    )
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the tables only, no progress bar")
@@ -112,9 +121,20 @@ def run(args: argparse.Namespace) -> int:
         if not json_path.resolve().parent.is_dir():
             raise UsageError(f"--json folder {str(json_path.resolve().parent)!r} does not exist")
     cache_path = Path(args.loo_cache) if args.loo_cache else None
+    plot_path = Path(args.plot) if args.plot else None
+    if plot_path is not None:
+        if plot_path.suffix.lower() != ".png":
+            raise UsageError(f"--plot {args.plot!r}: expected a .png file name")
+        if plot_path.exists() and not args.overwrite:
+            raise UsageError(f"--plot {args.plot!r} exists; pass --overwrite to replace it")
+        if not plot_path.resolve().parent.is_dir():
+            raise UsageError(f"--plot folder {str(plot_path.resolve().parent)!r} does not exist")
+        require_matplotlib()
+        threshold_axis(config)  # a pipeline with no threshold to sweep fails now
+    if args.loo or plot_path is not None:
+        args.jobs = args.jobs or os.cpu_count() or 1
     if args.loo:
         args.grid = args.grid or "small"
-        args.jobs = args.jobs or os.cpu_count() or 1
         names = [f.name for f in folders]
         if len(folders) < 2:
             raise UsageError(
@@ -128,11 +148,10 @@ def run(args: argparse.Namespace) -> int:
         if cache_path is not None and (cache_path.is_dir() or not cache_path.resolve().parent.is_dir()):
             raise UsageError(f"--loo-cache {str(cache_path)!r} must be a file in an existing folder")
     else:
-        given = [
-            flag for flag, value in (("--grid", args.grid), ("--jobs", args.jobs), ("--loo-cache", args.loo_cache)) if value is not None
-        ]
+        jobs = None if plot_path is not None else args.jobs  # --plot's sweep runs on --jobs too
+        given = [flag for flag, value in (("--grid", args.grid), ("--jobs", jobs), ("--loo-cache", args.loo_cache)) if value is not None]
         if given:
-            raise UsageError(f"{', '.join(given)} only apply with --loo")
+            raise UsageError(f"{', '.join(given)} only apply with --loo" + (" or --plot" if given == ["--jobs"] else ""))
     results: list[Evaluation] = []
     loo = None
     backend = device = None
@@ -172,6 +191,18 @@ def run(args: argparse.Namespace) -> int:
             # The anchors were scored above, on the same frames: reuse them.
             loo.anchors = {e.folder.name: [tuning.summary(m.name, s) for m, s in e.scores[1:]] for e in results}
             print("\n" + tuning.format_loo_table(loo, base_label="config" if args.config else "default"), flush=True)
+        if plot_path is not None:
+            axis, values = threshold_axis(config)
+            bar = _progress(len(values) * len(folders), args.quiet, "threshold sweep")
+            try:
+                _, curves = sweep(
+                    args.folders, config, skip=args.skip, min_area=config["events"]["min_area"], jobs=args.jobs, progress=bar.update
+                )
+            finally:
+                bar.close()
+            names = {path: folder.name for path, folder in zip(args.folders, folders)}
+            plot_threshold_curves(plot_path, {names[path]: points for path, points in curves.items()}, f"{axis[0]}.{axis[1]}")
+            log.info("threshold sweep of %s.%s drawn in %s", *axis, plot_path)
         complete = True
     finally:
         if json_path is not None and (results or complete):

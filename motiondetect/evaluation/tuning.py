@@ -26,7 +26,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Hashable
+from typing import Any, Callable, Hashable, Iterator
 
 from motiondetect.core.errors import UsageError
 from motiondetect.pipeline.config import build_filters
@@ -225,6 +225,32 @@ def _score(path: str, config: dict[str, Any] | None, skip: int, min_area: float)
 # -- the run -------------------------------------------------------------------------------------
 
 
+def score_runs(runs: list[tuple[str, dict[str, Any] | None]], skip: int, min_area: float, jobs: int = 1) -> Iterator[Any]:
+    """Score each (clip folder, config) run, yielding the results in order: :func:`score_config`'s
+    summary, or :func:`score_anchors`' list for a config of ``None``.
+
+    Args:
+        runs: the runs; those of one clip are best kept together (each process decodes a clip once).
+        skip, min_area: as :func:`score_config`.
+        jobs: worker processes (1: in this process). Closing the generator early (Ctrl-C, a
+            failure) drops the runs not started.
+    """
+    if jobs <= 1:
+        for path, config in runs:
+            yield _score(path, config, skip, min_area)
+        return
+    # spawn: the parent may hold a CUDA context, which a forked child must not inherit.
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = [pool.submit(_score, path, config, skip, min_area) for path, config in runs]
+        for future in futures:
+            yield future.result()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C, a failure or an early close: drop the queued runs
+        raise
+    pool.shutdown()
+
+
 @dataclass
 class LooResult:
     """Scores of a grid on several clips and the leave-one-clip-out choice.
@@ -342,28 +368,12 @@ def tune(
             cache_path.write_text(json.dumps(cache))
 
     try:
-        if jobs <= 1:
-            for done, (path, entry, config) in enumerate(todo, 1):
-                slots[path][entry] = _score(path, config, skip, min_area)
-                if progress is not None:
-                    progress(1)
-                if done % 50 == 0:
-                    save()
-        else:
-            # spawn: the parent may hold a CUDA context, which a forked child must not inherit.
-            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-            try:
-                futures = [(pool.submit(_score, path, config, skip, min_area), path, entry) for path, entry, config in todo]
-                for done, (future, path, entry) in enumerate(futures, 1):
-                    slots[path][entry] = future.result()
-                    if progress is not None:
-                        progress(1)
-                    if done % 50 == 0:
-                        save()
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C or a failure: drop the queued runs
-                raise
-            pool.shutdown()
+        for done, ((path, entry, _), result) in enumerate(zip(todo, score_runs([(p, c) for p, _, c in todo], skip, min_area, jobs)), 1):
+            slots[path][entry] = result
+            if progress is not None:
+                progress(1)
+            if done % 50 == 0:
+                save()
     finally:
         if todo:
             save()

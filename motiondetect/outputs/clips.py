@@ -19,6 +19,7 @@ import numpy as np
 
 from motiondetect.outputs.events import EventSegmenter, MotionEvent
 from motiondetect.outputs.sinks import Sink
+from motiondetect.outputs.stream_copy import copy_clips
 from motiondetect.outputs.writer import VideoWriter
 
 
@@ -159,3 +160,34 @@ class MotionOnlySink(_EventFramesSink):
 
     def describe(self):
         return str(self.path) if self._writer is not None else None
+
+
+class CopiedClipSink(Sink):
+    """Cuts one clip per motion event out of the input file by stream copy when the run ends
+    (``--clip-mode copy``): the original quality, no re-encoding, no overlays; each clip starts
+    at the keyframe at or before its padded event's first frame (DVR-Scan's copy mode does the
+    same), so it may begin up to one GOP early (:func:`~motiondetect.outputs.stream_copy.copy_clips`).
+
+    Args:
+        source: the input video file.
+        folder: existing folder for the clips, named as :class:`ClipSink` names them.
+        stem: file-name prefix (the input's stem).
+        events: the run's segmenter; its events are final when the sink is closed.
+    """
+
+    def __init__(self, source: str | Path, folder: str | Path, stem: str, events: EventSegmenter) -> None:
+        self.source, self.folder, self.stem, self.events = source, Path(folder), stem, events
+        self.spans: list[tuple[float, float]] = []
+
+    def consume(self, frame, result):
+        pass  # the clips are cut from the file once the events are known
+
+    def close(self, summary):
+        # Whatever ended the run, the events found so far get their clips.
+        events = self.events.events
+        spans = [(e.start_frame / e.fps, e.end_frame / e.fps) for e in events]
+        paths = [self.folder / clip_name(self.stem, e.index) for e in events]
+        self.spans = copy_clips(self.source, spans, paths) if events else []
+
+    def describe(self):
+        return f"{len(self.spans)} clips (stream copy) in {self.folder}"

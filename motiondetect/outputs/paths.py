@@ -75,7 +75,9 @@ class OutputPaths:
     events: list[Path] = field(default_factory=list)
     mask_video: Path | None = None
     clips: Path | None = None
+    clips_by_copy: bool = False
     masks: Path | None = None
+    plot: Path | None = None
 
 
 def plan_outputs(
@@ -103,7 +105,17 @@ def plan_outputs(
         out.mask_video = _output_path(
             _named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video"
         )
-    files = [("output video", out.video), *(("events file", e) for e in out.events), ("mask video", out.mask_video)]
+    plot = getattr(args, "plot", None)
+    if plot:
+        if Path(plot).suffix.lower() != ".png":
+            raise UsageError(f"--plot {plot!r}: expected a .png file name")
+        out.plot = _output_path(_named(plot, stem, several, "--plot"), f"{stem}_motion.png", inputs, args.overwrite, "plot")
+    files = [
+        ("output video", out.video),
+        *(("events file", e) for e in out.events),
+        ("mask video", out.mask_video),
+        ("plot", out.plot),
+    ]
     seen: dict[Path, str] = {}
     for what, path in files:
         if path is None:
@@ -117,6 +129,7 @@ def plan_outputs(
     taken.update(seen)
     if args.clips:
         out.clips = _output_folder(args.clips, clip_name(stem, 1), args.overwrite, "--clips folder")
+        out.clips_by_copy = getattr(args, "clip_mode", "encode") == "copy"
     if args.masks:
         out.masks = _output_folder(args.masks, mask_name(stem, 0), args.overwrite, "--masks folder")
     return out

@@ -17,7 +17,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from motiondetect.core.errors import UsageError
-from motiondetect.outputs.events import format_timecode
+from motiondetect.outputs.events import EventSegmenter, format_timecode
+from motiondetect.outputs.sinks import Sink
 
 #: Resolution of every picture, pixels per inch.
 DPI = 100
@@ -266,3 +267,29 @@ def _save_png(canvas, path: str | Path) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class MotionPlotSink(Sink):
+    """Collects every frame's motion fraction and draws :func:`plot_motion` when the run ends
+    (``--plot FILE.png``), also after Ctrl-C or a failure: the picture shows what was processed.
+
+    Args:
+        path: PNG file to write.
+        events: the run's segmenter (its trigger is the dashed line; its events are shaded).
+        fps: frames per second of the input, for the time axis.
+        title: the picture's title (the input's name).
+    """
+
+    def __init__(self, path: str | Path, events: EventSegmenter, fps: float, title: str = "") -> None:
+        self.path, self.events, self.fps, self.title = Path(path), events, fps, title
+        self.fractions: list[float] = []
+
+    def consume(self, frame, result):
+        self.fractions.append(result.motion_fraction)
+
+    def close(self, summary):
+        spans = [(e.start_frame / e.fps, e.end_frame / e.fps) for e in self.events.events]
+        plot_motion(self.path, np.asarray(self.fractions, np.float64), self.fps, spans, self.events.trigger, title=self.title)
+
+    def describe(self):
+        return str(self.path)

@@ -109,6 +109,8 @@ def chunked_problem(args: argparse.Namespace, config: dict[str, Any]) -> str | N
     ):
         if given:
             return f"{flag} reads one stream in order; it cannot go with --jobs or --scheduler"
+    if args.plot or args.clip_mode == "copy":
+        return "--plot and --clip-mode copy are not yet supported with --jobs or --scheduler; run without them"
     if config["scan"]["frame_skip"]:
         return "--frame-skip counts frames from the start of the stream; it cannot go with --jobs or --scheduler"
     return None
