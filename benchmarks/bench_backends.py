@@ -15,11 +15,12 @@ import argparse
 import statistics
 import time
 
-from motiondetect.config import build_filters, load_config
-from motiondetect.cuda_handler import CUDAHandler
-from motiondetect.detector import MotionDetector
-from motiondetect.platform import cuda_device_error
-from motiondetect.video import VideoHandler, as_bgr
+from motiondetect.core.picture import as_bgr
+from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.gpu.platform import cuda_device_error
+from motiondetect.pipeline.config import build_filters, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.sources.video import VideoHandler
 
 
 def time_backend(frames, cuda, repeats: int, config: dict) -> float:
@@ -46,7 +47,9 @@ def main() -> None:
     with VideoHandler(args.video) as video:
         frames = [as_bgr(f.image) for _, f in zip(range(args.max_frames), video)]
     height, width = frames[0].shape[:2]
-    print(f"{args.video}: {len(frames)} frames of {width}x{height}, config {args.config or 'built-in defaults'}, median of {args.repeats} passes")
+    print(
+        f"{args.video}: {len(frames)} frames of {width}x{height}, config {args.config or 'built-in defaults'}, median of {args.repeats} passes"
+    )
     print("| backend | device | fps |\n| --- | --- | --- |")
     seconds = time_backend(frames, None, args.repeats, config)
     print(f"| cpu | - | {len(frames) / seconds:,.0f} |")

@@ -34,11 +34,12 @@ import time
 from pathlib import Path
 
 import cv2
-
 from bench_throughput import ROOT, backend_pipeline, make_input, median_rate, opencv_pipeline
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import MotionDetector
-from motiondetect.video import VideoHandler, as_bgr
+
+from motiondetect.core.picture import as_bgr
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.sources.video import VideoHandler
 
 
 def no_video_pipeline(frames) -> None:
@@ -86,18 +87,38 @@ def main() -> None:
         luma = median_rate(count, lambda: no_video_pipeline(pictures), args.repeats)
         full = median_rate(count, lambda: backend_pipeline(frames, None), args.repeats)
         rows.append(("OpenCV reference pipeline (bench_throughput), decoded frames in memory", opencv, ""))
-        rows.append(("our CPU backend, as --no-video runs it (decoded yuv420p pictures: luma read in place)", luma, f"{luma / opencv:.2f}x OpenCV"))
+        rows.append(
+            ("our CPU backend, as --no-video runs it (decoded yuv420p pictures: luma read in place)", luma, f"{luma / opencv:.2f}x OpenCV")
+        )
         rows.append(("our CPU backend, no mask out, no annotation, fed the BGR frames", no_video, f"{no_video / opencv:.2f}x OpenCV"))
         rows.append(("our CPU backend, mask and annotated frame out", full, f"{full / opencv:.2f}x OpenCV"))
 
         events = folder / "events.json"
-        ours = [sys.executable, "-m", "motiondetect", str(path), "--no-video", "--backend", "cpu", "-q", "--overwrite", "--events", str(events)]
+        ours = [
+            sys.executable,
+            "-m",
+            "motiondetect",
+            str(path),
+            "--no-video",
+            "--backend",
+            "cpu",
+            "-q",
+            "--overwrite",
+            "--events",
+            str(events),
+        ]
         e2e = process_rate(ours, count, args.repeats, folder)
         dvr = None
         if args.dvr_scan:
             dvr = process_rate([args.dvr_scan, "-i", str(path), "-so"], count, args.repeats, folder)
             rows.append(("DVR-Scan -so, whole process", dvr, ""))
-        rows.append(("motiondetect --no-video --backend cpu -q, whole process", e2e, f"{e2e / dvr:.2f}x DVR-Scan" if dvr else "DVR-Scan not found: row skipped"))
+        rows.append(
+            (
+                "motiondetect --no-video --backend cpu -q, whole process",
+                e2e,
+                f"{e2e / dvr:.2f}x DVR-Scan" if dvr else "DVR-Scan not found: row skipped",
+            )
+        )
     print(f"frames per second, median of {args.repeats}")
     print("| measure | fps | ratio |")
     print("| --- | --- | --- |")

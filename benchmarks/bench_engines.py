@@ -14,8 +14,8 @@ import statistics
 
 import numpy as np
 
-from motiondetect.cuda_handler import CUDAHandler
 from motiondetect.filters import REGISTRY, Kind
+from motiondetect.gpu.cuda_handler import CUDAHandler
 
 SIZES = {"1920x1080": (1080, 1920), "3840x2160": (2160, 3840)}
 

@@ -36,12 +36,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_throughput import make_input, median_rate  # noqa: E402
 
-from motiondetect.batch import BatchDetector  # noqa: E402
-from motiondetect.config import build_filters, default_config  # noqa: E402
-from motiondetect.cuda_handler import CUDAHandler  # noqa: E402
-from motiondetect.nvdec import NvdecSource, nvdec_problem  # noqa: E402
-from motiondetect.picture import Picture  # noqa: E402
-from motiondetect.video import Frame, VideoHandler, VideoWriter  # noqa: E402
+from motiondetect.core.picture import Picture  # noqa: E402
+from motiondetect.core.types import Frame
+from motiondetect.gpu.cuda_handler import CUDAHandler  # noqa: E402
+from motiondetect.outputs.writer import VideoWriter  # noqa: E402
+from motiondetect.pipeline.batch import BatchDetector  # noqa: E402
+from motiondetect.pipeline.config import build_filters, default_config  # noqa: E402
+from motiondetect.sources.nvdec import NvdecSource, nvdec_problem  # noqa: E402
+from motiondetect.sources.video import VideoHandler  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def process_rate(count: int, repeats: int, argv: list[str]) -> float:
     """Frames per second of a whole process (start-up included), median of ``repeats`` after
     one untimed run (which fills the kernel cache and the page cache)."""
+
     def once() -> float:
         started = time.perf_counter()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -151,6 +154,7 @@ def pyav_decode_rate(path: Path, count: int, repeats: int) -> float:
         with VideoHandler(str(path)) as video:
             for frame in video:
                 frame.image.y  # the Y plane, in place
+
     return median_rate(count, run, repeats)
 
 
@@ -159,6 +163,7 @@ def x264_rate(pictures: list[Picture], folder: Path, preset: str, repeats: int) 
         with VideoWriter(folder / f"x264_{preset}.mp4", 25.0, pictures[0].size, preset) as writer:
             for picture in pictures:
                 writer.write(picture)
+
     return median_rate(len(pictures), run, repeats)
 
 
@@ -205,28 +210,76 @@ def main() -> None:
 
             events = folder / "e.json"
             decode_nv = process_rate(count, args.repeats, [sys.executable, "-c", NVDEC_ONLY, str(path), str(count)])
-            nv_scan, nv_loop = motiondetect_process(count, args.repeats, events, str(path), "--no-video", "--decoder", "nvdec", "--backend", "cuda")
+            nv_scan, nv_loop = motiondetect_process(
+                count, args.repeats, events, str(path), "--no-video", "--decoder", "nvdec", "--backend", "cuda"
+            )
             rows.append((label, "--no-video, NVDEC, one decoder (process)", nv_scan, "NVDEC decode-only (process)", decode_nv))
-            rows.append((label, "  the same, loop only (start-up excluded)", nv_loop, "NVDEC decode-only, in process", nvdec_decode_rate(cuda, path, count, args.repeats)))
+            rows.append(
+                (
+                    label,
+                    "  the same, loop only (start-up excluded)",
+                    nv_loop,
+                    "NVDEC decode-only, in process",
+                    nvdec_decode_rate(cuda, path, count, args.repeats),
+                )
+            )
 
             for k in [int(b) for b in args.batches.split(",")]:
-                rows.append((label, f"on-device pipeline, default config, K={k}", on_device_rate(cuda, pictures, k, args.repeats), "target", 25_000 if size[0] <= 1920 else 6_000))
+                rows.append(
+                    (
+                        label,
+                        f"on-device pipeline, default config, K={k}",
+                        on_device_rate(cuda, pictures, k, args.repeats),
+                        "target",
+                        25_000 if size[0] <= 1920 else 6_000,
+                    )
+                )
 
-            rows.append((label, "host pictures in -> annotated + masks out", host_to_host_rate(cuda, pictures, 32, args.repeats), "PCIe, same bytes", pcie_rate(cuda, size, args.repeats)))
+            rows.append(
+                (
+                    label,
+                    "host pictures in -> annotated + masks out",
+                    host_to_host_rate(cuda, pictures, 32, args.repeats),
+                    "PCIe, same bytes",
+                    pcie_rate(cuda, size, args.repeats),
+                )
+            )
 
             for preset in ("veryfast", "ultrafast"):
-                video, video_loop = motiondetect_process(count, args.repeats, events, str(path), "-o", out, "--preset", preset, "--backend", "cuda")
+                video, video_loop = motiondetect_process(
+                    count, args.repeats, events, str(path), "-o", out, "--preset", preset, "--backend", "cuda"
+                )
                 x264 = x264_rate(pictures, folder, preset, args.repeats)
                 rows.append((label, f"annotated video, {preset} (process)", video, f"libx264 alone on yuv420p, {preset}", x264))
-                rows.append((label, "  the same, loop only (start-up and encoder flush excluded)", video_loop, f"libx264 alone on yuv420p, {preset}", x264))
+                rows.append(
+                    (
+                        label,
+                        "  the same, loop only (start-up and encoder flush excluded)",
+                        video_loop,
+                        f"libx264 alone on yuv420p, {preset}",
+                        x264,
+                    )
+                )
 
             decode_cpu = process_rate(count, args.repeats, [sys.executable, "-c", PYAV_ONLY, str(path), str(count)])
-            cpu_scan, cpu_loop = motiondetect_process(count, args.repeats, events, str(path), "--no-video", "--decoder", "cpu", "--backend", "cuda")
+            cpu_scan, cpu_loop = motiondetect_process(
+                count, args.repeats, events, str(path), "--no-video", "--decoder", "cpu", "--backend", "cuda"
+            )
             rows.append((label, "--no-video, CPU decoder (PyAV) (process)", cpu_scan, "PyAV decode-only (process)", decode_cpu))
-            rows.append((label, "  the same, loop only (start-up excluded)", cpu_loop, "PyAV decode-only, in process", pyav_decode_rate(path, count, args.repeats)))
+            rows.append(
+                (
+                    label,
+                    "  the same, loop only (start-up excluded)",
+                    cpu_loop,
+                    "PyAV decode-only, in process",
+                    pyav_decode_rate(path, count, args.repeats),
+                )
+            )
             print(f"{label} done", flush=True)
         before, after = memory_over(cuda, pictures_of(path)[:64], args.long, 32)
-        print(f"\nGPU memory free after warm-up {before / 2**20:.1f} MiB, after {args.long} frames {after / 2**20:.1f} MiB (change {(after - before) / 2**20:+.1f} MiB)")
+        print(
+            f"\nGPU memory free after warm-up {before / 2**20:.1f} MiB, after {args.long} frames {after / 2**20:.1f} MiB (change {(after - before) / 2**20:+.1f} MiB)"
+        )
     print("\n| size | measure | fps | reference | fps | share |\n| --- | --- | ---: | --- | ---: | ---: |")
     for label, what, rate, ref, ref_rate in rows:
         print(f"| {label} | {what} | {rate:,.0f} | {ref} | {ref_rate:,.0f} | {100 * rate / ref_rate:.0f} % |")

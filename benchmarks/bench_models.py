@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_gpu_resident import on_device_rate, pictures_of  # noqa: E402
 from bench_throughput import make_input  # noqa: E402
 
-from motiondetect.config import default_config, load_config  # noqa: E402
-from motiondetect.cuda_handler import CUDAHandler  # noqa: E402
+from motiondetect.gpu.cuda_handler import CUDAHandler  # noqa: E402
+from motiondetect.pipeline.config import default_config, load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("clip", nargs="?", default=str(ROOT / "samples" / "highway_traffic_320x240.avi"))
-    parser.add_argument("--configs", default=str(ROOT / "configs" / "subsense.yaml"), help="comma-separated presets to compare with the default")
+    parser.add_argument(
+        "--configs", default=str(ROOT / "configs" / "subsense.yaml"), help="comma-separated presets to compare with the default"
+    )
     parser.add_argument("--batches", default="1,32", help="batch sizes K [default: 1,32]")
     parser.add_argument("--size", default="1920x1080")
     parser.add_argument("--frames", type=int, default=64, help="frames of the upscaled clip (at least the largest K)")

@@ -4,7 +4,7 @@ Makes (or takes) one 1080p H.264 file of ``--frames`` frames (a real clip upscal
 written frame by frame), then measures, each once, whole processes from the shell:
 
 1. NVDEC decode only: ``--threads`` threads in this process, each decoding the whole file with
-   its own NVDEC decoder (``motiondetect.nvdec.NvdecSource``); the aggregate frames per second.
+   its own NVDEC decoder (``motiondetect.sources.nvdec.NvdecSource``); the aggregate frames per second.
    Against it: ``motiondetect FILE --no-video --jobs N --chunk S`` on one GPU (target >= 90 %).
 2. The CPU backend: ``motiondetect FILE --no-video --backend cpu --jobs auto`` against DVR-Scan's
    scan-only ``dvr-scan -i FILE -so`` (target >= 4x; the row says so when dvr-scan is missing).
@@ -35,7 +35,9 @@ import cv2
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from motiondetect.video import VideoHandler, VideoWriter, as_bgr  # noqa: E402
+from motiondetect.core.picture import as_bgr  # noqa: E402
+from motiondetect.outputs.writer import VideoWriter  # noqa: E402
+from motiondetect.sources.video import VideoHandler  # noqa: E402
 
 
 def make_input(clip: Path, size: tuple[int, int], frames: int, folder: Path) -> Path:
@@ -62,13 +64,13 @@ def frame_count(path: Path) -> int:
 
 def nvdec_decode_rate(path: Path, threads: int, frames: int) -> tuple[float | None, str]:
     """Aggregate frames per second of ``threads`` NVDEC decoders decoding ``path`` at once."""
-    from motiondetect.nvdec import nvdec_problem
+    from motiondetect.sources.nvdec import nvdec_problem
 
     problem = nvdec_problem()
     if problem:
         return None, f"NVDEC unavailable: {problem}"
-    from motiondetect.cuda_handler import CUDAHandler
-    from motiondetect.nvdec import NvdecSource
+    from motiondetect.gpu.cuda_handler import CUDAHandler
+    from motiondetect.sources.nvdec import NvdecSource
 
     errors: list[BaseException] = []
 
@@ -104,7 +106,7 @@ def command_rate(command: list[str], frames: int, cwd: Path, env: dict | None = 
 
 
 def gpu_count() -> int:
-    from motiondetect.platform import cuda_device_error
+    from motiondetect.gpu.platform import cuda_device_error
 
     if cuda_device_error():
         return 0
@@ -159,7 +161,9 @@ def main() -> None:
             os.symlink(path, link)
             files.append(str(link))
         if gpus:
-            single, note1 = command_rate(md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder, one_gpu)
+            single, note1 = command_rate(
+                md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder, one_gpu
+            )
             rows.append((f"{len(files)} files, --jobs {args.jobs}, one GPU", single, note1))
             every, note2 = command_rate(md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder)
             ratio = f"{every / single:.2f}x one GPU (target >= 1.8x on 2 GPUs)" if every and single else note2

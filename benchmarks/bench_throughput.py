@@ -29,12 +29,14 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from motiondetect.cli import main as motiondetect_main
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import MotionDetector, queue_mask_stats
-from motiondetect.platform import cuda_device_error
-from motiondetect.threads import BackgroundWriter, PrefetchReader
-from motiondetect.video import VideoHandler, VideoWriter, as_bgr
+from motiondetect.apps.cli import main as motiondetect_main
+from motiondetect.core.picture import as_bgr
+from motiondetect.gpu.platform import cuda_device_error
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import MotionDetector, queue_mask_stats
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
+from motiondetect.sources.video import VideoHandler
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +77,7 @@ def decode_only(path: Path) -> None:
 
 def decode_encode_only(path: Path, out: Path) -> None:
     with VideoHandler(path) as video:
-        writer = BackgroundWriter(video.writer(out))
+        writer = BackgroundWriter(VideoWriter(out, video.fps, video.size))
         for frame in PrefetchReader(video):
             writer.write(frame.image)
         writer.close()
@@ -183,7 +185,7 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         cuda = None
         if cuda_device_error() is None:
-            from motiondetect.cuda_handler import CUDAHandler
+            from motiondetect.gpu.cuda_handler import CUDAHandler
 
             cuda = stack.enter_context(CUDAHandler())  # released even when a measurement fails
             print(f"GPU: {cuda.device_name}")
@@ -211,11 +213,27 @@ def measure(args, sizes, cuda) -> None:
             cell("PCIe: BGR in + out, pinned, overlapped (limit for processing)", pcie)
             cell("OpenCV CPU pipeline, frames in memory", median_rate(count, lambda: opencv_pipeline(frames), args.repeats))
             cell("our CPU backend, frames in memory", median_rate(count, lambda: backend_pipeline(frames, None), args.repeats))
-            cell("our CUDA backend: processing, host -> host (x PCIe limit)", median_rate(count, lambda: backend_pipeline(frames, cuda), args.repeats) if cuda else None, pcie)
-            cell("our CUDA backend: on-device kernels (x 25,000 target)", on_device(cuda, frames, args.repeats) if cuda else None, 25_000 if cuda and size[0] <= 1920 else None)
+            cell(
+                "our CUDA backend: processing, host -> host (x PCIe limit)",
+                median_rate(count, lambda: backend_pipeline(frames, cuda), args.repeats) if cuda else None,
+                pcie,
+            )
+            cell(
+                "our CUDA backend: on-device kernels (x 25,000 target)",
+                on_device(cuda, frames, args.repeats) if cuda else None,
+                25_000 if cuda and size[0] <= 1920 else None,
+            )
             backend = "cuda" if cuda else "cpu"
-            cell(f"end to end --no-video, {backend} (x decode only)", statistics.median(end_to_end(path, folder, False, backend) for _ in range(args.repeats)), decode)
-            cell(f"end to end with video, {backend} (x decode + encode)", statistics.median(end_to_end(path, folder, True, backend) for _ in range(args.repeats)), transcode)
+            cell(
+                f"end to end --no-video, {backend} (x decode only)",
+                statistics.median(end_to_end(path, folder, False, backend) for _ in range(args.repeats)),
+                decode,
+            )
+            cell(
+                f"end to end with video, {backend} (x decode + encode)",
+                statistics.median(end_to_end(path, folder, True, backend) for _ in range(args.repeats)),
+                transcode,
+            )
     print(f"frames per second, median of {args.repeats}; in brackets: share of the row's limit or target")
     print("| measure | " + " | ".join(f"{w}x{h}" for w, h in sizes) + " |")
     print("| --- |" + " --- |" * len(sizes))

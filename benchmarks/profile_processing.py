@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from motiondetect.config import build_filters, default_config
-from motiondetect.cuda_handler import CUDAHandler
-from motiondetect.detector import MotionDetector
+from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import MotionDetector
 
 
 def median_us(step, runs: int) -> float:
@@ -72,7 +72,9 @@ def main() -> None:
         device = cuda.buffer("frame", frames[0].shape)
         start, stop = drv.Event(), drv.Event()
         filters = detector.filters
-        outputs = [cuda.buffer(("profile_stage", i), f.output_shape(frames[0].shape if i == 0 else (height, width))) for i, f in enumerate(filters)]
+        outputs = [
+            cuda.buffer(("profile_stage", i), f.output_shape(frames[0].shape if i == 0 else (height, width))) for i, f in enumerate(filters)
+        ]
 
         def kernels():
             image = device

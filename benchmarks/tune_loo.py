@@ -1,6 +1,6 @@
 """Leave-one-clip-out tuning over the dev set, with a score cache: ``motiondetect evaluate --loo`` for long runs.
 
-The grid, the scoring and the table live in :mod:`motiondetect.tuning` (``motiondetect evaluate
+The grid, the scoring and the table live in :mod:`motiondetect.evaluation.tuning` (``motiondetect evaluate
 --loo`` prints the same table after its per-clip tables). This script skips the per-clip tables,
 scores the anchors in the worker processes too, and keeps every score in a cache by default, so
 a rerun, a grown grid or more clips compute only what is missing::
@@ -20,10 +20,10 @@ import os
 import sys
 from pathlib import Path
 
-from motiondetect.config import load_config
-from motiondetect.errors import MotionDetectError
-from motiondetect.evaluate import DEFAULT_SKIP, load_folder
-from motiondetect.tuning import GRIDS, format_loo_table, tune
+from motiondetect.core.errors import MotionDetectError
+from motiondetect.evaluation.scoring import DEFAULT_SKIP, load_folder
+from motiondetect.evaluation.tuning import GRIDS, format_loo_table, tune
+from motiondetect.pipeline.config import load_config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +40,16 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config)
         for path in args.folders:
             load_folder(path)  # all readable before any work
-        result = tune(args.folders, config, grid=args.grid, skip=args.skip, min_area=config["events"]["min_area"], jobs=args.jobs, anchors=True, cache_path=args.cache)
+        result = tune(
+            args.folders,
+            config,
+            grid=args.grid,
+            skip=args.skip,
+            min_area=config["events"]["min_area"],
+            jobs=args.jobs,
+            anchors=True,
+            cache_path=args.cache,
+        )
     except MotionDetectError as exc:
         print(f"tune_loo: error: {exc}", file=sys.stderr)
         return exc.exit_code

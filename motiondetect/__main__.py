@@ -2,7 +2,7 @@
 
 import sys
 
-from motiondetect.cli import main as _main
+from motiondetect.apps.cli import main as _main
 
 
 def main() -> int:

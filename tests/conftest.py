@@ -21,7 +21,8 @@ def sample_clip() -> Path:
 @pytest.fixture(scope="session")
 def sample_frames(sample_clip) -> list[np.ndarray]:
     """The first 60 decoded frames of the bundled clip, (240, 320, 3) uint8 BGR."""
-    from motiondetect.video import VideoHandler, as_bgr
+    from motiondetect.core.picture import as_bgr
+    from motiondetect.sources.video import VideoHandler
 
     with VideoHandler(sample_clip) as video:
         return [as_bgr(f.image) for _, f in zip(range(60), video)]
@@ -56,12 +57,12 @@ def bands(request, monkeypatch):
 @pytest.fixture(scope="session")
 def cuda():
     """An entered CUDAHandler; skips the test when PyCUDA or a device is missing."""
-    from motiondetect.platform import cuda_device_error
+    from motiondetect.gpu.platform import cuda_device_error
 
     reason = cuda_device_error()
     if reason:
         pytest.skip(f"no CUDA: {reason}")
-    from motiondetect.cuda_handler import CUDAHandler
+    from motiondetect.gpu.cuda_handler import CUDAHandler
 
     with CUDAHandler() as handler:
         yield handler

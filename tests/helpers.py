@@ -73,7 +73,7 @@ def run_cli(monkeypatch, capsys, cwd, *argv) -> tuple[int, str, str]:
 
     argparse's usage errors (``SystemExit``) come back as their exit code.
     """
-    from motiondetect.cli import main
+    from motiondetect.apps.cli import main
 
     monkeypatch.chdir(cwd)
     try:
@@ -91,24 +91,28 @@ SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
 
 def seed_config() -> dict:
     """The loaded configs/seed.yaml."""
-    from motiondetect.config import load_config
+    from motiondetect.pipeline.config import load_config
 
     return load_config(SEED_YAML)
 
 
 def same_image(a, b) -> bool:
     """Whether two result frames hold the same bits: BGR arrays, or pictures plane by plane."""
-    from motiondetect.picture import Picture
+    from motiondetect.core.picture import Picture
 
     if isinstance(a, Picture) or isinstance(b, Picture):
         return (
-            isinstance(a, Picture) and isinstance(b, Picture) and a.full_range == b.full_range
+            isinstance(a, Picture)
+            and isinstance(b, Picture)
+            and a.full_range == b.full_range
             and all(np.array_equal(x, y) for x, y in zip((a.y, a.u, a.v), (b.y, b.u, b.v)))
         )
     return np.array_equal(a, b)
 
 
-def make_folder(root: Path, count=12, first=100, height=36, width=48, temporal=None, roi=None) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
+def make_folder(
+    root: Path, count=12, first=100, height=36, width=48, temporal=None, roi=None
+) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
     """A grey background with a square moving 3 pixels a frame; labels mark the square 255 and
     its one-pixel outline 170 (PNG frames: lossless, so the difference is exact)."""
     (root / "input").mkdir(parents=True)

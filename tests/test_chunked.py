@@ -16,22 +16,29 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-
-from motiondetect.chunk_task import KILL_WORKER_ENV, ChunkJob, run_chunk
-from motiondetect.chunks import packet_timestamps, plan_chunks, warmup_frames
-from motiondetect.config import build_filters, load_config
-from motiondetect.detector import MotionDetector
-from motiondetect.events import EventSegmenter
-from motiondetect.filters import GaussianBackground, RunningAverage
-from motiondetect.video import VideoHandler
-
 from helpers import SEED_YAML, one_line_error, run_cli
+
+from motiondetect.filters import GaussianBackground, RunningAverage
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.pipeline.config import build_filters, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.scaleout.chunk_task import KILL_WORKER_ENV, ChunkJob, run_chunk
+from motiondetect.scaleout.chunks import packet_timestamps, plan_chunks, warmup_frames
+from motiondetect.sources.video import VideoHandler
 
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
 
 ROOT = Path(__file__).resolve().parent.parent
 VIDEOS = next(
-    (p for p in (Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos", ROOT.parent / "shared" / "samples" / "videos", ROOT / "shared" / "samples" / "videos") if p.is_dir()),
+    (
+        p
+        for p in (
+            Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos",
+            ROOT.parent / "shared" / "samples" / "videos",
+            ROOT / "shared" / "samples" / "videos",
+        )
+        if p.is_dir()
+    ),
     None,
 )
 BUNDLED = ROOT / "samples" / "highway_traffic_320x240.avi"
@@ -144,7 +151,10 @@ def test_background_model_agrees_after_the_warmup(path, config, tmp_path):
     assert len(chunks) >= 3
     stitched = np.concatenate([r.fractions for r in results])
     assert len(stitched) == len(fractions)
-    same = sum(int(np.count_nonzero(cv2.imread(str(tmp_path / f"{path.stem}_{i:06d}.png"), cv2.IMREAD_GRAYSCALE) == mask)) for i, mask in enumerate(masks))
+    same = sum(
+        int(np.count_nonzero(cv2.imread(str(tmp_path / f"{path.stem}_{i:06d}.png"), cv2.IMREAD_GRAYSCALE) == mask))
+        for i, mask in enumerate(masks)
+    )
     assert same / (len(masks) * masks[0].size) >= 0.999
     with VideoHandler(path) as video:
         fps, (w, h) = video.fps, video.size
@@ -187,7 +197,9 @@ def test_command_equals_the_sequential_run(scheduler, monkeypatch, capsys, tmp_p
     args = [BUNDLED, "-c", SEED_YAML, "--timecode", "--masks", "masks", "--clips", "clips", "-o", "out.mp4", "--chunk", "5"]
     expected = _sequential_report(monkeypatch, capsys, tmp_path / "seq", *args)
     (tmp_path / "chunked").mkdir()
-    rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "chunked", *args, "--events", "report.json", "--backend", "cpu", "-q", "--scheduler", address)
+    rc, _, err = run_cli(
+        monkeypatch, capsys, tmp_path / "chunked", *args, "--events", "report.json", "--backend", "cpu", "-q", "--scheduler", address
+    )
     assert rc == 0, err
     got = _report(tmp_path / "chunked")
     for report in (expected, got):
@@ -205,10 +217,23 @@ def test_command_equals_the_sequential_run(scheduler, monkeypatch, capsys, tmp_p
 
 
 def test_interrupted_run_resumes_with_the_same_report(scheduler, monkeypatch, capsys, tmp_path):
-    from motiondetect import manifest
+    from motiondetect.scaleout import manifest
 
     address, _, _ = scheduler
-    args = [VIDEOS / "bgslibrary_video.avi" if VIDEOS else BUNDLED, "-c", SEED_YAML, "--no-video", "--events", "report.json", "--backend", "cpu", "--scheduler", address, "--chunk", "2"]
+    args = [
+        VIDEOS / "bgslibrary_video.avi" if VIDEOS else BUNDLED,
+        "-c",
+        SEED_YAML,
+        "--no-video",
+        "--events",
+        "report.json",
+        "--backend",
+        "cpu",
+        "--scheduler",
+        address,
+        "--chunk",
+        "2",
+    ]
     (tmp_path / "whole").mkdir()
     assert run_cli(monkeypatch, capsys, tmp_path / "whole", *args, "-q")[0] == 0
     expected = _report(tmp_path / "whole")
@@ -284,7 +309,7 @@ def test_bad_values_are_one_line_errors(monkeypatch, capsys, tmp_path, argv, exp
 
 
 def test_unreachable_scheduler_and_missing_dask_are_one_line_errors(monkeypatch, capsys, tmp_path):
-    from motiondetect import cluster
+    from motiondetect.scaleout import cluster
 
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
     rc, _, err = run_cli(monkeypatch, capsys, tmp_path, BUNDLED, "--no-video", "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:9")

@@ -1,4 +1,4 @@
-"""The command line, in process (motiondetect.cli.main) and as a real subprocess."""
+"""The command line, in process (motiondetect.apps.cli.main) and as a real subprocess."""
 
 from __future__ import annotations
 
@@ -12,22 +12,33 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-
-import motiondetect
 from helpers import offline_events, one_line_error, video_grey
 from helpers import run_cli as run_main
-from motiondetect.cli import main
+
+import motiondetect
+from motiondetect.apps.cli import main
 from motiondetect.filters import REGISTRY
-from motiondetect.platform import cuda_device_error
-from motiondetect.video import VideoWriter
+from motiondetect.gpu.platform import cuda_device_error
+from motiondetect.outputs.writer import VideoWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The case study's pipeline, which independent_mask() below reproduces with OpenCV.
 SEED_YAML = ROOT / "configs" / "seed.yaml"
 REPORT_KEYS = {"input", "fps", "frame_count", "backend", "config", "events", "complete"}
 EVENT_KEYS = {
-    "index", "start_frame", "end_frame", "start_timecode", "end_timecode", "start_time", "end_time", "duration",
-    "motion_start_frame", "motion_end_frame", "peak_motion", "mean_motion", "bbox",
+    "index",
+    "start_frame",
+    "end_frame",
+    "start_timecode",
+    "end_timecode",
+    "start_time",
+    "end_time",
+    "duration",
+    "motion_start_frame",
+    "motion_end_frame",
+    "peak_motion",
+    "mean_motion",
+    "bbox",
 }
 
 
@@ -278,7 +289,9 @@ def test_no_video_writes_only_json(tmp_path, sequence, monkeypatch, capsys):
     assert report["output_video"] is None and report["frame_count"] == 8
 
 
-@pytest.mark.parametrize("value, message", [("300", "out of range"), ("-1", "out of range"), ("abc", "expected int"), ("2.5", "expected int")])
+@pytest.mark.parametrize(
+    "value, message", [("300", "out of range"), ("-1", "out of range"), ("abc", "expected int"), ("2.5", "expected int")]
+)
 def test_threshold_argument_checked(tmp_path, sequence, monkeypatch, capsys, value, message):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as info:
@@ -308,7 +321,10 @@ def test_bad_config_exits_2_with_one_line(tmp_path, sequence, monkeypatch, capsy
 
 def test_config_file_applies_and_threshold_flag_wins(tmp_path, sequence, monkeypatch, capsys):
     config = tmp_path / "my.yaml"
-    config.write_text("backend: cpu\nevents:\n  min_area: 0.5\npipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 9\n", encoding="utf-8")
+    config.write_text(
+        "backend: cpu\nevents:\n  min_area: 0.5\npipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 9\n",
+        encoding="utf-8",
+    )
     rc, _, _ = run_main(monkeypatch, capsys, tmp_path, sequence, "-c", config, "--threshold", "11", "--no-video")
     assert rc == 0
     report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
@@ -364,7 +380,7 @@ def test_auto_backend_falls_back_to_cpu(tmp_path, sequence, monkeypatch, capsys)
 
 
 def test_cublas_engine_with_cpu_backend(tmp_path, sequence, monkeypatch, capsys):
-    from motiondetect.cli import build_parser
+    from motiondetect.apps.cli import build_parser
 
     if "--engine" not in build_parser().format_help():
         pytest.skip("this version has no --engine")
@@ -407,7 +423,7 @@ def test_normal_run_prints_a_summary(tmp_path, sequence, monkeypatch, capsys):
 
 
 def test_interrupt_keeps_partial_outputs(tmp_path, sequence, monkeypatch, capsys):
-    from motiondetect.detector import MotionDetector
+    from motiondetect.pipeline.detector import MotionDetector
 
     real = MotionDetector.process
     calls = []

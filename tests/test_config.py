@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from motiondetect.config import build_filters, default_config, load_config, merge, validate, with_overrides
-from motiondetect.errors import ConfigError
+from motiondetect.core.errors import ConfigError
 from motiondetect.filters import (
     REGISTRY,
     Difference,
@@ -23,6 +22,7 @@ from motiondetect.filters import (
     Threshold,
     Upscale,
 )
+from motiondetect.pipeline.config import build_filters, default_config, load_config, merge, validate, with_overrides
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_YAML = ROOT / "configs" / "default.yaml"
@@ -213,10 +213,12 @@ def test_wrong_type_string_for_threshold(tmp_path):
 
 @pytest.mark.parametrize(
     "entry, key",
-    [("  - filter: threshold\n    threshold: true\n", "pipeline[2].threshold"),
-     ("  - filter: threshold\n  - filter: erosion\n    iterations: yes\n", "pipeline[3].iterations"),
-     ("  - filter: threshold\n  - filter: erosion\n    kernel_size: true\n", "pipeline[3].kernel_size"),
-     ("  - filter: threshold\n  - filter: red_blend\n    alpha: false\n", "pipeline[3].alpha")],
+    [
+        ("  - filter: threshold\n    threshold: true\n", "pipeline[2].threshold"),
+        ("  - filter: threshold\n  - filter: erosion\n    iterations: yes\n", "pipeline[3].iterations"),
+        ("  - filter: threshold\n  - filter: erosion\n    kernel_size: true\n", "pipeline[3].kernel_size"),
+        ("  - filter: threshold\n  - filter: red_blend\n    alpha: false\n", "pipeline[3].alpha"),
+    ],
 )
 def test_bool_is_not_a_number(tmp_path, entry, key):
     problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n" + entry)
@@ -232,12 +234,32 @@ def test_float_threshold_refused(tmp_path):
 @pytest.mark.parametrize(
     "text, key, value",
     [
-        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 300\n", "pipeline[2].threshold", "300"),
+        (
+            "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 300\n",
+            "pipeline[2].threshold",
+            "300",
+        ),
         ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: -1\n", "pipeline[2].threshold", "-1"),
-        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: red_blend\n    alpha: 1.5\n", "pipeline[3].alpha", "1.5"),
-        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 4\n", "pipeline[3].kernel_size", "4"),
-        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 33\n", "pipeline[3].kernel_size", "33"),
-        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    iterations: 0\n", "pipeline[3].iterations", "0"),
+        (
+            "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: red_blend\n    alpha: 1.5\n",
+            "pipeline[3].alpha",
+            "1.5",
+        ),
+        (
+            "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 4\n",
+            "pipeline[3].kernel_size",
+            "4",
+        ),
+        (
+            "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 33\n",
+            "pipeline[3].kernel_size",
+            "33",
+        ),
+        (
+            "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    iterations: 0\n",
+            "pipeline[3].iterations",
+            "0",
+        ),
         ("events:\n  min_area: -0.5\n", "events.min_area", "-0.5"),
         ("events:\n  min_area: 2\n", "events.min_area", "2"),
         ("backend: gpu\n", "backend", "'gpu'"),
@@ -256,7 +278,9 @@ def test_out_of_range_names_the_allowed_range(tmp_path):
 
 
 def test_even_kernel_size_lists_odd_choices(tmp_path):
-    problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 4\n")
+    problems = problems_of(
+        tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: erosion\n    kernel_size: 4\n"
+    )
     assert "3, 5" in problems[0] and "31" in problems[0]
 
 
@@ -406,14 +430,18 @@ def test_with_overrides_without_threshold_filter():
 
 
 def test_engine_global_and_per_filter(tmp_path):
-    config = load_config(write(tmp_path, "engine: cublas\npipeline:\n  - filter: gray\n  - {filter: difference, engine: kernel}\n  - filter: threshold\n"))
+    config = load_config(
+        write(tmp_path, "engine: cublas\npipeline:\n  - filter: gray\n  - {filter: difference, engine: kernel}\n  - filter: threshold\n")
+    )
     engines = {f.NAME: f.engine for f in build_filters(config)}
     # gray takes the global engine, difference its own, threshold has no cuBLAS form.
     assert engines == {"gray": "cublas", "difference": "kernel", "threshold": "kernel"}
 
 
 def test_engine_errors_name_the_allowed_engines(tmp_path):
-    problems = problems_of(tmp_path, "engine: blas\npipeline:\n  - {filter: gray}\n  - {filter: difference}\n  - {filter: threshold, engine: cublas}\n")
+    problems = problems_of(
+        tmp_path, "engine: blas\npipeline:\n  - {filter: gray}\n  - {filter: difference}\n  - {filter: threshold, engine: cublas}\n"
+    )
     assert "engine: 'blas' is not one of kernel, cublas" in problems
     assert "pipeline[2].engine: 'cublas' is not one of kernel" in problems
 
@@ -459,7 +487,7 @@ def test_presets_move_the_way_their_names_say():
 
 
 def test_setting_sections_and_with_settings():
-    from motiondetect.config import SECTIONS, with_settings
+    from motiondetect.pipeline.config import SECTIONS, with_settings
 
     config = with_settings(default_config(), "events", {"min_area": 0.02, "merge_gap": None})
     assert config["events"]["min_area"] == 0.02 and config["events"]["merge_gap"] == 2.0

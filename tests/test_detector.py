@@ -7,13 +7,12 @@ against its filters chained by hand and on behaviour (see the end of the file).
 
 from __future__ import annotations
 
-
 import cv2
 import numpy as np
 import pytest
+from helpers import seed_config
 
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import FrameResult, MotionDetector, pipeline_problems
+from motiondetect.core.types import FrameResult
 from motiondetect.filters import (
     Difference,
     Dilation,
@@ -27,8 +26,8 @@ from motiondetect.filters import (
     Threshold,
     Upscale,
 )
-
-from helpers import seed_config
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import MotionDetector, pipeline_problems
 
 
 def integer_luma(bgr: np.ndarray) -> np.ndarray:

@@ -4,18 +4,16 @@ downscaling with the mask mapped back, the annotate switch and held results (fra
 
 from __future__ import annotations
 
-
 import cv2
 import numpy as np
 import pytest
+from helpers import seed_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from motiondetect.config import build_filters
-
-from helpers import seed_config
-from motiondetect.detector import Geometry, MotionDetector, mask_stats_reference
 from motiondetect.filters import Difference, Gray, Threshold
+from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.detector import Geometry, MotionDetector, mask_stats_reference
 
 
 def integer_luma(bgr: np.ndarray) -> np.ndarray:
@@ -215,7 +213,7 @@ def test_geometry_expand_and_box_match_opencv(height, width, factor, corner, see
 
 
 def run_clip(clip, detector, events):
-    from motiondetect.video import VideoHandler
+    from motiondetect.sources.video import VideoHandler
 
     fractions = []
     with VideoHandler(clip) as video:
@@ -231,11 +229,13 @@ def test_downscale_against_the_full_size_run(sample_clip):
     and every event found at half size is an event at full size. (On this 320x240 clip the
     fractions are lower at half size, about 0.4x: INTER_AREA averages noise away and the 3x3
     erosion reaches twice as far in input pixels; the README says so.)"""
-    from motiondetect.events import EventSegmenter
+    from motiondetect.outputs.events import EventSegmenter
 
     settings = dict(min_area=0.004, min_event_length=0.2, merge_gap=0.5, time_before=0, time_after=0.5)
     full, full_events = run_clip(sample_clip, MotionDetector(build_filters(seed_config()), annotate=False), EventSegmenter(25, **settings))
-    half, half_events = run_clip(sample_clip, MotionDetector(build_filters(seed_config()), downscale=2, annotate=False), EventSegmenter(25, **settings))
+    half, half_events = run_clip(
+        sample_clip, MotionDetector(build_filters(seed_config()), downscale=2, annotate=False), EventSegmenter(25, **settings)
+    )
     assert np.corrcoef(full, half)[0, 1] > 0.9
     assert 0.2 < half.sum() / full.sum() < 1.0
     assert len(full_events) >= 5 and len(half_events) >= 3

@@ -12,8 +12,8 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.cli import main
-from motiondetect.evaluate import (
+from motiondetect.apps.cli import main
+from motiondetect.evaluation.scoring import (
     EventScore,
     GroundTruthError,
     Method,
@@ -33,7 +33,9 @@ SEED_YAML = ROOT / "configs" / "seed.yaml"
 #: The team's CDnet clips: MOTIONDETECT_SAMPLES, else ../shared/samples or shared/samples beside the tests.
 SAMPLES = Path(
     os.environ.get("MOTIONDETECT_SAMPLES")
-    or next((p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples")
+    or next(
+        (p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples"
+    )
 )
 
 
@@ -275,9 +277,12 @@ def test_contrib_anchors_join_when_bgsegm_exists_and_each_subtractor_sees_a_fram
     monkeypatch.setattr(cv2, "bgsegm", fake, raising=False)
     methods = opencv_baselines()
     assert [m.name for m in methods][4:] == [
-        "OpenCV MOG (defaults)", "OpenCV MOG + median 5x5",
-        "OpenCV CNT (defaults)", "OpenCV CNT + median 5x5",
-        "OpenCV GSOC (defaults)", "OpenCV GSOC + median 5x5",
+        "OpenCV MOG (defaults)",
+        "OpenCV MOG + median 5x5",
+        "OpenCV CNT (defaults)",
+        "OpenCV CNT + median 5x5",
+        "OpenCV GSOC (defaults)",
+        "OpenCV GSOC + median 5x5",
     ]
     rng = np.random.default_rng(3)
     frames = [rng.integers(0, 256, (20, 30, 3), dtype=np.uint8) for _ in range(4)]
@@ -313,7 +318,7 @@ def test_median_of_motion_is_a_majority_vote():
 def test_evaluate_perfect_method_and_scored_frames(tmp_path):
     root, frames, labels = make_folder(tmp_path / "clip", temporal=(103, 110))
     folder = load_folder(root)
-    by_frame = {f.tobytes(): l for f, l in zip(frames, labels)}
+    by_frame = {f.tobytes(): label for f, label in zip(frames, labels)}
     oracle = Method("oracle", lambda frame: np.where(by_frame[frame.tobytes()] == 255, 255, 0).astype(np.uint8))
     evaluation = evaluate(folder, [oracle], skip=5)
     # Skipped: positions 0-4 (frames 100-104); outside the temporal ROI: 111.

@@ -9,11 +9,11 @@ import os
 import stat
 
 import pytest
+from helpers import offline_events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import offline_events
-from motiondetect.events import (
+from motiondetect.outputs.events import (
     CSV_COLUMNS,
     EventSegmenter,
     format_timecode,
@@ -273,7 +273,12 @@ RUNS = st.lists(st.tuples(st.sampled_from([0.0, Q, 0.2, M, L]), st.integers(1, 1
 def test_streaming_equals_offline_reference(fractions, min_frames, gap, before, after, lightswitch):
     max_area = 0.8 if lightswitch else 1.0
     events = segment(
-        fractions, min_event_length=min_frames / FPS, merge_gap=gap / FPS, time_before=before / FPS, time_after=after / FPS, max_area=max_area
+        fractions,
+        min_event_length=min_frames / FPS,
+        merge_gap=gap / FPS,
+        time_before=before / FPS,
+        time_after=after / FPS,
+        max_area=max_area,
     )
     got = [(e.start_frame, e.end_frame, e.motion_start_frame, e.motion_end_frame, e.peak_motion, e.mean_motion) for e in events]
     want = offline_events(fractions, 0.1, max_area, min_frames, gap, before, after)
@@ -290,7 +295,14 @@ def test_streaming_equals_offline_reference(fractions, min_frames, gap, before, 
 
 @pytest.mark.parametrize(
     "seconds, text",
-    [(0, "00:00:00.000"), (0.0004, "00:00:00.000"), (0.0005, "00:00:00.001"), (59.9996, "00:01:00.000"), (3725.5, "01:02:05.500"), (100 * 3600 + 1.25, "100:00:01.250")],
+    [
+        (0, "00:00:00.000"),
+        (0.0004, "00:00:00.000"),
+        (0.0005, "00:00:00.001"),
+        (59.9996, "00:01:00.000"),
+        (3725.5, "01:02:05.500"),
+        (100 * 3600 + 1.25, "100:00:01.250"),
+    ],
 )
 def test_format_timecode(seconds, text):
     assert format_timecode(seconds) == text

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import same_image
 
-from motiondetect.config import build_filters, default_config, load_config
-from motiondetect.detector import MotionDetector
 from motiondetect.filters import REGISTRY, Erosion, Kind, RedBlend, Threshold
+from motiondetect.pipeline.config import build_filters, default_config, load_config
+from motiondetect.pipeline.detector import MotionDetector
 
 pytestmark = pytest.mark.gpu
 
@@ -119,7 +118,7 @@ def test_detector_matches_cpu_on_random_frames_of_every_size(cuda, rng, pipeline
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
 def test_whole_pipeline_on_real_clip_identical_to_cpu(cuda, sample_clip, pipeline):
-    from motiondetect.video import VideoHandler
+    from motiondetect.sources.video import VideoHandler
 
     cpu = MotionDetector(build_filters(PIPELINES[pipeline]()))
     gpu = MotionDetector(build_filters(PIPELINES[pipeline]()), cuda=cuda)
@@ -147,7 +146,7 @@ def test_device_buffers_are_reused_across_frames(cuda, sample_frames):
 
 
 def test_cli_cuda_and_cpu_give_identical_events(cuda, sample_clip, tmp_path, monkeypatch):
-    from motiondetect.cli import main
+    from motiondetect.apps.cli import main
 
     monkeypatch.chdir(tmp_path)
     reports = {}
@@ -162,8 +161,8 @@ def test_cli_cuda_and_cpu_give_identical_events(cuda, sample_clip, tmp_path, mon
 
 
 def test_handler_releases_context():
-    from motiondetect.cuda_handler import CUDAHandler
-    from motiondetect.platform import cuda_device_error
+    from motiondetect.gpu.cuda_handler import CUDAHandler
+    from motiondetect.gpu.platform import cuda_device_error
 
     if cuda_device_error():
         pytest.skip(cuda_device_error())

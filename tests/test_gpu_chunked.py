@@ -10,10 +10,10 @@ import json
 
 import numpy as np
 import pytest
-
 from helpers import SEED_YAML, run_cli
-from motiondetect.nvdec import nvdec_problem
 from test_chunked import BUNDLED, SAMPLES, _chunked, _config, _sequential
+
+from motiondetect.sources.nvdec import nvdec_problem
 
 pytestmark = pytest.mark.gpu
 
@@ -50,9 +50,9 @@ def test_nvdec_seek_equals_the_cpu_decoders(cuda, path):
     CPU decoder yields after its own seek."""
     if nvdec_problem():
         pytest.skip(f"NVDEC unavailable: {nvdec_problem()}")
-    from motiondetect.chunks import packet_timestamps
-    from motiondetect.nvdec import NvdecSource
-    from motiondetect.video import VideoHandler
+    from motiondetect.scaleout.chunks import packet_timestamps
+    from motiondetect.sources.nvdec import NvdecSource
+    from motiondetect.sources.video import VideoHandler
 
     stamps, keyframes = packet_timestamps(str(path))
     keys = [(stamps.index(pts), pts) for pts in keyframes[1:4]]

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import same_image
 
-from motiondetect.config import build_filters, load_config, with_overrides
-from motiondetect.detector import MotionDetector
 from motiondetect.filters import REGISTRY
+from motiondetect.pipeline.config import build_filters, load_config, with_overrides
+from motiondetect.pipeline.detector import MotionDetector
 from tests.test_gpu import GPU_SIZES, random_image, run_on_gpu, side_input
 
 pytestmark = pytest.mark.gpu
@@ -30,7 +29,7 @@ SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
 
 @pytest.fixture(scope="module")
 def blas_cuda(cuda):
-    from motiondetect.platform import cublas_error
+    from motiondetect.gpu.platform import cublas_error
 
     if cublas_error():
         pytest.skip(cublas_error())
@@ -68,8 +67,8 @@ def test_cublas_handle_uses_the_handler_stream(blas_cuda):
 
 
 def test_pipeline_on_real_clip_same_events_as_kernel_engine(blas_cuda, sample_clip, tmp_path, monkeypatch):
-    from motiondetect.cli import main
-    from motiondetect.video import VideoHandler
+    from motiondetect.apps.cli import main
+    from motiondetect.sources.video import VideoHandler
 
     config = with_overrides(load_config(SEED_YAML), engine="cublas")
     assert [f.engine for f in build_filters(config)][:2] == ["cublas", "cublas"]
@@ -84,7 +83,24 @@ def test_pipeline_on_real_clip_same_events_as_kernel_engine(blas_cuda, sample_cl
     monkeypatch.chdir(tmp_path)
     events = {}
     for engine in ("kernel", "cublas"):
-        assert main([str(sample_clip), "-c", str(SEED_YAML), "--backend", "cuda", "--engine", engine, "--no-video", "--events", f"{engine}.json", "-q"]) == 0
+        assert (
+            main(
+                [
+                    str(sample_clip),
+                    "-c",
+                    str(SEED_YAML),
+                    "--backend",
+                    "cuda",
+                    "--engine",
+                    engine,
+                    "--no-video",
+                    "--events",
+                    f"{engine}.json",
+                    "-q",
+                ]
+            )
+            == 0
+        )
         report = json.loads((tmp_path / f"{engine}.json").read_text())
         assert report["config"]["engine"] == engine
         events[engine] = report["events"]

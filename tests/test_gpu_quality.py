@@ -18,11 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import same_image
 
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import MotionDetector
 from motiondetect.filters import (
     Blur,
     Dilation,
@@ -37,6 +34,8 @@ from motiondetect.filters import (
     RunningAverage,
     Upscale,
 )
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import MotionDetector
 from tests.test_gpu import POISON, random_image, run_on_gpu
 
 pytestmark = pytest.mark.gpu
@@ -46,7 +45,9 @@ SIZE_IDS = [f"{w}x{h}" for h, w in SIZES]
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(
     os.environ.get("MOTIONDETECT_SAMPLES")
-    or next((p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples")
+    or next(
+        (p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples"
+    )
 )
 
 
@@ -66,13 +67,27 @@ def small_downscale(height):
 # -- stateless filters ------------------------------------------------------------------------
 
 STATELESS = [
-    Blur(kernel_size=1), Blur(kernel_size=3), Blur(kernel_size=7), Blur(kernel_size=31),
-    Median(kernel_size=1), Median(kernel_size=3), Median(kernel_size=5), Median(kernel_size=31),
-    Dilation(kernel_size=1), Dilation(kernel_size=3), Dilation(kernel_size=5, iterations=2), Dilation(kernel_size=7, iterations=3),
+    Blur(kernel_size=1),
+    Blur(kernel_size=3),
+    Blur(kernel_size=7),
+    Blur(kernel_size=31),
+    Median(kernel_size=1),
+    Median(kernel_size=3),
+    Median(kernel_size=5),
+    Median(kernel_size=31),
+    Dilation(kernel_size=1),
+    Dilation(kernel_size=3),
+    Dilation(kernel_size=5, iterations=2),
+    Dilation(kernel_size=7, iterations=3),
     Equalize(),
-    DispersionThreshold(), DispersionThreshold(kernel_size=3, sigma_background=1.0, sigma_strong=0.5),
+    DispersionThreshold(),
+    DispersionThreshold(kernel_size=3, sigma_background=1.0, sigma_strong=0.5),
     DispersionThreshold(kernel_size=31, sigma_background=0.0, sigma_strong=0.0, threshold=100),
-    Downscale(), Downscale(height=16), Downscale(height=100), small_downscale(1), small_downscale(3),
+    Downscale(),
+    Downscale(height=16),
+    Downscale(height=100),
+    small_downscale(1),
+    small_downscale(3),
 ]
 
 
@@ -173,9 +188,33 @@ def test_running_average_sequence(cuda, rng, size, alpha):
 GAUSSIAN_CASES = [
     {},
     {"warmup": 3},  # warm-up rates on the first frames, then the steady ones
-    {"sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1, "warmup": 2},
-    {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
-    {"sigmas": 0.5, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 0.0, "variance_alpha_foreground": 0.0, "warmup": 0},
+    {
+        "sigmas": 2.0,
+        "min_sigma": 1.0,
+        "alpha": 0.1,
+        "alpha_foreground": 0.05,
+        "variance_alpha": 0.2,
+        "variance_alpha_foreground": 0.1,
+        "warmup": 2,
+    },
+    {
+        "sigmas": 10.0,
+        "min_sigma": 64.0,
+        "alpha": 1.0,
+        "alpha_foreground": 1.0,
+        "variance_alpha": 1.0,
+        "variance_alpha_foreground": 1.0,
+        "warmup": 0,
+    },
+    {
+        "sigmas": 0.5,
+        "min_sigma": 0.5,
+        "alpha": 0.0,
+        "alpha_foreground": 0.0,
+        "variance_alpha": 0.0,
+        "variance_alpha_foreground": 0.0,
+        "warmup": 0,
+    },
 ]
 
 
@@ -220,9 +259,16 @@ def test_two_instances_keep_separate_state(cuda, rng):
 # -- whole pipelines -------------------------------------------------------------------------------
 
 EVERY_NEW_FILTER = [
-    Gray(), Equalize(), Blur(kernel_size=3), Downscale(height=120), RunningAverage(alpha=0.05),
+    Gray(),
+    Equalize(),
+    Blur(kernel_size=3),
+    Downscale(height=120),
+    RunningAverage(alpha=0.05),
     DispersionThreshold(kernel_size=5, sigma_background=2.0, sigma_strong=1.0, threshold=8),
-    Median(kernel_size=3), Dilation(kernel_size=3), Upscale(), RedBlend(),
+    Median(kernel_size=3),
+    Dilation(kernel_size=3),
+    Upscale(),
+    RedBlend(),
 ]
 
 
@@ -246,7 +292,7 @@ def test_default_pipeline_on_random_frames_of_every_size(cuda, rng):
 
 
 def test_default_pipeline_on_the_bundled_clip(cuda, sample_clip):
-    from motiondetect.video import VideoHandler
+    from motiondetect.sources.video import VideoHandler
 
     with VideoHandler(sample_clip) as video:
         frames = [f.image for f in video]
@@ -272,7 +318,7 @@ def test_default_pipeline_on_a_downscaled_clip(cuda):
 
 
 def test_evaluate_gives_identical_scores_on_both_backends(cuda, tmp_path):
-    from motiondetect.cli import main
+    from motiondetect.apps.cli import main
 
     clips = [SAMPLES / "cdnet_highway", SAMPLES / "cdnet_fall"]
     if not all(c.is_dir() for c in clips):

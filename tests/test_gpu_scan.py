@@ -15,11 +15,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-
 from helpers import same_image
 
-from motiondetect.config import build_filters, default_config
-from motiondetect.detector import Geometry, MotionDetector, box_from_corners, mask_stats_reference, queue_mask_stats
+from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.detector import Geometry, MotionDetector, box_from_corners, mask_stats_reference, queue_mask_stats
 
 pytestmark = pytest.mark.gpu
 
@@ -94,7 +93,7 @@ def test_and_mask_kernel(cuda, rng, size):
 def test_expand_kernel_matches_opencv_nearest(cuda, rng, size, factor):
     import pycuda.gpuarray as gpuarray
 
-    from motiondetect.detector import _CudaExecutor
+    from motiondetect.pipeline.detector import _CudaExecutor
 
     height, width = size
     roi = np.zeros(size, np.uint8)
@@ -134,7 +133,7 @@ def triangle_roi(shape=(240, 320)):
     ids=repr,
 )
 def test_detector_on_real_clip_identical_to_cpu(cuda, sample_clip, options):
-    from motiondetect.video import VideoHandler
+    from motiondetect.sources.video import VideoHandler
 
     options = {**options, "roi": triangle_roi() if options.get("roi") else None}
     cpu = MotionDetector(build_filters(default_config()), **options)
@@ -150,12 +149,15 @@ def test_detector_on_real_clip_identical_to_cpu(cuda, sample_clip, options):
             assert got.motion_fraction == want.motion_fraction
             assert got.bbox == want.bbox
             moving += want.bbox is not None
-    assert moving > 30  # the comparison covered motion: 46 moving frames measured (H200) at downscale 3 with the triangle ROI, more elsewhere
+    assert (
+        moving > 30
+    )  # the comparison covered motion: 46 moving frames measured (H200) at downscale 3 with the triangle ROI, more elsewhere
 
 
 def test_prime_and_repeat_identical_to_cpu(cuda, sample_frames):
-    from motiondetect.runner import Runner, Sink
-    from motiondetect.video import Frame
+    from motiondetect.core.types import Frame
+    from motiondetect.outputs.sinks import Sink
+    from motiondetect.pipeline.runner import Runner
 
     class Keep(Sink):
         def __init__(self):
@@ -193,12 +195,22 @@ def test_buffers_reused_with_roi_and_downscale(cuda, sample_frames):
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The team's shared sample, beside the checkout or inside it (as the GPU machine gets it).
-SHARED_CLIP = next((p for p in (ROOT.parent / "shared" / "samples" / "videos" / "bgslibrary_video.avi", ROOT / "shared" / "samples" / "videos" / "bgslibrary_video.avi") if p.is_file()), None)
+SHARED_CLIP = next(
+    (
+        p
+        for p in (
+            ROOT.parent / "shared" / "samples" / "videos" / "bgslibrary_video.avi",
+            ROOT / "shared" / "samples" / "videos" / "bgslibrary_video.avi",
+        )
+        if p.is_file()
+    ),
+    None,
+)
 
 
 @pytest.mark.parametrize("clip", ["bundled", "shared"])
 def test_cli_scan_identical_on_both_backends(cuda, sample_clip, tmp_path, monkeypatch, clip):
-    from motiondetect.cli import main
+    from motiondetect.apps.cli import main
 
     if clip == "shared" and SHARED_CLIP is None:
         pytest.skip("shared/samples/videos/bgslibrary_video.avi is not present")
@@ -214,8 +226,23 @@ def test_cli_scan_identical_on_both_backends(cuda, sample_clip, tmp_path, monkey
             folder = tmp_path / backend
             folder.mkdir()
             monkeypatch.chdir(folder)
-            argv = [str(source), "--backend", backend, "--boxes", "--timecode", "--events", "r.json", "--events", "r.csv",
-                    "--clips", "clips", "--masks", "masks", *split, "-q"]
+            argv = [
+                str(source),
+                "--backend",
+                backend,
+                "--boxes",
+                "--timecode",
+                "--events",
+                "r.json",
+                "--events",
+                "r.csv",
+                "--clips",
+                "clips",
+                "--masks",
+                "masks",
+                *split,
+                "-q",
+            ]
             assert main(argv) == 0
     finally:
         root.handlers[:] = handlers

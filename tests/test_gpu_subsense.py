@@ -13,11 +13,13 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.batch import BatchDetector
-from motiondetect.config import build_filters, load_config
-from motiondetect.detector import MotionDetector
+from motiondetect.core.picture import as_bgr
+from motiondetect.core.types import Frame
 from motiondetect.filters import Subsense
-from motiondetect.video import Frame, VideoHandler, as_bgr
+from motiondetect.pipeline.batch import BatchDetector
+from motiondetect.pipeline.config import build_filters, load_config
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.sources.video import VideoHandler
 
 pytestmark = pytest.mark.gpu
 
@@ -36,7 +38,13 @@ def device_model(cuda, flt: Subsense, shape) -> dict[str, np.ndarray]:
     """The kernel's model buffers, downloaded, shaped as :attr:`Subsense.model`."""
     height, width = shape
     n, count = flt.params["samples"], height * width
-    layout = {"colours": ((n, count), np.uint8), "descs": ((n, count), np.uint16), "last": ((count,), np.uint8), "last_colour": ((count,), np.uint8), "desc": ((count,), np.uint16)}
+    layout = {
+        "colours": ((n, count), np.uint8),
+        "descs": ((n, count), np.uint16),
+        "last": ((count,), np.uint8),
+        "last_colour": ((count,), np.uint8),
+        "desc": ((count,), np.uint16),
+    }
     layout.update({name: ((count,), np.int32) for name in ("r", "t", "v", "dmin", "savg", "dlast")})
     out = {}
     for name, (buffer_shape, dtype) in layout.items():
@@ -67,7 +75,12 @@ def test_kernels_equal_the_cpu_on_the_real_clip(cuda, sample_clip, params, batch
         side = gpuarray.to_gpu(np.ascontiguousarray(np.stack(greys[start - 1 : stop - 1])))
         dst = gpuarray.empty(src.shape, np.uint8)
         dst.fill(0xAB)
-        gpu.apply(cuda, src if batch > 1 else src.reshape(shape), dst if batch > 1 else dst.reshape(shape), side if batch > 1 else side.reshape(shape))
+        gpu.apply(
+            cuda,
+            src if batch > 1 else src.reshape(shape),
+            dst if batch > 1 else dst.reshape(shape),
+            side if batch > 1 else side.reshape(shape),
+        )
         cuda.synchronize()
         got = dst.get()
         for j, i in enumerate(range(start, stop)):

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from motiondetect.kernel_sources import kernel_dir
+from motiondetect.gpu.kernel_sources import kernel_dir
 
 NVCC = shutil.which("nvcc")
 KERNELS = sorted(kernel_dir().glob("*.cu"))
@@ -31,7 +31,18 @@ def test_kernel_compiles_for_sm90(source, tmp_path):
     wrapped = tmp_path / source.name
     wrapped.write_text('extern "C" {\n' + source.read_text() + "\n}\n")
     result = subprocess.run(
-        [NVCC, "-arch=sm_90", "-cubin", "-Werror", "all-warnings", "-I", str(kernel_dir()), "-o", str(tmp_path / "out.cubin"), str(wrapped)],
+        [
+            NVCC,
+            "-arch=sm_90",
+            "-cubin",
+            "-Werror",
+            "all-warnings",
+            "-I",
+            str(kernel_dir()),
+            "-o",
+            str(tmp_path / "out.cubin"),
+            str(wrapped),
+        ],
         capture_output=True,
         text=True,
     )

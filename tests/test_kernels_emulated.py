@@ -3,7 +3,7 @@
 Where there is no GPU, the kernels' arithmetic and indexing can still be checked: each
 ``kernels/*.cu`` file of a filter is compiled with the host C++ compiler, with ``__global__``
 and the thread indices defined as plain code, and a launcher that runs every thread of the grid
-that :meth:`CUDAHandler.launch_1d <motiondetect.cuda_handler.CUDAHandler.launch_1d>` and
+that :meth:`CUDAHandler.launch_1d <motiondetect.gpu.cuda_handler.CUDAHandler.launch_1d>` and
 ``launch_2d`` would launch (guards included; ``gridDim.z`` images for a batch, kernels/batch.cuh),
 one after another, into poisoned outputs. That is
 faithful for kernels whose threads do not cooperate; the histogram kernel, which syncs a block
@@ -21,6 +21,7 @@ import cv2
 import numpy as np
 import pytest
 
+from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, luma_table
 from motiondetect.filters import (
     Blur,
     Dilation,
@@ -36,8 +37,7 @@ from motiondetect.filters import (
     Subsense,
     Upscale,
 )
-from motiondetect.kernel_sources import kernel_dir
-from motiondetect.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, luma_table
+from motiondetect.gpu.kernel_sources import kernel_dir
 
 CXX = shutil.which("g++") or shutil.which("clang++")
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++ or clang++)")
@@ -120,8 +120,19 @@ void subsense_frame(const u8* s, u8* col, u16* des, int* r, int* t, int* v, int*
 """
 
 KERNELS = [
-    "dilation", "erosion", "blur", "median", "downscale", "upscale", "running_average", "gaussian_background",
-    "dispersion_threshold", "equalize", "gray", "red_blend", "subsense",
+    "dilation",
+    "erosion",
+    "blur",
+    "median",
+    "downscale",
+    "upscale",
+    "running_average",
+    "gaussian_background",
+    "dispersion_threshold",
+    "equalize",
+    "gray",
+    "red_blend",
+    "subsense",
 ]
 
 
@@ -193,18 +204,38 @@ def test_downscale_and_upscale(lib, rng, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_dispersion_threshold(lib, rng, size):
     h, w = size
-    images = [rng.integers(0, 256, size, dtype=np.uint8), np.clip(rng.poisson(2.0, size) + (rng.random(size) < 0.01) * 100, 0, 255).astype(np.uint8)]
+    images = [
+        rng.integers(0, 256, size, dtype=np.uint8),
+        np.clip(rng.poisson(2.0, size) + (rng.random(size) < 0.01) * 100, 0, 255).astype(np.uint8),
+    ]
     for k, n_b, n_s, t in [(7, 6.0, 3.0, 0), (3, 1.0, 0.5, 0), (31, 0.0, 0.0, 100), (5, 3.0, 2.0, 5)]:
         flt = DispersionThreshold(kernel_size=k, sigma_background=n_b, sigma_strong=n_s, threshold=t)
         for image in images:
             out = poisoned(size)
-            lib.dispersion(ptr(image), ptr(poisoned(size, np.uint32)), ptr(poisoned(size, np.uint32)), ptr(flt.c_table), ptr(out), w, h, k // 2, t, flt.s2_q16, 1)
+            lib.dispersion(
+                ptr(image),
+                ptr(poisoned(size, np.uint32)),
+                ptr(poisoned(size, np.uint32)),
+                ptr(flt.c_table),
+                ptr(out),
+                w,
+                h,
+                k // 2,
+                t,
+                flt.s2_q16,
+                1,
+            )
             assert_same(out, flt.reference(image))
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_equalize(lib, rng, size):
-    for image in (rng.integers(0, 256, size, dtype=np.uint8), np.full(size, 77, np.uint8), np.zeros(size, np.uint8), np.clip(rng.normal(60, 10, size), 0, 255).astype(np.uint8)):
+    for image in (
+        rng.integers(0, 256, size, dtype=np.uint8),
+        np.full(size, 77, np.uint8),
+        np.zeros(size, np.uint8),
+        np.clip(rng.normal(60, 10, size), 0, 255).astype(np.uint8),
+    ):
         hist = np.zeros(256, np.uint32)
         lib.histogram(ptr(image), image.size, ptr(hist))
         np.testing.assert_array_equal(hist, np.bincount(image.ravel(), minlength=256))
@@ -222,7 +253,10 @@ def gaussian_constants(flt):
 
 def scene(rng, size, count=8):
     base = rng.integers(0, 256, size)
-    return [np.clip(base + rng.normal(0, 4, size) + (rng.random(size) < 0.15) * rng.integers(-150, 150, size), 0, 255).astype(np.uint8) for _ in range(count)]
+    return [
+        np.clip(base + rng.normal(0, 4, size) + (rng.random(size) < 0.15) * rng.integers(-150, 150, size), 0, 255).astype(np.uint8)
+        for _ in range(count)
+    ]
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -243,9 +277,33 @@ def test_running_average_sequence(lib, rng, size):
     [
         {},
         {"warmup": 3},
-        {"sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1, "warmup": 2},
-        {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
-        {"sigmas": 0.5, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 0.0, "variance_alpha_foreground": 0.0, "warmup": 0},
+        {
+            "sigmas": 2.0,
+            "min_sigma": 1.0,
+            "alpha": 0.1,
+            "alpha_foreground": 0.05,
+            "variance_alpha": 0.2,
+            "variance_alpha_foreground": 0.1,
+            "warmup": 2,
+        },
+        {
+            "sigmas": 10.0,
+            "min_sigma": 64.0,
+            "alpha": 1.0,
+            "alpha_foreground": 1.0,
+            "variance_alpha": 1.0,
+            "variance_alpha_foreground": 1.0,
+            "warmup": 0,
+        },
+        {
+            "sigmas": 0.5,
+            "min_sigma": 0.5,
+            "alpha": 0.0,
+            "alpha_foreground": 0.0,
+            "variance_alpha": 0.0,
+            "variance_alpha_foreground": 0.0,
+            "warmup": 0,
+        },
         {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0},  # rounding ties
     ],
     ids=str,
@@ -257,7 +315,18 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     for i in range(1, len(frames)):
         out = poisoned(size)
         # One frame per launch, pair i of the stream (the kernel computes the warm-up rates).
-        lib.gaussian(ptr(frames[i]), ptr(frames[i - 1]), ptr(mean), ptr(var), ptr(out), frames[i].size, 1, i, device.params["warmup"], *gaussian_constants(device))
+        lib.gaussian(
+            ptr(frames[i]),
+            ptr(frames[i - 1]),
+            ptr(mean),
+            ptr(var),
+            ptr(out),
+            frames[i].size,
+            1,
+            i,
+            device.params["warmup"],
+            *gaussian_constants(device),
+        )
         assert_same(out, cpu.reference(frames[i], frames[i - 1]))
     np.testing.assert_array_equal(mean.astype(np.int64), cpu.model[0])
     np.testing.assert_array_equal(var.astype(np.int64), cpu.model[1])
@@ -266,8 +335,24 @@ def test_gaussian_background_sequence(lib, rng, size, params):
 GAUSSIAN_BATCH_PARAMS = [
     {},  # warm-up (50 pairs) through both launches
     {"warmup": 6},  # warm-up ends inside the second launch of the (5, 3) split
-    {"warmup": 5, "sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1},
-    {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
+    {
+        "warmup": 5,
+        "sigmas": 2.0,
+        "min_sigma": 1.0,
+        "alpha": 0.1,
+        "alpha_foreground": 0.05,
+        "variance_alpha": 0.2,
+        "variance_alpha_foreground": 0.1,
+    },
+    {
+        "sigmas": 10.0,
+        "min_sigma": 64.0,
+        "alpha": 1.0,
+        "alpha_foreground": 1.0,
+        "variance_alpha": 1.0,
+        "variance_alpha_foreground": 1.0,
+        "warmup": 0,
+    },
 ]
 
 
@@ -352,7 +437,17 @@ def test_2d_kernels_batched_on_blockidx_z(lib, rng, size):
         check_batch(median, masks, size, flt.reference)
         flt = DispersionThreshold(kernel_size=kernel_size, sigma_background=1.0, sigma_strong=0.5, threshold=0)
         dispersion = lambda s, d, n: lib.dispersion(
-            ptr(s), ptr(poisoned(s.shape, np.uint32)), ptr(poisoned(s.shape, np.uint32)), ptr(flt.c_table), ptr(d), w, h, kernel_size // 2, 0, flt.s2_q16, n
+            ptr(s),
+            ptr(poisoned(s.shape, np.uint32)),
+            ptr(poisoned(s.shape, np.uint32)),
+            ptr(flt.c_table),
+            ptr(d),
+            w,
+            h,
+            kernel_size // 2,
+            0,
+            flt.s2_q16,
+            n,
         )
         check_batch(dispersion, greys, size, flt.reference)
     for height in (1, 3, 16, 1000):
@@ -393,7 +488,7 @@ def test_luma_to_gray(lib, rng, size, full_range):
 @pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
 def test_red_blend_yuv(lib, rng, size, c_step, full_range):
     """md_red_blend_yuv_u8 on K random pictures (odd and even sizes, padded rows, planar or NV12
-    chroma with v = u + 1) and random masks equals motiondetect.picture.blend_red_yuv, bit for bit,
+    chroma with v = u + 1) and random masks equals motiondetect.core.picture.blend_red_yuv, bit for bit,
     written as K packed I420 images."""
     h, w = size
     ch, cw = chroma_shape(h, w)
@@ -422,8 +517,21 @@ def test_red_blend_yuv(lib, rng, size, c_step, full_range):
         lut = RedBlend(alpha=alpha).lut
         out = poisoned(k * out_image)
         lib.red_blend_yuv(
-            ptr(luma), y_pitch, ctypes.c_longlong(y_image), ctypes.c_void_p(u_addr), ctypes.c_void_p(v_addr), c_pitch, c_step,
-            ctypes.c_longlong(c_image), ptr(masks), ptr(lut), ptr(out), w, h, k, *YUV_Q16[full_range],
+            ptr(luma),
+            y_pitch,
+            ctypes.c_longlong(y_image),
+            ctypes.c_void_p(u_addr),
+            ctypes.c_void_p(v_addr),
+            c_pitch,
+            c_step,
+            ctypes.c_longlong(c_image),
+            ptr(masks),
+            ptr(lut),
+            ptr(out),
+            w,
+            h,
+            k,
+            *YUV_Q16[full_range],
         )
         for z in range(k):
             blended = blend_red_yuv(masks[z], picture(z), lut)
@@ -441,9 +549,26 @@ def test_gray_bt601(lib, rng, size):
 
 SUBSENSE_PARAMS = [
     {},
-    {"samples": 7, "min_matches": 3, "color_threshold": 4, "lbsp_threshold": 0.05, "lbsp_offset": 0, "dmin_frames": 3, "ghost_share": 0.5, "ghost_distance": 0.2},
+    {
+        "samples": 7,
+        "min_matches": 3,
+        "color_threshold": 4,
+        "lbsp_threshold": 0.05,
+        "lbsp_offset": 0,
+        "dmin_frames": 3,
+        "ghost_share": 0.5,
+        "ghost_distance": 0.2,
+    },
     {"samples": 2, "min_matches": 1, "color_threshold": 255, "lbsp_threshold": 1.0, "lbsp_offset": 16, "t_lower": 1.0, "t_upper": 1.0},
-    {"samples": 100, "min_matches": 100, "color_threshold": 1, "lbsp_threshold": 0.0, "t_lower": 4096.0, "t_upper": 4096.0, "dmin_frames": 1},
+    {
+        "samples": 100,
+        "min_matches": 100,
+        "color_threshold": 1,
+        "lbsp_threshold": 0.0,
+        "t_lower": 4096.0,
+        "t_upper": 4096.0,
+        "dmin_frames": 1,
+    },
 ]
 
 
@@ -459,9 +584,12 @@ def run_subsense(lib, frames, params):
     cpu, flt = Subsense(**params), Subsense(**params)
     n, count = flt.params["samples"], h * w
     state = {
-        "colours": poisoned((n, count)), "descs": poisoned((n, count), np.uint16),
+        "colours": poisoned((n, count)),
+        "descs": poisoned((n, count), np.uint16),
         **{name: np.full(count, -7, np.int32) for name in ("r", "t", "v", "dmin", "savg", "dlast")},
-        "last": poisoned(count), "last_colour": poisoned(count), "desc": poisoned(count, np.uint16),
+        "last": poisoned(count),
+        "last_colour": poisoned(count),
+        "desc": poisoned(count, np.uint16),
     }
     pointers = [ptr(a) for a in state.values()]
     c = flt.constants()

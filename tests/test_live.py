@@ -10,9 +10,11 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.errors import VideoOpenFailure
-from motiondetect.live import LatestFrameReader
-from motiondetect.video import Frame, VideoHandler, VideoWriter
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.core.types import Frame
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.sources.live import LatestFrameReader
+from motiondetect.sources.video import VideoHandler
 
 
 def synthetic_frames(count, fail_at=None):
@@ -92,7 +94,7 @@ class FakeCapture:
 
 @pytest.fixture
 def fake_capture(monkeypatch):
-    monkeypatch.setattr("motiondetect.video.cv2.VideoCapture", FakeCapture)
+    monkeypatch.setattr("motiondetect.sources.video.cv2.VideoCapture", FakeCapture)
     monkeypatch.setattr(VideoHandler, "reconnect_delay", 0.0)
     FakeCapture.opens = 0
     return FakeCapture
@@ -127,7 +129,7 @@ def test_unopenable_camera_and_stream(monkeypatch):
         def isOpened(self):
             return False
 
-    monkeypatch.setattr("motiondetect.video.cv2.VideoCapture", Closed)
+    monkeypatch.setattr("motiondetect.sources.video.cv2.VideoCapture", Closed)
     with pytest.raises(VideoOpenFailure, match="cannot open camera '3'"):
         VideoHandler(3)
     with pytest.raises(VideoOpenFailure, match="cannot open stream"):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from motiondetect.detector import FrameResult
-from motiondetect.overlay import BOX_COLOUR, Overlay, motion_regions
-from motiondetect.video import Frame
+from motiondetect.core.types import Frame, FrameResult
+from motiondetect.outputs.overlay import BOX_COLOUR, Overlay, motion_regions
 
 ndimage = pytest.importorskip("scipy.ndimage", reason="scipy is in the test extra")
 
@@ -34,8 +33,8 @@ def test_regions_on_a_hand_made_mask():
 
 @pytest.mark.parametrize("min_pixels", [1, 5, 40])
 def test_regions_match_scipy_on_real_masks(sample_frames, min_pixels):
-    from motiondetect.config import build_filters, default_config
-    from motiondetect.detector import MotionDetector
+    from motiondetect.pipeline.config import build_filters, default_config
+    from motiondetect.pipeline.detector import MotionDetector
 
     detector = MotionDetector(build_filters(default_config()), annotate=False)
     found = 0
@@ -78,7 +77,7 @@ def test_text_overlays_drawn_top_left_and_nothing_else():
 
 
 def test_text_content(monkeypatch):
-    import motiondetect.overlay as overlay
+    import motiondetect.outputs.overlay as overlay
 
     drawn = []
     monkeypatch.setattr(overlay, "_draw_text", lambda canvas, height, lines: drawn.append(lines))

@@ -38,13 +38,15 @@ def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_pa
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
-    target = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    target = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(target)  # a wheel install is an unpack into site-packages
     # Dependencies (numpy, cv2...) come from this interpreter's site-packages, listed after the
     # fresh venv's own, so the unpacked motiondetect wins over any editable install.
     (Path(target) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    probe = "from motiondetect.kernel_sources import kernel_dir; import motiondetect; print(kernel_dir()); print(motiondetect.__file__)"
+    probe = "from motiondetect.gpu.kernel_sources import kernel_dir; import motiondetect; print(kernel_dir()); print(motiondetect.__file__)"
     result = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     kernels, package = (Path(line) for line in result.stdout.split())

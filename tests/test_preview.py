@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.preview import HELP_SECONDS
+from motiondetect.apps.preview import HELP_SECONDS
 
 ImageGrab = pytest.importorskip("PIL.ImageGrab", reason="screenshots need Pillow")
 pytestmark = pytest.mark.skipif(not (shutil.which("Xvfb") and shutil.which("xdotool")), reason="needs Xvfb and xdotool")
@@ -52,8 +52,11 @@ class PreviewProcess:
         # (a black screen for seconds); drawing through the X protocol avoids it.
         env = {**os.environ, "DISPLAY": display, "QT_X11_NO_MITSHM": "1"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "motiondetect", *map(str, args)], cwd=cwd, env=env,
-            stdout=subprocess.DEVNULL, stderr=self.stderr_path.open("w"),
+            [sys.executable, "-m", "motiondetect", *map(str, args)],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr_path.open("w"),
         )
         found = self.xdotool("search", "--sync", "--name", "^motiondetect - ", timeout=30)
         self.window = found.split()[0]
@@ -112,8 +115,6 @@ class PreviewProcess:
         raise AssertionError(f"{key!r} did not end the process; stderr:\n{self.stderr}")
 
 
-
-
 def has_overlay(rgb: np.ndarray) -> bool:
     """Whether the top-left corner holds the overlay's green text on black."""
     corner = rgb[:40, :120]
@@ -127,7 +128,9 @@ def red_pixels(rgb: np.ndarray) -> np.ndarray:
 
 @pytest.fixture
 def preview(display, tmp_path, sample_clip):
-    process = PreviewProcess(display, tmp_path, sample_clip, "--live", "--preview", "--backend", "cpu", "--record", "rec.mp4", "--events", "ev.json")
+    process = PreviewProcess(
+        display, tmp_path, sample_clip, "--live", "--preview", "--backend", "cpu", "--record", "rec.mp4", "--events", "ev.json"
+    )
     yield process
     if process.proc.poll() is None:
         process.proc.kill()
@@ -187,7 +190,9 @@ def test_preview_window_overlay_keys_and_outputs(preview, tmp_path):
 
 
 def test_escape_quits_cleanly(display, tmp_path, sample_clip):
-    process = PreviewProcess(display, tmp_path, sample_clip, "--preview", "--realtime", "--backend", "cpu", "--no-video", "--events", "ev.json")
+    process = PreviewProcess(
+        display, tmp_path, sample_clip, "--preview", "--realtime", "--backend", "cpu", "--no-video", "--events", "ev.json"
+    )
     time.sleep(1.0)
     assert process.quit("Escape") == 0
     assert json.loads((tmp_path / "ev.json").read_text())["frame_count"] > 0
@@ -195,8 +200,14 @@ def test_escape_quits_cleanly(display, tmp_path, sample_clip):
 
 def test_no_display_is_one_line_and_exit_1(tmp_path, sample_clip):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    proc = subprocess.run([sys.executable, "-m", "motiondetect", str(sample_clip), "--preview", "--backend", "cpu", "--no-video", "--events", "e.json"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "motiondetect", str(sample_clip), "--preview", "--backend", "cpu", "--no-video", "--events", "e.json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no display" in lines[0] and "Traceback" not in proc.stderr

@@ -8,9 +8,9 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.config import load_config, validate
-from motiondetect.errors import ConfigError
-from motiondetect.roi import rasterize, roi_from_file
+from motiondetect.core.errors import ConfigError
+from motiondetect.pipeline.config import load_config, validate
+from motiondetect.pipeline.roi import rasterize, roi_from_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CDNET_ROI = ROOT.parent / "shared" / "samples" / "cdnet_highway" / "ROI.bmp"

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-
 import csv
 import json
 
 import numpy as np
 import pytest
+from helpers import seed_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from motiondetect.config import build_filters
-
-from helpers import seed_config
-from motiondetect.detector import FrameResult, MotionDetector
-from motiondetect.events import EventSegmenter
+from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.clips import _EventFramesSink
-from motiondetect.runner import EventsSink, Runner, Sink
-from motiondetect.video import Frame
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.outputs.sinks import EventsSink, Sink
+from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.runner import Runner
 
 FPS = 10.0
 
@@ -70,7 +69,7 @@ def test_frame_skip_processes_one_in_n_plus_one_and_holds(sample_frames, skip):
 def test_frame_skip_events_against_the_full_run(sample_clip):
     """Events stay in input frames and land where the full run puts them, give or take the
     skipped frame."""
-    from motiondetect.video import VideoHandler
+    from motiondetect.sources.video import VideoHandler
 
     params = dict(min_area=0.01, min_event_length=0.2, merge_gap=0.5, time_before=0.3, time_after=0.5)
     spans = {}
@@ -130,7 +129,13 @@ RUNS = st.lists(st.tuples(st.sampled_from([0.0, 0.05, 0.5, 0.95]), st.integers(1
 )
 def test_each_event_gets_exactly_its_frames_in_order(fractions, min_frames, gap, before, after, stop_early):
     events = EventSegmenter(
-        FPS, min_area=0.1, max_area=0.8, min_event_length=min_frames / FPS, merge_gap=gap / FPS, time_before=before / FPS, time_after=after / FPS
+        FPS,
+        min_area=0.1,
+        max_area=0.8,
+        min_event_length=min_frames / FPS,
+        merge_gap=gap / FPS,
+        time_before=before / FPS,
+        time_after=after / FPS,
     )
     sink = EventFrames(events)
     fed = fractions[: len(fractions) // 2] if stop_early else fractions  # an interrupted run
@@ -184,8 +189,8 @@ def test_interrupted_run_finishes_the_open_event(tmp_path, sample_frames):
 
 def test_clip_that_cannot_be_written_stops_the_run_cleanly(tmp_path, sample_frames, monkeypatch):
     import motiondetect.outputs.clips as clips
-    from motiondetect.errors import VideoOpenFailure
-    from motiondetect.outputs import ClipSink
+    from motiondetect.core.errors import VideoOpenFailure
+    from motiondetect.outputs.clips import ClipSink
 
     def refuse(*args, **kwargs):
         raise VideoOpenFailure("cannot write video: disk full")

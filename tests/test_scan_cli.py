@@ -11,10 +11,10 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-
 from helpers import offline_events, one_line_error, run_cli, video_grey
-from motiondetect.cli import main
-from motiondetect.video import VideoWriter
+
+from motiondetect.apps.cli import main
+from motiondetect.outputs.writer import VideoWriter
 
 #: Settings that split the bundled highway clip into several events (the defaults, DVR-Scan's,
 #: make its steady traffic one event); at 25 fps: 0.2 s = 5 frames, 0.5 s = 13, 0.3 s = 8.
@@ -70,9 +70,26 @@ def run(monkeypatch, capsys, cwd, *argv):
 def scan(sample_clip, tmp_path_factory):
     folder = tmp_path_factory.mktemp("scan")
     argv = [
-        str(sample_clip), "-c", SEED_YAML, "--backend", "cpu", "--boxes", "--timecode", "--fraction",
-        "--events", "report.json", "--events", "report.csv", "--clips", "clips", "--masks", "masks",
-        "--mask-out", "mask.mp4", *SPLIT, "-q",
+        str(sample_clip),
+        "-c",
+        SEED_YAML,
+        "--backend",
+        "cpu",
+        "--boxes",
+        "--timecode",
+        "--fraction",
+        "--events",
+        "report.json",
+        "--events",
+        "report.csv",
+        "--clips",
+        "clips",
+        "--masks",
+        "masks",
+        "--mask-out",
+        "mask.mp4",
+        *SPLIT,
+        "-q",
     ]
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(folder)
@@ -173,7 +190,24 @@ def test_scan_overlays_on_the_annotated_video(scan, frames):
 
 def test_only_motion_video_holds_the_events_frames(sample_clip, tmp_path, monkeypatch, capsys, scan):
     _, _, report = scan
-    rc, _ = run(monkeypatch, capsys, tmp_path, sample_clip, "-c", SEED_YAML, "--backend", "cpu", "-o", "only.mp4", "--only-motion", "--no-blend", *SPLIT, "--events", "e.json", "-q")
+    rc, _ = run(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        sample_clip,
+        "-c",
+        SEED_YAML,
+        "--backend",
+        "cpu",
+        "-o",
+        "only.mp4",
+        "--only-motion",
+        "--no-blend",
+        *SPLIT,
+        "--events",
+        "e.json",
+        "-q",
+    )
     assert rc == 0
     frames, _ = decode(tmp_path / "only.mp4")
     assert len(frames) == sum(e["end_frame"] - e["start_frame"] + 1 for e in report["events"])
@@ -232,7 +266,9 @@ def test_several_inputs_one_report_each(tmp_path, two_videos, monkeypatch, capsy
 
 
 def test_quoted_glob_is_expanded(tmp_path, two_videos, monkeypatch, capsys):
-    rc, _ = run(monkeypatch, capsys, tmp_path, str(tmp_path / "in" / "*.mp4"), "--backend", "cpu", "--no-video", "--events", "{stem}.csv", "-q")
+    rc, _ = run(
+        monkeypatch, capsys, tmp_path, str(tmp_path / "in" / "*.mp4"), "--backend", "cpu", "--no-video", "--events", "{stem}.csv", "-q"
+    )
     assert rc == 0
     assert sorted(p.name for p in tmp_path.glob("*.csv")) == ["a.csv", "b.csv"]
     rc, err = run(monkeypatch, capsys, tmp_path, str(tmp_path / "none*.mp4"), "--backend", "cpu")
@@ -262,7 +298,9 @@ def test_concat_refuses_other_sizes(tmp_path, two_videos, monkeypatch, capsys):
 
 
 def test_start_and_end_window(tmp_path, sequence, monkeypatch, capsys):
-    rc, _ = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--fps", "10", "--start", "0.3", "--end", "6f", "--masks", "m", "-q")
+    rc, _ = run(
+        monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--fps", "10", "--start", "0.3", "--end", "6f", "--masks", "m", "-q"
+    )
     assert rc == 0
     report = json.loads((tmp_path / "seq_motion.json").read_text())
     assert report["frame_count"] == 3 and report["start_frame"] == 3
@@ -299,7 +337,23 @@ def test_start_past_the_end_is_a_clear_error(tmp_path, sequence, monkeypatch, ca
 def test_roi_polygons_from_yaml(tmp_path, sequence, monkeypatch, capsys):
     # The square moves right along rows 10..25; a region over the right half only sees it late.
     (tmp_path / "roi.yaml").write_text("polygons:\n  - [[40, 0], [63, 0], [63, 47], [40, 47]]\n")
-    rc, _ = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--roi", "roi.yaml", "--masks", "m", "--fps", "10", "--time-before", "0", "-q")
+    rc, _ = run(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        sequence,
+        "--backend",
+        "cpu",
+        "--roi",
+        "roi.yaml",
+        "--masks",
+        "m",
+        "--fps",
+        "10",
+        "--time-before",
+        "0",
+        "-q",
+    )
     assert rc == 0
     report = json.loads((tmp_path / "seq_motion.json").read_text())
     assert report["config"]["roi"] == {"polygons": [[[40, 0], [63, 0], [63, 47], [40, 47]]]}
@@ -316,7 +370,22 @@ def test_roi_mask_image_and_its_errors(tmp_path, sequence, monkeypatch, capsys):
     roi = np.zeros((48, 64), np.uint8)
     roi[:, 40:] = 255
     cv2.imwrite(str(tmp_path / "roi.png"), roi)
-    rc, _ = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--roi", "roi.png", "--no-video", "--events", "r.json", "--fps", "10", "-q")
+    rc, _ = run(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        sequence,
+        "--backend",
+        "cpu",
+        "--roi",
+        "roi.png",
+        "--no-video",
+        "--events",
+        "r.json",
+        "--fps",
+        "10",
+        "-q",
+    )
     assert rc == 0
     assert json.loads((tmp_path / "r.json").read_text())["events"][0]["bbox"][0] >= 40
     cv2.imwrite(str(tmp_path / "small.png"), roi[:10])
@@ -341,7 +410,24 @@ def test_output_folders_are_checked(tmp_path, sequence, monkeypatch, capsys):
 
 
 def test_speed_knobs_keep_the_input_size(tmp_path, sample_clip, monkeypatch, capsys):
-    rc, _ = run(monkeypatch, capsys, tmp_path, sample_clip, "--backend", "cpu", "--downscale", "2", "--frame-skip", "1", "--end", "40f", "--masks", "m", "--boxes", "-q")
+    rc, _ = run(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        sample_clip,
+        "--backend",
+        "cpu",
+        "--downscale",
+        "2",
+        "--frame-skip",
+        "1",
+        "--end",
+        "40f",
+        "--masks",
+        "m",
+        "--boxes",
+        "-q",
+    )
     assert rc == 0
     report = json.loads((tmp_path / "highway_traffic_320x240_motion.json").read_text())
     assert report["config"]["scan"] == {"downscale": 2, "frame_skip": 1, "batch": 32, "chunk": 60.0} and report["frame_count"] == 40
@@ -356,12 +442,25 @@ def test_speed_knobs_keep_the_input_size(tmp_path, sample_clip, monkeypatch, cap
 def test_preset_configs_run(tmp_path, sequence, monkeypatch, capsys):
     root = Path(__file__).resolve().parent.parent / "configs"
     for name in ("default", "high_sensitivity", "low_sensitivity", "fast_scan"):
-        rc, err = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-c", root / f"{name}.yaml", "--no-video", "--events", f"{name}.json", "-q")
+        rc, err = run(
+            monkeypatch,
+            capsys,
+            tmp_path,
+            sequence,
+            "--backend",
+            "cpu",
+            "-c",
+            root / f"{name}.yaml",
+            "--no-video",
+            "--events",
+            f"{name}.json",
+            "-q",
+        )
         assert rc == 0, err
 
 
 def test_help_lists_every_setting_flag(capsys):
-    from motiondetect.config import SECTIONS
+    from motiondetect.pipeline.config import SECTIONS
 
     with pytest.raises(SystemExit):
         main(["--help"])

@@ -9,9 +9,10 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.errors import VideoOpenFailure
-from motiondetect.threads import BackgroundWriter, PrefetchReader
-from motiondetect.video import Frame, VideoWriter
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.core.types import Frame
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
 
 
 def frames(count, fail_at=None, produced=None):

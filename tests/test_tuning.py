@@ -14,11 +14,11 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect import tuning
-from motiondetect.config import build_filters, default_config, load_config
-from motiondetect.detector import MotionDetector
-from motiondetect.errors import UsageError
-from motiondetect.tuning import leave_one_out
+from motiondetect.core.errors import UsageError
+from motiondetect.evaluation import tuning
+from motiondetect.evaluation.tuning import leave_one_out
+from motiondetect.pipeline.config import build_filters, default_config, load_config
+from motiondetect.pipeline.detector import MotionDetector
 from tests.helpers import SEED_YAML, make_folder, one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +84,10 @@ def test_config_for_sets_only_the_named_parameters():
         ({**base["pipeline"][3]}, {**base["pipeline"][3], "kernel_size": 3}),
     ]
     assert base == default_config()  # the base is not touched
-    assert tuning.point_key({("median", "kernel_size"): 3, ("gaussian_background", "sigmas"): 2.5}) == "gaussian_background.sigmas=2.5,median.kernel_size=3"
+    assert (
+        tuning.point_key({("median", "kernel_size"): 3, ("gaussian_background", "sigmas"): 2.5})
+        == "gaussian_background.sigmas=2.5,median.kernel_size=3"
+    )
     assert tuning.short_key("gaussian_background.sigmas=2.5,median.kernel_size=3,blur.kernel_size=5") == "sig=2.5 med=3 blur.kernel_size=5"
 
 
@@ -138,7 +141,9 @@ def test_tune_scores_every_point_as_a_hand_count_and_chooses_without_the_clip(th
         for sigmas in (2.5, 3.0):
             for median in (3, 5):
                 key = f"gaussian_background.sigmas={sigmas},median.kernel_size={median}"
-                assert result.scores[root.name][key]["pixel_f"] == pytest.approx(hand_pixel_f(hand_config(sigmas, median), root, 4), abs=1e-12)
+                assert result.scores[root.name][key]["pixel_f"] == pytest.approx(
+                    hand_pixel_f(hand_config(sigmas, median), root, 4), abs=1e-12
+                )
     assert result.chosen == leave_one_out({c: {k: v["pixel_f"] for k, v in by_key.items()} for c, by_key in result.scores.items()})
     # A second run takes every score from the cache.
     monkeypatch.setattr(tuning, "_score", lambda *a: pytest.fail("scored again despite the cache"))
@@ -171,7 +176,10 @@ def made_up_result() -> tuning.LooResult:
     keys = ["median.kernel_size=3", "median.kernel_size=5"]
     f = {"a": (0.9, 0.5), "b": (0.4, 0.8), "c": (0.3, 0.7)}
     scores = {c: {k: {"pixel_f": v, "frame_f1": 1.0 - v / 10} for k, v in zip(keys, fs)} for c, fs in f.items()}
-    anchors = {c: [{"name": "MOG2", "pixel_f": 0.6, "frame_f1": 0.9}, {"name": "KNN", "pixel_f": 0.55 + i / 10, "frame_f1": 0.95}] for i, c in enumerate(f)}
+    anchors = {
+        c: [{"name": "MOG2", "pixel_f": 0.6, "frame_f1": 0.9}, {"name": "KNN", "pixel_f": 0.55 + i / 10, "frame_f1": 0.95}]
+        for i, c in enumerate(f)
+    }
     chosen = leave_one_out({c: {k: v["pixel_f"] for k, v in by.items()} for c, by in scores.items()})
     return tuning.LooResult("tiny", {("median", "kernel_size"): [3, 5]}, keys, keys[1], scores, anchors, chosen)
 
@@ -203,8 +211,26 @@ def test_table_rows_and_means():
 def test_cli_evaluate_loo_table_and_json(three_clips, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(tuning.GRIDS, "tiny", TINY)
     out_json = tmp_path / "scores.json"
-    rc, out, err = run_cli(monkeypatch, capsys, tmp_path, "evaluate", *three_clips, "--backend", "cpu", "--skip", "4", "--baselines",
-                           "--loo", "--grid", "tiny", "--jobs", "1", "--json", out_json, "-q")
+    rc, out, err = run_cli(
+        monkeypatch,
+        capsys,
+        tmp_path,
+        "evaluate",
+        *three_clips,
+        "--backend",
+        "cpu",
+        "--skip",
+        "4",
+        "--baselines",
+        "--loo",
+        "--grid",
+        "tiny",
+        "--jobs",
+        "1",
+        "--json",
+        out_json,
+        "-q",
+    )
     assert rc == 0, err
     report = json.loads(out_json.read_text())
     assert report["complete"] is True
@@ -239,7 +265,7 @@ def test_cli_loo_usage_errors_are_one_line(three_clips, tmp_path, monkeypatch, c
 
 
 def test_cli_loo_refuses_a_pipeline_the_grid_cannot_tune_before_any_work(three_clips, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("motiondetect.evaluate.evaluate", lambda *a, **k: pytest.fail("evaluated before the check"))
+    monkeypatch.setattr("motiondetect.evaluation.scoring.evaluate", lambda *a, **k: pytest.fail("evaluated before the check"))
     rc, out, err = run_cli(monkeypatch, capsys, tmp_path, "evaluate", *three_clips[:2], "-c", SEED_YAML, "--backend", "cpu", "--loo")
     assert rc == 2 and "the pipeline has none of them" in one_line_error(err)
     twin, _, _ = make_folder(tmp_path / "x" / "one")
@@ -253,7 +279,9 @@ def test_cli_ctrl_c_in_the_grid_keeps_the_tables_and_the_json(three_clips, tmp_p
 
     monkeypatch.setattr(tuning, "tune", interrupted)
     out_json = tmp_path / "partial.json"
-    rc, out, err = run_cli(monkeypatch, capsys, tmp_path, "evaluate", *three_clips[:2], "--backend", "cpu", "--skip", "4", "--loo", "--json", out_json, "-q")
+    rc, out, err = run_cli(
+        monkeypatch, capsys, tmp_path, "evaluate", *three_clips[:2], "--backend", "cpu", "--skip", "4", "--loo", "--json", out_json, "-q"
+    )
     assert rc == 130 and "Stopped" in err
     assert out.count("motiondetect (cpu)") == 2  # both per-clip tables were printed
     report = json.loads(out_json.read_text())
@@ -306,7 +334,19 @@ def test_benchmark_tune_loo_prints_the_table_and_caches(three_clips, tmp_path, m
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
     cache = tmp_path / "cache.json"
-    args = [*map(str, three_clips), "--grid", "tiny", "--jobs", "1", "--skip", "4", "--cache", str(cache), "--json", str(tmp_path / "r.json")]
+    args = [
+        *map(str, three_clips),
+        "--grid",
+        "tiny",
+        "--jobs",
+        "1",
+        "--skip",
+        "4",
+        "--cache",
+        str(cache),
+        "--json",
+        str(tmp_path / "r.json"),
+    ]
     assert bench.main(args) == 0
     text = capsys.readouterr().out
     assert "leave-one-clip-out over 3 clips" in text and "OpenCV KNN + median 5x5" in text

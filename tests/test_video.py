@@ -9,9 +9,10 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.errors import VideoOpenFailure
-from motiondetect.picture import Picture
-from motiondetect.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, VideoWriter, window
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.core.picture import Picture
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, window
 
 ROOT = Path(__file__).resolve().parent.parent
 CDNET_CANDIDATES = [ROOT.parent / "shared" / "samples" / "cdnet_highway" / "input", ROOT / "shared" / "samples" / "cdnet_highway" / "input"]
@@ -283,9 +284,9 @@ def test_writer_uses_libx264_with_pyav(tmp_path):
 
 
 def test_writer_mp4v_fallback(tmp_path, monkeypatch, caplog):
-    import motiondetect.video as video_module
+    import motiondetect.outputs.writer as writer_module
 
-    monkeypatch.setattr(video_module, "h264_encoder", lambda: None)
+    monkeypatch.setattr(writer_module, "h264_encoder", lambda: None)
     with caplog.at_level(logging.WARNING, logger="motiondetect"):
         with VideoWriter(tmp_path / "b.mp4", 20, (32, 24)) as writer:
             assert writer.encoder == "mp4v"
@@ -307,7 +308,7 @@ def test_writer_rejects_wrong_size(tmp_path):
 
 def test_handler_writer_has_source_size_and_fps(tmp_path, png_sequence):
     with VideoHandler(png_sequence, fps=10) as video:
-        with video.writer(tmp_path / "d.mp4") as writer:
+        with VideoWriter(tmp_path / "d.mp4", video.fps, video.size) as writer:
             for frame in video:
                 writer.write(frame.image)
     decoded, fps = decode_all(tmp_path / "d.mp4")

@@ -27,10 +27,20 @@ from motiondetect.filters.upscale import Upscale
 REGISTRY: dict[str, type[Filter]] = {
     cls.NAME: cls
     for cls in (
-        Gray, Equalize, Blur, Downscale,
-        Difference, RunningAverage, GaussianBackground, Subsense,
-        Threshold, DispersionThreshold,
-        Median, Erosion, Dilation, Upscale,
+        Gray,
+        Equalize,
+        Blur,
+        Downscale,
+        Difference,
+        RunningAverage,
+        GaussianBackground,
+        Subsense,
+        Threshold,
+        DispersionThreshold,
+        Median,
+        Erosion,
+        Dilation,
+        Upscale,
         RedBlend,
     )
 }

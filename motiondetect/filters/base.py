@@ -18,15 +18,15 @@ A :class:`Filter` is one step of the motion pipeline. Each subclass declares
 - ``BATCHED``: its GPU engine also takes a batch, images with a leading frame axis ``(K, H, W)``
   (``(K, H, W, 3)`` for BGR), in one launch per pass, with the same bits as K single calls;
   filters without it are run frame by frame on views of the batch
-  (:class:`~motiondetect.batch.BatchDetector`).
+  (:class:`~motiondetect.pipeline.batch.BatchDetector`).
 
 A filter may keep state from frame to frame (a background model): it then overrides
 :meth:`Filter.reset`, which the detector calls when a new stream starts, and names the
 parameters that are its learning rates in ``LEARNING_RATES`` (how fast it forgets its start,
-which sets the warm-up of a chunk scanned on its own: :func:`motiondetect.chunks.warmup_frames`).
+which sets the warm-up of a chunk scanned on its own: :func:`motiondetect.scaleout.chunks.warmup_frames`).
 
 and implements the same function on the CPU with NumPy/OpenCV (:meth:`Filter.reference`) and on
-the GPU through a :class:`~motiondetect.cuda_handler.CUDAHandler` (:meth:`Filter.apply_kernel`,
+the GPU through a :class:`~motiondetect.gpu.cuda_handler.CUDAHandler` (:meth:`Filter.apply_kernel`,
 and :meth:`Filter.apply_cublas` for the cuBLAS engine).
 The registry, config schema, CLI help and error messages are all derived from these declarations.
 """
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from motiondetect.cuda_handler import CUDAHandler
+    from motiondetect.gpu.cuda_handler import CUDAHandler
 
 #: Serial numbers of filter instances: device buffers holding a filter's state are keyed on them
 #: (unlike ``id()``, a number is never reused by a later instance).
@@ -166,13 +166,13 @@ class Filter(ABC):
         """Forget any state kept from earlier frames (no-op for stateless filters).
 
         Filters with a background model override this; :meth:`MotionDetector.reset
-        <motiondetect.detector.MotionDetector.reset>` calls it so that the next frame starts a
+        <motiondetect.pipeline.detector.MotionDetector.reset>` calls it so that the next frame starts a
         new stream on both backends.
         """
 
     def state_key(self, name: str) -> tuple:
         """Key of this instance's device buffer ``name`` in :meth:`CUDAHandler.buffer
-        <motiondetect.cuda_handler.CUDAHandler.buffer>` (per instance, so two detectors sharing a
+        <motiondetect.gpu.cuda_handler.CUDAHandler.buffer>` (per instance, so two detectors sharing a
         handler keep separate background models)."""
         return ("state", self.NAME, self.serial, name)
 
@@ -217,7 +217,7 @@ class Filter(ABC):
     @staticmethod
     def is_available() -> bool:
         """Whether the GPU path can run here (PyCUDA importable and a device present)."""
-        from motiondetect.platform import cuda_device_error
+        from motiondetect.gpu.platform import cuda_device_error
 
         return cuda_device_error() is None
 

@@ -27,9 +27,13 @@ class Blur(Filter):
     OUTPUT = Kind.GRAY
     PARAMS = (
         Param(
-            "kernel_size", int, 3, 1, 31, "pixels",
-            "side of the square window; 3 is the smallest that smooths (Frigate blurs with sigma 1, "
-            "about a 3x3 window)",
+            "kernel_size",
+            int,
+            3,
+            1,
+            31,
+            "pixels",
+            "side of the square window; 3 is the smallest that smooths (Frigate blurs with sigma 1, about a 3x3 window)",
             odd=True,
         ),
     )
@@ -48,5 +52,9 @@ class Blur(Filter):
         frames, height, width = planes(src)
         rows = cuda.buffer(("blur_rows", src.shape), src.shape, np.uint16)
         args = (np.int32(width), np.int32(height), np.int32(self.params["kernel_size"] // 2))
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_box_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames)
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_box_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames)
+        cuda.launch_2d(
+            cuda.function(self.KERNEL, "md_box_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames
+        )
+        cuda.launch_2d(
+            cuda.function(self.KERNEL, "md_box_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames
+        )

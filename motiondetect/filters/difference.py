@@ -35,7 +35,7 @@ class Difference(Filter):
         cuda.launch_1d(fn, int(n), src.gpudata, side.gpudata, dst.gpudata, n)
 
     def apply_cublas(self, cuda, src, dst, side=None):
-        from motiondetect.blas import abs_to_u8, to_float
+        from motiondetect.gpu.blas import abs_to_u8, to_float
 
         current, reference = to_float(cuda, src, "diff_current"), to_float(cuda, side, "diff_reference")
         signed = cuda.buffer(("cublas", "diff_signed"), src.shape, np.float32)

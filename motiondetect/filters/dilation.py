@@ -25,7 +25,12 @@ class Dilation(Filter):
     OUTPUT = Kind.MASK
     PARAMS = (
         Param(
-            "kernel_size", int, 5, 1, 31, "pixels",
+            "kernel_size",
+            int,
+            5,
+            1,
+            31,
+            "pixels",
             "side of the square structuring element; 5 (after a 3x3 erosion) scored best on the CDnet "
             "clips (README, Detection quality); Frigate dilates once after its threshold",
             odd=True,
@@ -46,5 +51,9 @@ class Dilation(Filter):
         frames, height, width = planes(src)
         rows = cuda.buffer(("dilation_rows", src.shape), src.shape)
         args = (np.int32(width), np.int32(height), np.int32(self.radius))
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_dilate_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames)
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_dilate_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames)
+        cuda.launch_2d(
+            cuda.function(self.KERNEL, "md_dilate_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames
+        )
+        cuda.launch_2d(
+            cuda.function(self.KERNEL, "md_dilate_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames
+        )

@@ -39,20 +39,40 @@ class DispersionThreshold(Filter):
     OUTPUT = Kind.MASK
     PARAMS = (
         Param(
-            "kernel_size", int, 7, 3, 31, "pixels",
+            "kernel_size",
+            int,
+            7,
+            3,
+            31,
+            "pixels",
             "side of the square window; 7 is DIALS' default (kernel_size 3 3, half-widths)",
             odd=True,
         ),
         Param(
-            "sigma_background", float, 6.0, 0.0, 100.0, "standard deviations",
+            "sigma_background",
+            float,
+            6.0,
+            0.0,
+            100.0,
+            "standard deviations",
             "how far the index of dispersion must exceed 1; 6 is DIALS' sigma_background",
         ),
         Param(
-            "sigma_strong", float, 3.0, 0.0, 100.0, "standard deviations",
+            "sigma_strong",
+            float,
+            3.0,
+            0.0,
+            100.0,
+            "standard deviations",
             "how far the pixel must exceed its window's mean, in Poisson sigmas; 3 is DIALS' sigma_strong",
         ),
         Param(
-            "threshold", int, 0, 0, 255, "grey levels",
+            "threshold",
+            int,
+            0,
+            0,
+            255,
+            "grey levels",
             "the pixel must also exceed this; 0 (off) is DIALS' global_threshold",
         ),
     )
@@ -92,6 +112,15 @@ class DispersionThreshold(Filter):
         cuda.launch_2d(rows, (height, width), src.gpudata, sum1.gpudata, sum2.gpudata, *size, frames=frames)
         cols = cuda.function(self.KERNEL, "md_dispersion_cols_u8", "PPPPPiiiii")
         cuda.launch_2d(
-            cols, (height, width), src.gpudata, sum1.gpudata, sum2.gpudata, table.gpudata, dst.gpudata, *size,
-            np.int32(self.params["threshold"]), np.int32(self.s2_q16), frames=frames,
+            cols,
+            (height, width),
+            src.gpudata,
+            sum1.gpudata,
+            sum2.gpudata,
+            table.gpudata,
+            dst.gpudata,
+            *size,
+            np.int32(self.params["threshold"]),
+            np.int32(self.s2_q16),
+            frames=frames,
         )

@@ -43,7 +43,12 @@ class Downscale(Filter):
     RESAMPLE = "down"
     PARAMS = (
         Param(
-            "height", int, 240, 16, 4320, "pixels",
+            "height",
+            int,
+            240,
+            16,
+            4320,
+            "pixels",
             "working height: frames are shrunk by the largest whole factor that keeps at least this "
             "many rows; 240 scored best on the CDnet clips (README, Detection quality); Frigate uses 100",
         ),
@@ -78,7 +83,9 @@ class Downscale(Filter):
         frames, height, width = planes(src)
         _, out_h, out_w = planes(dst)
         fn = cuda.function(self.KERNEL, "md_downscale_area_u8", "PPiiii")
-        cuda.launch_2d(fn, (out_h, out_w), src.gpudata, dst.gpudata, np.int32(width), np.int32(height), np.int32(out_w), np.int32(out_h), frames=frames)
+        cuda.launch_2d(
+            fn, (out_h, out_w), src.gpudata, dst.gpudata, np.int32(width), np.int32(height), np.int32(out_w), np.int32(out_h), frames=frames
+        )
 
 
 def _uniform_block_means(src: np.ndarray, f: int) -> np.ndarray:
@@ -90,7 +97,7 @@ def _uniform_block_means(src: np.ndarray, f: int) -> np.ndarray:
     with integer division, 1.7x faster than with the float64 division of :class:`_Partition`.
     """
     height, width = src.shape
-    h, w = height // f, width // f
+    h = height // f
     rows = np.add.reduce(src.reshape(h, f, width), axis=1, dtype=np.uint16)
     sums = rows[:, 0::f].copy()
     for k in range(1, f):

@@ -23,7 +23,12 @@ class Erosion(Filter):
     OUTPUT = Kind.MASK
     PARAMS = (
         Param(
-            "kernel_size", int, 3, 1, 31, "pixels",
+            "kernel_size",
+            int,
+            3,
+            1,
+            31,
+            "pixels",
             "side of the square structuring element; 3 is the case study's and DVR-Scan's choice "
             "below 1280 pixels wide (it uses 5 and 7 for larger frames)",
             odd=True,
@@ -48,5 +53,9 @@ class Erosion(Filter):
         frames, height, width = planes(src)
         rows = cuda.buffer(("erosion_rows", src.shape), src.shape)
         args = (np.int32(width), np.int32(height), np.int32(self.radius))
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_erode_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames)
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_erode_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames)
+        cuda.launch_2d(
+            cuda.function(self.KERNEL, "md_erode_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames
+        )
+        cuda.launch_2d(
+            cuda.function(self.KERNEL, "md_erode_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames
+        )

@@ -60,35 +60,70 @@ class GaussianBackground(Filter):
     LEARNING_RATES = ("alpha", "alpha_foreground", "variance_alpha", "variance_alpha_foreground")
     PARAMS = (
         Param(
-            "sigmas", float, 3.0, 0.5, 10.0, "standard deviations",
+            "sigmas",
+            float,
+            3.0,
+            0.5,
+            10.0,
+            "standard deviations",
             "a pixel moves when it is further than this from its background mean; 3 scored best on the "
             "CDnet clips (README, Detection quality); OpenCV MOG2's varThreshold 16 is 4",
         ),
         Param(
-            "min_sigma", float, 6.0, 0.5, 64.0, "grey levels",
+            "min_sigma",
+            float,
+            6.0,
+            0.5,
+            64.0,
+            "grey levels",
             "floor of the standard deviation, so a perfectly still pixel does not flag noise; 6 (with "
             "sigmas 3: at least 18 grey levels) scored best on the CDnet clips",
         ),
         Param(
-            "alpha", float, 0.01, 0.0, 1.0, "fraction per frame",
+            "alpha",
+            float,
+            0.01,
+            0.0,
+            1.0,
+            "fraction per frame",
             "mean learning rate where the pixel is background; 0.01 is Frigate's frame_alpha",
         ),
         Param(
-            "alpha_foreground", float, 0.002, 0.0, 1.0, "fraction per frame",
+            "alpha_foreground",
+            float,
+            0.002,
+            0.0,
+            1.0,
+            "fraction per frame",
             "mean learning rate where the pixel is foreground (selective update); 0.002 absorbs a "
             "stopped object in about 500 frames, MOG2's default history",
         ),
         Param(
-            "variance_alpha", float, 0.02, 0.0, 1.0, "fraction per frame",
+            "variance_alpha",
+            float,
+            0.02,
+            0.0,
+            1.0,
+            "fraction per frame",
             "variance learning rate where the pixel is background; 0.02 scored best on the CDnet clips",
         ),
         Param(
-            "variance_alpha_foreground", float, 0.0025, 0.0, 1.0, "fraction per frame",
+            "variance_alpha_foreground",
+            float,
+            0.0025,
+            0.0,
+            1.0,
+            "fraction per frame",
             "variance learning rate where the pixel is foreground, so trees that start waving widen "
             "their threshold; 0.0025 scored best on the CDnet clips",
         ),
         Param(
-            "warmup", int, 50, 0, 100000, "frames",
+            "warmup",
+            int,
+            50,
+            0,
+            100000,
+            "frames",
             "frame pairs at the start of a stream during which the variance learns at least at "
             "1/(t+1); 50 is the CDnet clips' unscored start",
         ),
@@ -221,10 +256,23 @@ class GaussianBackground(Filter):
         reference = side if side is not None else src  # read only when the model starts
         c = self.constants
         cuda.launch_1d(
-            fn, height * width, src.gpudata, reference.gpudata, mean.gpudata, var.gpudata, dst.gpudata,
-            np.int32(height * width), np.int32(frames), np.int32(first_pair), np.int32(self.params["warmup"]),
-            np.int32(c["k2_q8"]), np.int32(c["min_var_q8"]), np.int32(c["alpha_q16"]), np.int32(c["alpha_fg_q16"]),
-            np.int32(c["var_alpha_q16"]), np.int32(c["var_alpha_fg_q16"]),
+            fn,
+            height * width,
+            src.gpudata,
+            reference.gpudata,
+            mean.gpudata,
+            var.gpudata,
+            dst.gpudata,
+            np.int32(height * width),
+            np.int32(frames),
+            np.int32(first_pair),
+            np.int32(self.params["warmup"]),
+            np.int32(c["k2_q8"]),
+            np.int32(c["min_var_q8"]),
+            np.int32(c["alpha_q16"]),
+            np.int32(c["alpha_fg_q16"]),
+            np.int32(c["var_alpha_q16"]),
+            np.int32(c["var_alpha_fg_q16"]),
         )
         self._device_pairs = first_pair + frames - 1
         self._device_shape = (height, width)

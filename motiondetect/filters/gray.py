@@ -5,9 +5,9 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from motiondetect.core.picture import Picture, luma_table
 from motiondetect.filters.bands import Scratch, run_bands
 from motiondetect.filters.base import Filter, Kind, element_count, planes
-from motiondetect.picture import Picture, luma_table
 
 #: BT.601 luma weights (ITU-R BT.601: Y = 0.299 R + 0.587 G + 0.114 B) in 16-bit fixed point,
 #: round(w * 65536); they sum to 65536. Must match kernels/gray.cu.
@@ -47,7 +47,9 @@ class Gray(Filter):
         height, width = src.shape[:2]
         out = np.empty((height, width), np.uint8)
         rows = min(_CHUNK_ROWS, height)
-        run_bands(height, width, lambda band, start, stop: self._luma_rows(src, out, self._scratch.get(band, rows, width), start, stop), rows)
+        run_bands(
+            height, width, lambda band, start, stop: self._luma_rows(src, out, self._scratch.get(band, rows, width), start, stop), rows
+        )
         return out
 
     @staticmethod
@@ -73,7 +75,7 @@ class Gray(Filter):
         """The grey image of a decoded frame: its luma, expanded to full range.
 
         Luma first: a video decoder already delivers BT.601 luma (the Y' plane), so the grey
-        image is that plane through :func:`~motiondetect.picture.luma_table` (limited range:
+        image is that plane through :func:`~motiondetect.core.picture.luma_table` (limited range:
         ``round((Y' - 16) * 255 / 219)``; full range: unchanged), with no colour conversion.
 
         Args:
@@ -99,10 +101,21 @@ class Gray(Filter):
         frames, height, width = planes(dst)
         table = cuda.constant(("luma_table", full_range), luma_table(full_range))
         fn = cuda.function(self.KERNEL, "md_luma_to_gray_u8", "PiqPPii")
-        cuda.launch_2d(fn, (height, width), np.uintp(luma), np.int32(pitch), np.int64(image_bytes), table.gpudata, dst.gpudata, np.int32(width), np.int32(height), frames=frames)
+        cuda.launch_2d(
+            fn,
+            (height, width),
+            np.uintp(luma),
+            np.int32(pitch),
+            np.int64(image_bytes),
+            table.gpudata,
+            dst.gpudata,
+            np.int32(width),
+            np.int32(height),
+            frames=frames,
+        )
 
     def apply_cublas(self, cuda, src, dst, side=None):
-        from motiondetect.blas import round_to_u8, to_float
+        from motiondetect.gpu.blas import round_to_u8, to_float
 
         pixels = to_float(cuda, src, "gray_pixels").reshape(dst.size, 3)
         weights = cuda.constant("bt601_weights_f32", np.array([B2Y, G2Y, R2Y], np.float32))

@@ -26,7 +26,12 @@ class Median(Filter):
     OUTPUT = Kind.MASK
     PARAMS = (
         Param(
-            "kernel_size", int, 5, 1, 31, "pixels",
+            "kernel_size",
+            int,
+            5,
+            1,
+            31,
+            "pixels",
             "side of the square window; 5 scored best on the CDnet clips (README, Detection quality)",
             odd=True,
         ),
@@ -41,5 +46,9 @@ class Median(Filter):
         frames, height, width = planes(src)
         rows = cuda.buffer(("median_rows", src.shape), src.shape)
         args = (np.int32(width), np.int32(height), np.int32(self.params["kernel_size"] // 2))
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_count_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames)
-        cuda.launch_2d(cuda.function(self.KERNEL, "md_majority_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames)
+        cuda.launch_2d(
+            cuda.function(self.KERNEL, "md_count_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames
+        )
+        cuda.launch_2d(
+            cuda.function(self.KERNEL, "md_majority_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames
+        )

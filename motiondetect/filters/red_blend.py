@@ -5,8 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape
 from motiondetect.filters.base import Filter, Kind, Param, element_count, planes
-from motiondetect.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape
 
 
 class RedBlend(Filter):
@@ -26,7 +26,12 @@ class RedBlend(Filter):
     SIDE_INPUT = "frame"
     PARAMS = (
         Param(
-            "alpha", float, 0.5, 0.0, 1.0, "fraction",
+            "alpha",
+            float,
+            0.5,
+            0.0,
+            1.0,
+            "fraction",
             "weight of full red over the pixel's own red; 0.5 is the case study's half blend",
         ),
     )
@@ -68,13 +73,26 @@ class RedBlend(Filter):
         cuda.launch_1d(fn, int(n), side.gpudata, src.gpudata, lut.gpudata, dst.gpudata, n)
 
     def reference_yuv(self, mask: np.ndarray, picture: Picture) -> Picture:
-        """The blend of a decoded frame in Y'CbCr 4:2:0 (:func:`~motiondetect.picture.blend_red_yuv`,
+        """The blend of a decoded frame in Y'CbCr 4:2:0 (:func:`~motiondetect.core.picture.blend_red_yuv`,
         the CPU reference of :meth:`apply_yuv`): ``mask`` (H, W) uint8 0/255 at the picture's
-        size; returns a new :class:`~motiondetect.picture.Picture`."""
+        size; returns a new :class:`~motiondetect.core.picture.Picture`."""
         return blend_red_yuv(mask, picture, self.lut)
 
-    def apply_yuv(self, cuda, mask, luma: int, luma_pitch: int, luma_image: int, cb: int, cr: int,
-                  chroma_pitch: int, chroma_step: int, chroma_image: int, out, full_range: bool) -> None:
+    def apply_yuv(
+        self,
+        cuda,
+        mask,
+        luma: int,
+        luma_pitch: int,
+        luma_image: int,
+        cb: int,
+        cr: int,
+        chroma_pitch: int,
+        chroma_step: int,
+        chroma_image: int,
+        out,
+        full_range: bool,
+    ) -> None:
         """Enqueue the Y'CbCr blend (kernel ``md_red_blend_yuv_u8``) on ``cuda.stream``.
 
         Args:
@@ -95,7 +113,21 @@ class RedBlend(Filter):
         fn = cuda.function(self.KERNEL, "md_red_blend_yuv_u8", "PiqPPiiqPPPiiiiiiii")
         ch, cw = chroma_shape(height, width)
         cuda.launch_2d(
-            fn, (ch, cw), np.uintp(luma), np.int32(luma_pitch), np.int64(luma_image), np.uintp(cb), np.uintp(cr),
-            np.int32(chroma_pitch), np.int32(chroma_step), np.int64(chroma_image), mask.gpudata, lut.gpudata, out.gpudata,
-            np.int32(width), np.int32(height), *(np.int32(c) for c in (offset, r_y, r_cr, dy_dr, du_dr, dv_dr)), frames=frames,
+            fn,
+            (ch, cw),
+            np.uintp(luma),
+            np.int32(luma_pitch),
+            np.int64(luma_image),
+            np.uintp(cb),
+            np.uintp(cr),
+            np.int32(chroma_pitch),
+            np.int32(chroma_step),
+            np.int64(chroma_image),
+            mask.gpudata,
+            lut.gpudata,
+            out.gpudata,
+            np.int32(width),
+            np.int32(height),
+            *(np.int32(c) for c in (offset, r_y, r_cr, dy_dr, du_dr, dv_dr)),
+            frames=frames,
         )

@@ -41,7 +41,12 @@ class RunningAverage(Filter):
     LEARNING_RATES = ("alpha",)
     PARAMS = (
         Param(
-            "alpha", float, 0.01, 0.0, 1.0, "fraction per frame",
+            "alpha",
+            float,
+            0.01,
+            0.0,
+            1.0,
+            "fraction per frame",
             "learning rate: weight of the current frame in the background; 0.01 is Frigate's "
             "frame_alpha; 1 makes this the plain previous-frame difference",
         ),
@@ -71,7 +76,9 @@ class RunningAverage(Filter):
         out = np.empty(src.shape, np.uint8)
         height, width = src.shape
         rows = chunk_rows(width)
-        run_bands(height, width, lambda band, start, stop: self._update(src, out, slice(start, stop), self._scratch.get(band, rows, width)), rows)
+        run_bands(
+            height, width, lambda band, start, stop: self._update(src, out, slice(start, stop), self._scratch.get(band, rows, width)), rows
+        )
         return out
 
     def _update(self, src, out, rows: slice, scratch: dict[str, np.ndarray]) -> None:
@@ -100,5 +107,7 @@ class RunningAverage(Filter):
         fn = cuda.function(self.KERNEL, "md_running_average_u8", "PPPPiii")
         n = element_count(dst)
         reference = side if side is not None else src  # not read once the background exists
-        cuda.launch_1d(fn, int(n), src.gpudata, reference.gpudata, background.gpudata, dst.gpudata, n, np.int32(self.alpha_q16), np.int32(init))
+        cuda.launch_1d(
+            fn, int(n), src.gpudata, reference.gpudata, background.gpudata, dst.gpudata, n, np.int32(self.alpha_q16), np.int32(init)
+        )
         self._device_shape = src.shape

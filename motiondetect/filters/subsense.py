@@ -20,8 +20,22 @@ Q16 = 1 << 16
 #: feature space using local binary similarity patterns", CRV 2013): (dy, dx) of each bit, the 8
 #: neighbours at distance 1, then the 8 at distance 2. Must match ``md_lbsp`` in the kernel.
 LBSP_PATTERN = (
-    (-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1),
-    (-2, -2), (-2, 0), (-2, 2), (0, -2), (0, 2), (2, -2), (2, 0), (2, 2),
+    (-1, -1),
+    (-1, 0),
+    (-1, 1),
+    (0, -1),
+    (0, 1),
+    (1, -1),
+    (1, 0),
+    (1, 1),
+    (-2, -2),
+    (-2, 0),
+    (-2, 2),
+    (0, -2),
+    (0, 2),
+    (2, -2),
+    (2, 0),
+    (2, 2),
 )
 #: The 8 neighbours a pixel's value can spread to, (dy, dx) of direction 0..7 (kernel: md_subsense_spread_u8).
 NEIGHBOURS = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))
@@ -186,36 +200,74 @@ class Subsense(Filter):
     PARAMS = (
         Param("samples", int, 50, 2, 100, "samples", "background samples per pixel, N; 50 is the paper's default"),
         Param(
-            "min_matches", int, 2, 1, 100, "samples",
+            "min_matches",
+            int,
+            2,
+            1,
+            100,
+            "samples",
             "samples that must match for background, #min; 2 is the paper's default (more than samples: all foreground)",
         ),
         Param(
-            "color_threshold", int, 15, 1, 255, "grey levels",
+            "color_threshold",
+            int,
+            15,
+            1,
+            255,
+            "grey levels",
             "R0_color, the grey-level distance threshold at R(x) = 1; 15 is the paper's 30 halved, as its "
             "authors' implementation does for grey images",
         ),
         Param(
-            "lbsp_threshold", float, 0.111, 0.0, 1.0, "fraction of the centre's grey level",
+            "lbsp_threshold",
+            float,
+            0.111,
+            0.0,
+            1.0,
+            "fraction of the centre's grey level",
             "T_r, the LBSP similarity threshold relative to the centre pixel; 0.111 is the authors' 0.333 "
             "divided by 3, as their implementation does for grey images",
         ),
-        Param("lbsp_offset", int, 3, 0, 16, "bits", "R0_lbsp, added to 2**round(R(x)) for the LBSP Hamming threshold; 3 is the paper's default"),
+        Param(
+            "lbsp_offset",
+            int,
+            3,
+            0,
+            16,
+            "bits",
+            "R0_lbsp, added to 2**round(R(x)) for the LBSP Hamming threshold; 3 is the paper's default",
+        ),
         Param("t_lower", float, 2.0, 1.0, 4096.0, "frames", "lower bound of the update period T(x); 2 is the paper's T_lower"),
         Param("t_upper", float, 256.0, 1.0, 4096.0, "frames", "upper bound of the update period T(x); 256 is the paper's T_upper"),
         Param(
-            "ghost_share", float, 0.995, 0.0, 1.0, "fraction of frames",
+            "ghost_share",
+            float,
+            0.995,
+            0.0,
+            1.0,
+            "fraction of frames",
             "a pixel whose short-term share of foreground decisions s_avg exceeds this while d_last stays "
             "below ghost_distance is a ghost (foreground yet static: an object in the first frame, or one "
             "that left) and takes its background neighbours' spread values at rate 1/t_lower; 0.995 is the "
             "authors' GHOSTDET_S_MIN",
         ),
         Param(
-            "ghost_distance", float, 0.01, 0.0, 1.0, "normalised distance",
+            "ghost_distance",
+            float,
+            0.01,
+            0.0,
+            1.0,
+            "normalised distance",
             "d_last, the short-term mean normalised distance to the last frame, below which a foreground "
             "pixel counts as static; 0.01 is the authors' GHOSTDET_D_MAX",
         ),
         Param(
-            "dmin_frames", int, 100, 1, 100000, "frames",
+            "dmin_frames",
+            int,
+            100,
+            1,
+            100000,
+            "frames",
             "window of the running mean D_min(x): rate 1/min(t, dmin_frames); 100 is the authors' long-term window",
         ),
     )
@@ -236,10 +288,15 @@ class Subsense(Filter):
         p = self.params
         t_lower = to_q16(p["t_lower"])
         return {
-            "samples": p["samples"], "min_matches": p["min_matches"], "tr_q16": to_q16(p["lbsp_threshold"]),
-            "color_r0": p["color_threshold"], "lbsp_r0": p["lbsp_offset"],
-            "t_lower_q16": t_lower, "t_upper_q16": max(t_lower, to_q16(p["t_upper"])),
-            "ghost_s_q16": to_q16(p["ghost_share"]), "ghost_d_q16": to_q16(p["ghost_distance"]),
+            "samples": p["samples"],
+            "min_matches": p["min_matches"],
+            "tr_q16": to_q16(p["lbsp_threshold"]),
+            "color_r0": p["color_threshold"],
+            "lbsp_r0": p["lbsp_offset"],
+            "t_lower_q16": t_lower,
+            "t_upper_q16": max(t_lower, to_q16(p["t_upper"])),
+            "ghost_s_q16": to_q16(p["ghost_share"]),
+            "ghost_d_q16": to_q16(p["ghost_distance"]),
         }
 
     def rate(self, pair: int, window: int | None = None) -> int:
@@ -259,8 +316,23 @@ class Subsense(Filter):
         frame pair ``pair`` of the stream, in the kernel's order."""
         c = self.constants()
         return (
-            c["samples"], c["min_matches"], pair, c["tr_q16"], c["color_r0"], c["lbsp_r0"], self.rate(pair),
-            self.rate(pair, self.short_window), c["t_lower_q16"], c["t_upper_q16"], T_INCR, T_DECR, V_INCR, V_DECR, V_MAX, R_VAR, BLINK_DMIN,
+            c["samples"],
+            c["min_matches"],
+            pair,
+            c["tr_q16"],
+            c["color_r0"],
+            c["lbsp_r0"],
+            self.rate(pair),
+            self.rate(pair, self.short_window),
+            c["t_lower_q16"],
+            c["t_upper_q16"],
+            T_INCR,
+            T_DECR,
+            V_INCR,
+            V_DECR,
+            V_MAX,
+            R_VAR,
+            BLINK_DMIN,
         )
 
     @property
@@ -300,11 +372,17 @@ class Subsense(Filter):
             colours[s] = flat[source]
             descs[s] = desc[source]
         self._model = {
-            "colours": colours, "descs": descs,
-            "r": np.full(first.shape, Q16, np.int32), "t": np.full(first.shape, c["t_lower_q16"], np.int32),
-            "v": np.full(first.shape, V_INIT, np.int32), "dmin": np.zeros(first.shape, np.int32),
-            "savg": np.zeros(first.shape, np.int32), "dlast": np.zeros(first.shape, np.int32),
-            "last": np.zeros(first.shape, np.uint8), "last_colour": first.copy(), "desc": desc.reshape(height, width),
+            "colours": colours,
+            "descs": descs,
+            "r": np.full(first.shape, Q16, np.int32),
+            "t": np.full(first.shape, c["t_lower_q16"], np.int32),
+            "v": np.full(first.shape, V_INIT, np.int32),
+            "dmin": np.zeros(first.shape, np.int32),
+            "savg": np.zeros(first.shape, np.int32),
+            "dlast": np.zeros(first.shape, np.int32),
+            "last": np.zeros(first.shape, np.uint8),
+            "last_colour": first.copy(),
+            "desc": desc.reshape(height, width),
         }
         self._pairs = 0
 
@@ -433,12 +511,32 @@ class Subsense(Filter):
         last, last_colour, push = (buffer(name, (count,), np.uint8) for name in ("last", "last_colour", "push"))
         desc = buffer("desc", (count,), np.uint16)
         shape = (height, width)
-        state = (colours.gpudata, descs.gpudata, r.gpudata, t.gpudata, v.gpudata, d.gpudata, savg.gpudata, dlast.gpudata, last.gpudata, last_colour.gpudata, desc.gpudata)
+        state = (
+            colours.gpudata,
+            descs.gpudata,
+            r.gpudata,
+            t.gpudata,
+            v.gpudata,
+            d.gpudata,
+            savg.gpudata,
+            dlast.gpudata,
+            last.gpudata,
+            last_colour.gpudata,
+            desc.gpudata,
+        )
         if init:
             fn = cuda.function(self.KERNEL, "md_subsense_init_u8", "P" * 12 + "i" * 6)
             cuda.launch_2d(
-                fn, shape, side.gpudata, *state,
-                np.int32(width), np.int32(height), np.int32(n), np.int32(c["tr_q16"]), np.int32(c["t_lower_q16"]), np.int32(V_INIT),
+                fn,
+                shape,
+                side.gpudata,
+                *state,
+                np.int32(width),
+                np.int32(height),
+                np.int32(n),
+                np.int32(c["tr_q16"]),
+                np.int32(c["t_lower_q16"]),
+                np.int32(V_INIT),
             )
             self._device_pairs = 0
         classify = cuda.function(self.KERNEL, "md_subsense_classify_u8", "P" * 14 + "i" * 19)
@@ -450,9 +548,27 @@ class Subsense(Filter):
             pair = self._device_pairs + 1
             frame = np.uintp(int(src.gpudata) + k * count)
             mask = np.uintp(int(dst.gpudata) + k * count)
-            arguments[2], arguments[6], arguments[7] = np.int32(pair), np.int32(self.rate(pair)), np.int32(self.rate(pair, self.short_window))
+            arguments[2], arguments[6], arguments[7] = (
+                np.int32(pair),
+                np.int32(self.rate(pair)),
+                np.int32(self.rate(pair, self.short_window)),
+            )
             cuda.launch_2d(classify, shape, frame, *state, push.gpudata, mask, *size, *arguments)
-            cuda.launch_2d(spread, shape, frame, desc.gpudata, push.gpudata, savg.gpudata, dlast.gpudata, colours.gpudata, descs.gpudata, *size, np.int32(n), np.int32(pair), *ghost)
+            cuda.launch_2d(
+                spread,
+                shape,
+                frame,
+                desc.gpudata,
+                push.gpudata,
+                savg.gpudata,
+                dlast.gpudata,
+                colours.gpudata,
+                descs.gpudata,
+                *size,
+                np.int32(n),
+                np.int32(pair),
+                *ghost,
+            )
             self._device_pairs = pair
         self._device_shape = (height, width)
         self._device_samples = n

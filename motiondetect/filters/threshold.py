@@ -24,7 +24,12 @@ class Threshold(Filter):
     POINTWISE = True
     PARAMS = (
         Param(
-            "threshold", int, 25, 0, 255, "grey levels",
+            "threshold",
+            int,
+            25,
+            0,
+            255,
+            "grey levels",
             "a pixel moves when its difference exceeds this; 25 is the PyCUDA case study's value "
             "(Frigate uses 30, Motion 32, ZoneMinder 40)",
         ),

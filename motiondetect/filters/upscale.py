@@ -47,4 +47,6 @@ class Upscale(Filter):
         frames, in_h, in_w = planes(src)
         _, height, width = planes(dst)
         fn = cuda.function(self.KERNEL, "md_upscale_nearest_u8", "PPiiii")
-        cuda.launch_2d(fn, (height, width), src.gpudata, dst.gpudata, np.int32(in_w), np.int32(in_h), np.int32(width), np.int32(height), frames=frames)
+        cuda.launch_2d(
+            fn, (height, width), src.gpudata, dst.gpudata, np.int32(in_w), np.int32(in_h), np.int32(width), np.int32(height), frames=frames
+        )

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from motiondetect.events import EventSegmenter, MotionEvent
-from motiondetect.runner import Sink
-from motiondetect.video import VideoWriter
+from motiondetect.outputs.events import EventSegmenter, MotionEvent
+from motiondetect.outputs.sinks import Sink
+from motiondetect.outputs.writer import VideoWriter
 
 
 def clip_name(stem: str, index: int) -> str:
@@ -30,7 +30,7 @@ def clip_name(stem: str, index: int) -> str:
 class _EventFramesSink(Sink):
     """Hands each frame of a padded event to :meth:`_write`, in order, exactly once.
 
-    Reads the segmenter's state after the :class:`~motiondetect.runner.Runner` has fed it the
+    Reads the segmenter's state after the :class:`~motiondetect.pipeline.runner.Runner` has fed it the
     frame. Subclasses open and close their files in :meth:`_begin` and :meth:`_end`.
     """
 

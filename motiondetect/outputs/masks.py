@@ -7,10 +7,10 @@ from pathlib import Path
 
 import cv2
 
-from motiondetect.errors import MotionDetectError
-from motiondetect.runner import Sink
-from motiondetect.safety import write_image
-from motiondetect.video import VideoWriter
+from motiondetect.core.errors import MotionDetectError
+from motiondetect.core.safety import write_image
+from motiondetect.outputs.sinks import Sink
+from motiondetect.outputs.writer import VideoWriter
 
 
 def mask_name(stem: str, index: int) -> str:
@@ -24,7 +24,7 @@ class MaskVideoSink(Sink):
     H.264 is lossy: use :class:`MaskImagesSink` for exact masks.
 
     Args:
-        writer: an open :class:`~motiondetect.video.VideoWriter` of the frames' size.
+        writer: an open :class:`~motiondetect.sources.video.VideoWriter` of the frames' size.
     """
 
     def __init__(self, writer: VideoWriter) -> None:

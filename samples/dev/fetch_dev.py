@@ -30,7 +30,13 @@ HERE = Path(__file__).resolve().parent
 
 #: folder -> (repository, commit, path of the sequence in it, first frame, last frame); frames inclusive.
 CLIPS = {
-    "baseline_pedestrians": ("romannowak9/zaawansowane_alg_wizyjne", "479aabb2327f8e37b0cf1d6b93b91293e3ce888e", "lab02_cfd/pedestrian", 650, 849),
+    "baseline_pedestrians": (
+        "romannowak9/zaawansowane_alg_wizyjne",
+        "479aabb2327f8e37b0cf1d6b93b91293e3ce888e",
+        "lab02_cfd/pedestrian",
+        650,
+        849,
+    ),
     "baseline_office": ("romannowak9/zaawansowane_alg_wizyjne", "479aabb2327f8e37b0cf1d6b93b91293e3ce888e", "lab02_cfd/office", 570, 769),
     "wallflower_wavingtrees_0_247": ("ZiyangS/BackgroundSubtraction", "c038c7b3b5246814c73395a2b34b3e0857d77f08", "WavingTrees", 0, 247),
 }
@@ -70,7 +76,9 @@ def materialize(mirror: Path) -> None:
         if not git_dir.is_dir():
             sys.exit(f"no snapshot of {repo} at {git_dir}")
         for source, name in file_pairs(folder):
-            blob = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", f"{commit}:{prefix}/{source}"], check=True, capture_output=True).stdout
+            blob = subprocess.run(
+                ["git", f"--git-dir={git_dir}", "cat-file", "blob", f"{commit}:{prefix}/{source}"], check=True, capture_output=True
+            ).stdout
             target = HERE / folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(blob)

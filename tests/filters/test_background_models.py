@@ -121,9 +121,33 @@ def naive_gaussian(frames, sigmas, min_sigma, alpha, alpha_foreground, variance_
 
 PARAMS = [
     {},
-    {"sigmas": 2.0, "min_sigma": 1.0, "alpha": 0.1, "alpha_foreground": 0.05, "variance_alpha": 0.2, "variance_alpha_foreground": 0.1, "warmup": 3},
-    {"sigmas": 10.0, "min_sigma": 64.0, "alpha": 1.0, "alpha_foreground": 1.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0},
-    {"sigmas": 0.5, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 0.0, "variance_alpha_foreground": 0.0, "warmup": 0},
+    {
+        "sigmas": 2.0,
+        "min_sigma": 1.0,
+        "alpha": 0.1,
+        "alpha_foreground": 0.05,
+        "variance_alpha": 0.2,
+        "variance_alpha_foreground": 0.1,
+        "warmup": 3,
+    },
+    {
+        "sigmas": 10.0,
+        "min_sigma": 64.0,
+        "alpha": 1.0,
+        "alpha_foreground": 1.0,
+        "variance_alpha": 1.0,
+        "variance_alpha_foreground": 1.0,
+        "warmup": 0,
+    },
+    {
+        "sigmas": 0.5,
+        "min_sigma": 0.5,
+        "alpha": 0.0,
+        "alpha_foreground": 0.0,
+        "variance_alpha": 0.0,
+        "variance_alpha_foreground": 0.0,
+        "warmup": 0,
+    },
     # k2 = 64, min_var = 66: the limit's rounding (64 * 66 + 128) >> 8 meets a tie (16.5 -> 17).
     {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0},
 ]
@@ -145,7 +169,10 @@ def test_gaussian_matches_naive_fixed_point(rng, params, bands):
     for shape in SHAPES:
         # A scene with noise plus occasional jumps, so both branches (background, foreground) run.
         base = rng.integers(0, 256, shape)
-        frames = [np.clip(base + rng.normal(0, 4, shape) + (rng.random(shape) < 0.2) * rng.integers(-120, 120, shape), 0, 255).astype(np.uint8) for _ in range(10)]
+        frames = [
+            np.clip(base + rng.normal(0, 4, shape) + (rng.random(shape) < 0.2) * rng.integers(-120, 120, shape), 0, 255).astype(np.uint8)
+            for _ in range(10)
+        ]
         assert_gaussian_matches_naive(frames, params)
 
 
@@ -154,7 +181,17 @@ def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
     # reach, the largest sigmas and min_sigma: the ranges the float64 evaluation is proved for.
     first = np.array([[0, 255, 0, 255], [255, 0, 255, 0]], np.uint8)
     frames = [first, 255 - first] * 4 + [255 - first] * 5  # flipping, then the flip held
-    for params in PARAMS[1:3] + [{"sigmas": 10.0, "min_sigma": 0.5, "alpha": 0.0, "alpha_foreground": 0.0, "variance_alpha": 1.0, "variance_alpha_foreground": 1.0, "warmup": 0}]:
+    for params in PARAMS[1:3] + [
+        {
+            "sigmas": 10.0,
+            "min_sigma": 0.5,
+            "alpha": 0.0,
+            "alpha_foreground": 0.0,
+            "variance_alpha": 1.0,
+            "variance_alpha_foreground": 1.0,
+            "warmup": 0,
+        }
+    ]:
         var = assert_gaussian_matches_naive(frames, params)
     assert var == [[255**2 * 256] * 4] * 2  # the last model reached the variance bound everywhere
 
@@ -175,7 +212,9 @@ def test_gaussian_tracks_the_float_model(rng):
         fg = d * d > limit
         warm = 1 / (t + 1) if t <= params["warmup"] else 0
         mean += np.where(fg, params["alpha_foreground"], params["alpha"]) * d
-        var += np.where(fg, max(params["variance_alpha_foreground"], warm), max(params["variance_alpha"], warm)) * (np.minimum(d * d, limit) - var)
+        var += np.where(fg, max(params["variance_alpha_foreground"], warm), max(params["variance_alpha"], warm)) * (
+            np.minimum(d * d, limit) - var
+        )
         disagree += np.count_nonzero(got != fg)
     assert disagree <= 0.001 * 79 * fg.size
     assert np.abs(flt.model[0] / 65536 - mean).max() < 0.05

@@ -111,7 +111,7 @@ def test_returns_a_new_frame_and_leaves_inputs_alone(rng):
 
 def yuv_blend_per_pixel(mask, picture, lut):
     """The Y'CbCr blend's definition, evaluated over the whole frame in int64 (no box, no tables)."""
-    from motiondetect.picture import YUV_Q16, Picture, chroma_shape
+    from motiondetect.core.picture import YUV_Q16, Picture, chroma_shape
 
     offset, r_y, r_cr, dy_dr, du_dr, dv_dr = YUV_Q16[picture.full_range]
     height, width = picture.y.shape
@@ -138,7 +138,7 @@ def test_yuv_blend_matches_the_per_pixel_definition(rng, shape, full_range):
     """blend_red_yuv (box-limited, table-driven) equals the definition evaluated per pixel,
     for masks whose bounding box starts and ends at odd and even rows and columns, touches the
     picture's (odd) edges, covers it all, or is empty."""
-    from motiondetect.picture import Picture, blend_red_yuv, chroma_shape
+    from motiondetect.core.picture import Picture, blend_red_yuv, chroma_shape
 
     height, width = shape
     ch, cw = chroma_shape(height, width)

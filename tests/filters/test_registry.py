@@ -17,10 +17,20 @@ IDS = list(REGISTRY)
 
 def test_registry_lists_the_filters_in_pipeline_order():
     assert list(REGISTRY) == [
-        "gray", "equalize", "blur", "downscale",
-        "difference", "running_average", "gaussian_background", "subsense",
-        "threshold", "dispersion_threshold",
-        "median", "erosion", "dilation", "upscale",
+        "gray",
+        "equalize",
+        "blur",
+        "downscale",
+        "difference",
+        "running_average",
+        "gaussian_background",
+        "subsense",
+        "threshold",
+        "dispersion_threshold",
+        "median",
+        "erosion",
+        "dilation",
+        "upscale",
         "red_blend",
     ]
 
@@ -39,7 +49,7 @@ def test_kernel_file_exists(name, cls):
     path = ROOT / "kernels" / f"{cls.KERNEL}.cu"
     assert path.is_file(), f"{name}: missing {path}"
     assert path.read_text(encoding="utf-8").strip()
-    from motiondetect.kernel_sources import kernel_source
+    from motiondetect.gpu.kernel_sources import kernel_source
 
     text, source = path.read_text(encoding="utf-8"), kernel_source(cls.KERNEL)
     if '#include "batch.cuh"' in text:  # the header is written in place, so nvcc sees no include

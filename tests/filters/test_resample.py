@@ -23,7 +23,9 @@ def naive_downscale(image: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
 
 def naive_upscale(small: np.ndarray, height: int, width: int) -> np.ndarray:
     h, w = small.shape
-    return np.array([[small[y * h // height, x * w // width] for x in range(width)] for y in range(height)], np.uint8).reshape(height, width)
+    return np.array([[small[y * h // height, x * w // width] for x in range(width)] for y in range(height)], np.uint8).reshape(
+        height, width
+    )
 
 
 def make(height_param: int) -> Downscale:
@@ -50,7 +52,9 @@ def test_factor_and_output_shape(shape, target, factor, out_shape):
     assert flt.output_shape(shape) == out_shape
 
 
-@pytest.mark.parametrize("shape, target", [((9, 7), 2), ((1, 1), 1), ((7, 13), 3), ((31, 17), 4), ((24, 30), 5), ((5, 40), 1), ((40, 5), 2)])
+@pytest.mark.parametrize(
+    "shape, target", [((9, 7), 2), ((1, 1), 1), ((7, 13), 3), ((31, 17), 4), ((24, 30), 5), ((5, 40), 1), ((40, 5), 2)]
+)
 def test_downscale_matches_naive_and_upscale_undoes_the_partition(rng, shape, target):
     flt = make(target)
     image = rng.integers(0, 256, shape, dtype=np.uint8)

@@ -10,11 +10,11 @@ import cv2
 import numpy as np
 import pytest
 
-from motiondetect.config import build_filters, default_config, load_config
-from motiondetect.detector import MotionDetector
-from motiondetect.evaluate import decoded_frames, load_folder
-from motiondetect.filters import GaussianBackground, Subsense
+from motiondetect.evaluation.scoring import decoded_frames, load_folder
+from motiondetect.filters import Subsense
 from motiondetect.filters.subsense import LBSP_PATTERN, counter_hash, lbsp
+from motiondetect.pipeline.config import build_filters, default_config, load_config
+from motiondetect.pipeline.detector import MotionDetector
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "samples"
@@ -153,7 +153,11 @@ def test_detects_the_cars_in_cdnet_highway():
 
 
 def waving_masks(folder: Path, config) -> list[np.ndarray]:
-    files = sorted(p for p in (folder / "input" if (folder / "input").is_dir() else folder).iterdir() if p.suffix.lower() == ".bmp" and p.stem.startswith(("b", "in")))
+    files = sorted(
+        p
+        for p in (folder / "input" if (folder / "input").is_dir() else folder).iterdir()
+        if p.suffix.lower() == ".bmp" and p.stem.startswith(("b", "in"))
+    )
     detector = MotionDetector(build_filters(config), annotate=False)
     return [detector.process(cv2.imread(str(p))).mask == 255 for p in files]
 

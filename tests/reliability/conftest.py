@@ -14,7 +14,6 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-
 from helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,8 +67,12 @@ def process_env(**extra: str) -> dict[str, str]:
 def run_process(cwd, *argv, timeout=120) -> subprocess.CompletedProcess:
     """``python -m motiondetect ARGV`` as a real process in ``cwd``."""
     return subprocess.run(
-        [sys.executable, "-m", "motiondetect", *map(os.fsdecode, argv)], cwd=cwd, env=process_env(),
-        capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "motiondetect", *map(os.fsdecode, argv)],
+        cwd=cwd,
+        env=process_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -15,13 +15,22 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-
-import motiondetect.video as video_module
-from motiondetect.picture import Picture
-from motiondetect.video import VideoHandler, VideoWriter
 from conftest import (
-    SAMPLE_ANNOUNCED, avi_chunks, count_frames, error_line, only_line, report, run_main, run_process, small_frames,
+    SAMPLE_ANNOUNCED,
+    avi_chunks,
+    count_frames,
+    error_line,
+    only_line,
+    report,
+    run_main,
+    run_process,
+    small_frames,
 )
+
+import motiondetect.sources.video as video_module
+from motiondetect.core.picture import Picture
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.sources.video import VideoHandler
 
 CPU = ("--backend", "cpu")
 
@@ -201,7 +210,9 @@ def read_only_folder(tmp_path) -> Path:
     return Path("/proc")
 
 
-@pytest.mark.parametrize("flag, name", [("-o", "x.mp4"), ("--events", "x.json"), ("--mask-out", "m.mp4"), ("--clips", "clips"), ("--masks", "masks")])
+@pytest.mark.parametrize(
+    "flag, name", [("-o", "x.mp4"), ("--events", "x.json"), ("--mask-out", "m.mp4"), ("--clips", "clips"), ("--masks", "masks")]
+)
 def test_unwritable_output_folder(tmp_path, monkeypatch, capsys, sequence, flag, name):
     target = read_only_folder(tmp_path) / name
     rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, *CPU, flag, target)
@@ -256,7 +267,7 @@ def test_disk_full_on_the_report_keeps_the_old_one(tmp_path, monkeypatch, capsys
         def __exit__(self, *exc):
             self.handle.close()
 
-    monkeypatch.setattr("motiondetect.events.os.fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
+    monkeypatch.setattr("motiondetect.outputs.events.os.fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
     rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, *CPU, "--overwrite")
     assert rc == 1
     line = error_line(err)
@@ -297,13 +308,28 @@ def test_disk_full_on_the_masks(tmp_path, monkeypatch, capsys, sequence):
         ("overlays:\n  boxes: maybe\n", ["overlays.boxes", "expected boolean"]),
         ("events:\n  min_area: 1.5\n", ["events.min_area", "out of range", "0.0..1.0"]),
         ("scan:\n  frame_skip: -1\n", ["scan.frame_skip", "out of range"]),
-        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 256\n", ["pipeline[2].threshold", "out of range"]),
+        (
+            "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 256\n",
+            ["pipeline[2].threshold", "out of range"],
+        ),
         ("- backend: cpu\n", ["expected a mapping", "list"]),
         ("42\n", ["expected a mapping", "int"]),
         ("just words\n", ["expected a mapping", "str"]),
     ],
-    ids=["malformed", "unknown-nested", "unknown-top", "wrong-type-number", "wrong-type-int", "wrong-type-bool",
-         "range-fraction", "range-negative", "range-threshold", "list", "scalar", "string"],
+    ids=[
+        "malformed",
+        "unknown-nested",
+        "unknown-top",
+        "wrong-type-number",
+        "wrong-type-int",
+        "wrong-type-bool",
+        "range-fraction",
+        "range-negative",
+        "range-threshold",
+        "list",
+        "scalar",
+        "string",
+    ],
 )
 def test_bad_config(tmp_path, monkeypatch, capsys, sequence, text, fragments):
     (tmp_path / "c.yaml").write_text(text, encoding="utf-8")
@@ -365,8 +391,19 @@ def test_non_utf8_image_folder_and_outputs(tmp_path):
         (folder / f"{LATIN1}{i}.png").write_bytes(cv2.imencode(".png", frame)[1].tobytes())
     (tmp_path / f"{LATIN1}.yaml").write_text("events:\n  min_area: 0.01\n")
     proc = run_process(
-        tmp_path, folder, *CPU, "-c", tmp_path / f"{LATIN1}.yaml", "-o", out / "v.mp4", "--events", out / "e.json",
-        "--masks", out / "m", "--mask-out", out / "m.mp4",
+        tmp_path,
+        folder,
+        *CPU,
+        "-c",
+        tmp_path / f"{LATIN1}.yaml",
+        "-o",
+        out / "v.mp4",
+        "--events",
+        out / "e.json",
+        "--masks",
+        out / "m",
+        "--mask-out",
+        out / "m.mp4",
     )
     assert proc.returncode == 0, proc.stderr
     assert report(out / "e.json")["frame_count"] == 6

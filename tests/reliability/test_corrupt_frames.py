@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from motiondetect.video import VideoHandler, VideoWriter
 from conftest import SAMPLE_ANNOUNCED, SAMPLE_DECODED, avi_chunks, count_frames, report, run_main
+
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.sources.video import VideoHandler
 
 CPU = ("--backend", "cpu")
 
@@ -66,7 +67,9 @@ def test_bad_images_in_a_sequence(tmp_path, monkeypatch, capsys, sequence):
     assert rc == 0, err
     lines = err.strip().splitlines()
     assert [name for name in ("in000001.png", "in000003.png", "in000004.png") if any(name in line for line in lines[:-1])] == [
-        "in000001.png", "in000003.png", "in000004.png"
+        "in000001.png",
+        "in000003.png",
+        "in000004.png",
     ]
     assert "3 frames could not be decoded" in lines[-1]
     events = report(tmp_path / "seq_motion.json")
@@ -120,4 +123,3 @@ def test_start_skips_then_counts_from_there(tmp_path, damaged):
         assert video.skip(100) == 100
         assert sum(1 for _ in video) == total - 100
     assert video.decode_errors == SAMPLE_ANNOUNCED - total
-

@@ -10,36 +10,58 @@ import cv2
 import numpy as np
 import pytest
 import yaml
+from conftest import only_line, report, run_main
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from motiondetect.config import SECTIONS, build_filters, config_schema, default_config, load_config, validate
-from motiondetect.detector import MotionDetector
-from motiondetect.errors import ConfigError
+from motiondetect.core.errors import ConfigError
 from motiondetect.filters import REGISTRY
-from conftest import only_line, report, run_main
+from motiondetect.pipeline.config import SECTIONS, build_filters, config_schema, default_config, load_config, validate
+from motiondetect.pipeline.detector import MotionDetector
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 # -- config documents -------------------------------------------------------------------------
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=12), st.sampled_from(["auto", "cpu", "cuda", "kernel", "cublas", "gray", "threshold", "1e3", "0x10"]),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["auto", "cpu", "cuda", "kernel", "cublas", "gray", "threshold", "1e3", "0x10"]),
 )
-KEYS = sorted({*config_schema()["properties"], *(k for table in SECTIONS.values() for k in table), "filter", "threshold", "polygons", "mask", "engine", "bogus"})
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)), max_leaves=12)
+KEYS = sorted(
+    {
+        *config_schema()["properties"],
+        *(k for table in SECTIONS.values() for k in table),
+        "filter",
+        "threshold",
+        "polygons",
+        "mask",
+        "engine",
+        "bogus",
+    }
+)
+values = st.recursive(
+    scalars, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)), max_leaves=12
+)
 
 
 def near_valid_entry(draw_filter):
     """A pipeline entry: a real filter with its parameters at, inside or beyond their ranges."""
     cls = REGISTRY[draw_filter]
-    params = {p.name: st.one_of(st.integers(int(p.minimum) - 2, int(p.maximum) + 2), st.floats(p.minimum - 1, p.maximum + 1), scalars) for p in cls.PARAMS}
+    params = {
+        p.name: st.one_of(st.integers(int(p.minimum) - 2, int(p.maximum) + 2), st.floats(p.minimum - 1, p.maximum + 1), scalars)
+        for p in cls.PARAMS
+    }
     return st.fixed_dictionaries({"filter": st.just(draw_filter)}, optional=params)
 
 
 section_values = {
-    section: st.fixed_dictionaries({}, optional={name: st.one_of(st.floats(-1, 100, allow_nan=False), st.integers(-2, 20), scalars) for name in table})
+    section: st.fixed_dictionaries(
+        {}, optional={name: st.one_of(st.floats(-1, 100, allow_nan=False), st.integers(-2, 20), scalars) for name in table}
+    )
     for section, table in SECTIONS.items()
 }
 near_valid = st.fixed_dictionaries(
@@ -49,7 +71,13 @@ near_valid = st.fixed_dictionaries(
         "engine": st.sampled_from(["kernel", "cublas", None]),
         "pipeline": st.lists(st.sampled_from(list(REGISTRY)).flatmap(near_valid_entry), max_size=6),
         **section_values,
-        "roi": st.one_of(st.none(), st.fixed_dictionaries({"polygons": st.lists(st.lists(st.lists(st.integers(-5, 40), min_size=2, max_size=2), min_size=2, max_size=5), max_size=2)}), values),
+        "roi": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {"polygons": st.lists(st.lists(st.lists(st.integers(-5, 40), min_size=2, max_size=2), min_size=2, max_size=5), max_size=2)}
+            ),
+            values,
+        ),
     },
 )
 
@@ -74,8 +102,16 @@ def valid_param(p):
 valid = st.fixed_dictionaries(
     {},
     optional={
-        "pipeline": st.tuples(*(st.fixed_dictionaries({"filter": st.just(name)}, optional={p.name: valid_param(p) for p in cls.PARAMS}) for name, cls in REGISTRY.items())).map(list),
-        **{section: st.fixed_dictionaries({}, optional={name: valid_setting(schema) for name, (schema, _, _) in table.items()}) for section, table in SECTIONS.items()},
+        "pipeline": st.tuples(
+            *(
+                st.fixed_dictionaries({"filter": st.just(name)}, optional={p.name: valid_param(p) for p in cls.PARAMS})
+                for name, cls in REGISTRY.items()
+            )
+        ).map(list),
+        **{
+            section: st.fixed_dictionaries({}, optional={name: valid_setting(schema) for name, (schema, _, _) in table.items()})
+            for section, table in SECTIONS.items()
+        },
     },
 )
 documents = st.one_of(
@@ -134,7 +170,13 @@ def test_any_config_runs_or_exits_2_with_one_line(tmp_path_factory, monkeypatch,
 
 
 @FAST
-@given(height=st.integers(1, 20), width=st.integers(1, 20), channels=st.sampled_from([1, 3, 4]), depth=st.sampled_from([np.uint8, np.uint16]), seed=st.integers(0, 2**16))
+@given(
+    height=st.integers(1, 20),
+    width=st.integers(1, 20),
+    channels=st.sampled_from([1, 3, 4]),
+    depth=st.sampled_from([np.uint8, np.uint16]),
+    seed=st.integers(0, 2**16),
+)
 def test_any_image_shape_runs(tmp_path_factory, monkeypatch, capsys, height, width, channels, depth, seed):
     folder = tmp_path_factory.mktemp("shape")
     images = folder / "seq"

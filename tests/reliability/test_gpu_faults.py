@@ -10,20 +10,19 @@ GPU machine with ``python -m pytest -m gpu tests/reliability/test_gpu_faults.py`
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sys
 import types
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
-
-import motiondetect.cli as cli
-import motiondetect.detector as detector_module
-from motiondetect.cuda_handler import CUDAHandler
-from motiondetect.errors import CudaUnavailable
 from conftest import count_frames, error_line, only_line, report, run_main
+
+import motiondetect.apps.cli as cli
+import motiondetect.pipeline.detector as detector_module
+from motiondetect.core.errors import CudaUnavailable
+from motiondetect.gpu.cuda_handler import CUDAHandler
 
 NVCC_SAID = 'kernel.cu(12): error: identifier "md_undefined_marker" is undefined\n1 error detected in the compilation of "kernel.cu".'
 
@@ -67,7 +66,7 @@ def stub_gpu(monkeypatch):
     drv = stub_driver()
     gpu = StubGpu(drv)
     monkeypatch.setitem(sys.modules, "pycuda.driver", drv)
-    monkeypatch.setattr(cli, "cuda_device_error", lambda: None)  # a device is listed
+    monkeypatch.setattr("motiondetect.gpu.backend.cuda_device_error", lambda: None)  # a device is listed
 
     class Context:
         def pop(self):
@@ -107,7 +106,7 @@ def stub_gpu(monkeypatch):
 
     monkeypatch.setattr(detector_module, "_CudaExecutor", Executor)
     # The stand-in device runs the frame-at-a-time detector (the batched path needs a real one).
-    monkeypatch.setattr(cli, "_batched_path_problem", lambda *args: "a stand-in device")
+    monkeypatch.setattr(cli, "batched_path_problem", lambda *args: "a stand-in device")
     return gpu
 
 
@@ -133,8 +132,8 @@ def cpu_events(monkeypatch, capsys, tmp_path, source):
 
 
 def test_no_device(tmp_path, monkeypatch, capsys, sequence):
-    monkeypatch.setattr(cli, "cuda_device_error", lambda: "no CUDA device found")
-    monkeypatch.setattr("motiondetect.cuda_handler.cuda_device_error", lambda: "no CUDA device found")
+    monkeypatch.setattr("motiondetect.gpu.backend.cuda_device_error", lambda: "no CUDA device found")
+    monkeypatch.setattr("motiondetect.gpu.cuda_handler.cuda_device_error", lambda: "no CUDA device found")
     rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--no-video")
     assert rc == 0 and "notice: CUDA unavailable (no CUDA device found); using the CPU backend" in err
     assert report(tmp_path / "seq_motion.json")["backend"] == "cpu"
@@ -144,7 +143,7 @@ def test_no_device(tmp_path, monkeypatch, capsys, sequence):
 
 
 def test_device_that_fails_at_start(tmp_path, monkeypatch, capsys, sequence):
-    monkeypatch.setattr(cli, "cuda_device_error", lambda: None)  # listed, but no context can be made
+    monkeypatch.setattr("motiondetect.gpu.backend.cuda_device_error", lambda: None)  # listed, but no context can be made
 
     def enter(self):
         raise CudaUnavailable("CUDA backend unavailable: cannot create a context (cuCtxCreate failed: unknown error)")
@@ -166,7 +165,10 @@ def test_out_of_memory_for_a_very_large_frame_falls_back(tmp_path, monkeypatch, 
     stub_gpu.fail(stub_gpu.drv.MemoryError("cuMemAlloc failed: out of memory"), pixels_over=100_000)
     rc, err = run_main(monkeypatch, capsys, tmp_path, big_sequence, "--backend", "auto")
     assert rc == 0, err
-    assert "notice: the CUDA backend cannot run this pipeline: out of GPU memory (cuMemAlloc failed: out of memory); using the CPU backend" in err
+    assert (
+        "notice: the CUDA backend cannot run this pipeline: out of GPU memory (cuMemAlloc failed: out of memory); using the CPU backend"
+        in err
+    )
     events = report(tmp_path / "big_motion.json")
     assert events["backend"] == "cpu" and events["device"] is None and events["frame_count"] == 3
     assert events["events"] == expected  # the CPU took over from the first frame
@@ -193,7 +195,9 @@ def test_small_frames_fit_the_stand_in(tmp_path, monkeypatch, capsys, stub_gpu, 
 @pytest.mark.parametrize("backend", ["cuda", "auto"])
 def test_kernel_compile_error_shows_nvcc_once(tmp_path, monkeypatch, capsys, stub_gpu, sequence, backend):
     drv = stub_gpu.drv
-    stub_gpu.fail(drv.CompileError("nvcc compilation of /tmp/tmpab12/kernel.cu failed", ["nvcc", "--cubin", "kernel.cu"], stdout="", stderr=NVCC_SAID))
+    stub_gpu.fail(
+        drv.CompileError("nvcc compilation of /tmp/tmpab12/kernel.cu failed", ["nvcc", "--cubin", "kernel.cu"], stdout="", stderr=NVCC_SAID)
+    )
     rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", backend, "--no-video")
     assert "Traceback" not in err
     assert err.count("md_undefined_marker") == 1 and err.count("1 error detected") == 1
@@ -254,7 +258,21 @@ def test_gpu_out_of_memory_for_a_very_large_frame(cuda, tmp_path, monkeypatch, c
         # Frame pairs (the case-study preset): two frames are enough for an event, where the
         # default background model would still be warming up.
         seed = str(Path(__file__).resolve().parents[2] / "configs" / "seed.yaml")
-        rc, err = run_main(monkeypatch, capsys, tmp_path, folder, "--backend", "auto", "--no-video", "--events", "auto.json", "-c", seed, "--min-event-length", "0")
+        rc, err = run_main(
+            monkeypatch,
+            capsys,
+            tmp_path,
+            folder,
+            "--backend",
+            "auto",
+            "--no-video",
+            "--events",
+            "auto.json",
+            "-c",
+            seed,
+            "--min-event-length",
+            "0",
+        )
         assert rc == 0 and "out of GPU memory" in err and "using the CPU backend" in err
         events = report(tmp_path / "auto.json")
         assert events["backend"] == "cpu" and events["frame_count"] == 2 and events["events"]
@@ -276,7 +294,7 @@ def test_gpu_device_that_fails_at_start(cuda, tmp_path, monkeypatch, capsys, seq
 @pytest.mark.gpu
 @pytest.mark.parametrize("backend", ["cuda", "auto"])
 def test_gpu_kernel_compile_error_shows_nvcc_once(cuda, tmp_path, monkeypatch, capsys, sequence, backend):
-    import motiondetect.cuda_handler as handler_module
+    import motiondetect.gpu.cuda_handler as handler_module
 
     real = handler_module.kernel_source
     marker = "md_broken_kernel_marker"
@@ -305,7 +323,18 @@ def test_gpu_no_device_memory_leaks_across_inputs(cuda, tmp_path, monkeypatch, c
     run_main(monkeypatch, capsys, tmp_path, *inputs, "--backend", "cuda", "--no-video", "--events", "w{stem}.json")  # warm caches
     free_before, _ = drv.mem_get_info()
     for round_ in range(3):
-        rc, err = run_main(monkeypatch, capsys, tmp_path, *inputs, "--backend", "cuda", "--events", f"r{round_}_{{stem}}.json", "-o", f"r{round_}_{{stem}}.mp4")
+        rc, err = run_main(
+            monkeypatch,
+            capsys,
+            tmp_path,
+            *inputs,
+            "--backend",
+            "cuda",
+            "--events",
+            f"r{round_}_{{stem}}.json",
+            "-o",
+            f"r{round_}_{{stem}}.mp4",
+        )
         assert rc == 0, err
     free_after, _ = drv.mem_get_info()
     assert free_before - free_after < 16 * 2**20  # every context and buffer was released

@@ -14,17 +14,17 @@ import sys
 import time
 
 import pytest
-
-from motiondetect.signals import StopSignals, exit_code
 from conftest import count_frames, process_env, report
+
+from motiondetect.core.signals import StopSignals, exit_code
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 #: Runs the command after wrapping one function so that the process signals itself there.
 DRIVER = r"""
 import os, signal, sys
-import motiondetect.detector as detector, motiondetect.video as video
-from motiondetect.cli import main
+import motiondetect.pipeline.detector as detector, motiondetect.sources.video as video, motiondetect.outputs.writer as writer
+from motiondetect.apps.cli import main
 
 point, sig, at = os.environ["MD_POINT"], getattr(signal, os.environ["MD_SIGNAL"]), int(os.environ.get("MD_AT", "0"))
 calls = [0]
@@ -43,7 +43,7 @@ if point == "frame":  # while frame AT is being processed
 elif point == "twice":  # two signals while frame AT is being processed
     detector.MotionDetector.process = kill_at(detector.MotionDetector.process, times=2)
 elif point == "flush":  # when the video starts its final flush
-    video.VideoWriter.close = kill_at(video.VideoWriter.close)
+    writer.VideoWriter.close = kill_at(writer.VideoWriter.close)
 elif point == "setup":  # while the input is being opened
     video.VideoHandler.__init__ = kill_at(video.VideoHandler.__init__)
 sys.exit(main(sys.argv[1:]))
@@ -52,7 +52,9 @@ sys.exit(main(sys.argv[1:]))
 
 def drive(tmp_path, point, signame, at, *argv):
     env = process_env(MD_POINT=point, MD_SIGNAL=signame, MD_AT=str(at))
-    return subprocess.run([sys.executable, "-c", DRIVER, *map(str, argv)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", DRIVER, *map(str, argv)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def check_stopped(proc, tmp_path, signame):
@@ -102,7 +104,9 @@ def test_second_signal_stops_at_once(tmp_path, sample_clip):
 def test_several_inputs_stop_at_the_signalled_one(tmp_path, sample_clip):
     second = tmp_path / "second.avi"
     second.write_bytes(sample_clip.read_bytes())
-    proc = drive(tmp_path, "frame", "SIGTERM", 3, sample_clip, second, "--backend", "cpu", "--end", "50f", "--no-video", "--events", "{stem}.json")
+    proc = drive(
+        tmp_path, "frame", "SIGTERM", 3, sample_clip, second, "--backend", "cpu", "--end", "50f", "--no-video", "--events", "{stem}.json"
+    )
     assert proc.returncode == 143
     assert report(tmp_path / "highway_traffic_320x240.json")["frame_count"] == 4
     assert not (tmp_path / "second.json").exists()  # never started
@@ -122,8 +126,26 @@ def test_signal_from_outside_a_live_run(tmp_path, sample_clip, signame, delay):
     # --live paces the clip at its 25 fps: 6 s for 150 frames. The signal comes once the video
     # has data (frames are flowing) plus ``delay``: early, in the middle, later on.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "motiondetect", str(sample_clip), "--live", "--backend", "cpu", "--end", "150f", "-o", "out.mp4", "--events", "out.json"],
-        cwd=tmp_path, env=process_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "motiondetect",
+            str(sample_clip),
+            "--live",
+            "--backend",
+            "cpu",
+            "--end",
+            "150f",
+            "-o",
+            "out.mp4",
+            "--events",
+            "out.json",
+        ],
+        cwd=tmp_path,
+        env=process_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert wait_for(lambda: (tmp_path / "out.mp4").exists() and (tmp_path / "out.mp4").stat().st_size > 0)

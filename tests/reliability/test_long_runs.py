@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import motiondetect.cli as cli
-from motiondetect.detector import MotionDetector
-from motiondetect.video import Frame, VideoWriter
 from conftest import report, run_main, small_frames
+
+import motiondetect.apps.cli as cli
+from motiondetect.core.types import Frame
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.pipeline.detector import MotionDetector
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc (Linux)")
 
@@ -73,11 +74,21 @@ def test_memory_stays_flat_over_100000_frames(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "VideoHandler", SyntheticSource)
     SyntheticSource.samples = {}
     rc, err = run_main(
-        monkeypatch, capsys, tmp_path, "synthetic", "--backend", "cpu", "--no-video",
-        "--events", "long.json", "--events", "long.csv",
+        monkeypatch,
+        capsys,
+        tmp_path,
+        "synthetic",
+        "--backend",
+        "cpu",
+        "--no-video",
+        "--events",
+        "long.json",
+        "--events",
+        "long.csv",
         # The case study's frame pairs: every burst is an event from the first frame on (the
         # default's background model would warm up over the first bursts).
-        "-c", str(Path(__file__).resolve().parents[2] / "configs" / "seed.yaml"),
+        "-c",
+        str(Path(__file__).resolve().parents[2] / "configs" / "seed.yaml"),
     )
     assert rc == 0, err
     events = report(tmp_path / "long.json")
@@ -113,8 +124,24 @@ def clips(tmp_path) -> list[Path]:
 
 def test_no_handles_or_threads_leak_across_many_inputs(tmp_path, monkeypatch, capsys, clips):
     def all_outputs(round_):
-        return ("--backend", "cpu", "-o", f"r{round_}_{{stem}}.mp4", "--events", f"r{round_}_{{stem}}.json", "--events", f"r{round_}_{{stem}}.csv",
-                "--mask-out", f"r{round_}_{{stem}}_mask.mp4", "--masks", f"masks{round_}", "--clips", f"clips{round_}", "--min-area", "0.01")
+        return (
+            "--backend",
+            "cpu",
+            "-o",
+            f"r{round_}_{{stem}}.mp4",
+            "--events",
+            f"r{round_}_{{stem}}.json",
+            "--events",
+            f"r{round_}_{{stem}}.csv",
+            "--mask-out",
+            f"r{round_}_{{stem}}_mask.mp4",
+            "--masks",
+            f"masks{round_}",
+            "--clips",
+            f"clips{round_}",
+            "--min-area",
+            "0.01",
+        )
 
     rc, err = run_main(monkeypatch, capsys, tmp_path, *clips, *all_outputs(0))  # first use loads libraries
     assert rc == 0, err
@@ -148,7 +175,9 @@ def test_no_handles_leak_on_failures_and_interrupts(tmp_path, monkeypatch, capsy
         assert run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", f"s{n}.mp4", "--events", f"s{n}.json")[0] == 0
         with monkeypatch.context() as patch:
             patch.setattr(MotionDetector, "process", interrupted)
-            rc, _ = run_main(monkeypatch, capsys, tmp_path, clips[n], "--backend", "cpu", "--live", "-o", f"i{n}.mp4", "--events", f"i{n}.json")
+            rc, _ = run_main(
+                monkeypatch, capsys, tmp_path, clips[n], "--backend", "cpu", "--live", "-o", f"i{n}.mp4", "--events", f"i{n}.json"
+            )
         assert rc == 130 and report(tmp_path / f"i{n}.json")["complete"] is False
     assert open_handles() == handles
     assert threading.active_count() == threads

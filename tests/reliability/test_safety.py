@@ -10,13 +10,13 @@ from pathlib import Path
 
 import cv2
 import pytest
+from conftest import only_line, report, run_main, small_frames
 
 import motiondetect
+from motiondetect.core.safety import free_name
 from motiondetect.outputs.clips import clip_name
 from motiondetect.outputs.masks import mask_name
-from motiondetect.safety import free_name
-from motiondetect.video import VideoWriter
-from conftest import only_line, report, run_main, small_frames
+from motiondetect.outputs.writer import VideoWriter
 
 PACKAGE = Path(motiondetect.__file__).parent
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -34,7 +34,18 @@ def test_the_scan_sees_the_package():
 
 
 def test_yaml_is_read_only_with_safe_load():
-    unsafe = {"load", "load_all", "unsafe_load", "unsafe_load_all", "full_load", "full_load_all", "Loader", "UnsafeLoader", "FullLoader", "add_constructor"}
+    unsafe = {
+        "load",
+        "load_all",
+        "unsafe_load",
+        "unsafe_load_all",
+        "full_load",
+        "full_load_all",
+        "Loader",
+        "UnsafeLoader",
+        "FullLoader",
+        "add_constructor",
+    }
     found, safe_loads = [], 0
     for path in SOURCES:
         for node in calls_and_names(path):
@@ -136,7 +147,7 @@ def test_reports_appear_whole_by_rename(tmp_path, monkeypatch, capsys, clip, nam
         renames.append((src.resolve().parent, dst.resolve()))
         real_replace(src, dst)
 
-    monkeypatch.setattr("motiondetect.events.os.replace", replace)
+    monkeypatch.setattr("motiondetect.outputs.events.os.replace", replace)
     rc, err = run_main(monkeypatch, capsys, tmp_path, clip, "--backend", "cpu", "--no-video", "--events", name, "--overwrite")
     assert rc == 0, err
     assert renames == [(tmp_path, final)]  # through a temporary file in the same folder
@@ -144,7 +155,7 @@ def test_reports_appear_whole_by_rename(tmp_path, monkeypatch, capsys, clip, nam
 
 
 def test_report_of_an_interrupted_run_is_whole(tmp_path, monkeypatch, capsys, clip):
-    from motiondetect.detector import MotionDetector
+    from motiondetect.pipeline.detector import MotionDetector
 
     real = MotionDetector.process
     calls = []

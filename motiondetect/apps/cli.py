@@ -1,0 +1,532 @@
+"""The ``motiondetect`` command: argument parsing and the run controller.
+
+Errors the user can fix print one line, ``motiondetect: error: ...``, and exit 2 (usage,
+config) or 1 (run time). Whatever was processed before a failure, Ctrl-C or SIGTERM is kept: the
+video is closed so it plays up to the last frame, and the events file is written with
+``"complete": false``; a stop signal exits with 128 + its number (130 SIGINT, 143 SIGTERM, see
+:mod:`motiondetect.core.signals`). Set ``MOTIONDETECT_DEBUG=1`` to get tracebacks instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from motiondetect import __version__
+from motiondetect.apps.preview import KEYS, PreviewSink
+from motiondetect.core.errors import ConfigError, MotionDetectError, UsageError
+from motiondetect.core.faults import describe_device_fault, is_device_fault
+from motiondetect.core.progress import progress_bar
+from motiondetect.core.safety import quiet_native_logs
+from motiondetect.core.signals import StopSignals, exit_code
+from motiondetect.filters import REGISTRY, Threshold
+from motiondetect.gpu.backend import open_backend
+from motiondetect.gpu.platform import feature_report
+from motiondetect.outputs.clips import ClipSink, MotionOnlySink
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
+from motiondetect.outputs.overlay import Overlay
+from motiondetect.outputs.paths import OutputPaths, plan_outputs
+from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
+from motiondetect.outputs.writer import VideoWriter
+from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
+from motiondetect.pipeline.batch import BatchDetector
+from motiondetect.pipeline.config import (
+    BACKENDS,
+    DECODERS,
+    ENGINES,
+    PRESETS,
+    SECTIONS,
+    build_filters,
+    load_config,
+    schema_problems,
+    with_overrides,
+    with_settings,
+)
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.roi import rasterize, roi_from_file
+from motiondetect.pipeline.runner import Runner
+from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
+from motiondetect.sources.live import LatestFrameReader
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
+from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, window
+
+log = logging.getLogger("motiondetect")
+
+
+def _param_arg(param):
+    """argparse ``type`` that parses a value of ``param`` and checks its range."""
+
+    def parse(text: str):
+        try:
+            value = param.type(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {param.type.__name__} {param.unit}, got {text!r}") from None
+        if not param.minimum <= value <= param.maximum:
+            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed {param.minimum}..{param.maximum})")
+        return value
+
+    return parse
+
+
+def _positive_fps(text: str) -> float:
+    """argparse ``type`` for ``--fps``: a finite number of frames per second above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of frames per second, got {text!r}")
+    return value
+
+
+def _filters_help() -> str:
+    lines = ["pipeline filters (YAML 'filter:' names and parameters, from the registry):"]
+    for name, cls in REGISTRY.items():
+        lines.append(f"  {name}: {cls.__doc__.strip().splitlines()[0].replace('``', '')}")
+        lines += [f"      {p.describe()}" for p in cls.PARAMS]
+    for section, table in SECTIONS.items():
+        lines.append(f"{section} settings (YAML '{section}:'; flags above set them):")
+        lines += [f"  {name}={default}: {text}" for name, (_, default, text) in table.items()]
+    lines.append("preview window keys: " + ", ".join(f"{key} {action}" for key, action in KEYS))
+    lines.append("score against ground truth (CDnet layout): motiondetect evaluate GT_FOLDER [--baselines] (see its --help)")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser (its choices and help come from the registry)."""
+    threshold = Threshold.PARAMS[0]
+    parser = argparse.ArgumentParser(
+        prog="motiondetect",
+        description="Detect motion in a video on the GPU (CUDA) or CPU: by default a per-pixel background "
+        "model at a working resolution and mask clean-up (configs/seed.yaml: the case study's frame pairs, "
+        "threshold and erosion), with the motion blended into the red channel.",
+        epilog=_filters_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "input",
+        nargs="*",
+        metavar="INPUT",
+        help="video file, glob ('clips/*.mp4'), image folder, printf pattern (in%%06d.jpg) or image glob, camera index or URL; several: one run and report each, or one stream with --concat",
+    )
+    parser.add_argument("-o", "--output", help="annotated video to write [default: <stem>_motion.mp4 in the current folder]")
+    parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
+    parser.add_argument(
+        "--events",
+        action="append",
+        metavar="FILE",
+        help="events report to write: JSON, or CSV for a name ending in .csv; repeat for both [default: <stem>_motion.json in the current folder]",
+    )
+    parser.add_argument(
+        "--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto: CUDA if a device answers]"
+    )
+    parser.add_argument(
+        "--decoder",
+        choices=DECODERS,
+        help="where video files are decoded: NVDEC on the GPU (PyNvVideoCodec) or PyAV on the CPU; motion is found on the luma either way, with identical results [setting: config 'decoder', default auto: NVDEC when it can run, else the CPU with a notice]",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=PRESETS,
+        help="x264 preset of the annotated video and clips (speed against size) [setting: config 'preset', default veryfast]",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="GPU engine for gray and difference: their CUDA kernels or cuBLAS (scikit-cuda) [setting: config 'engine', default kernel]",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=_param_arg(threshold),
+        metavar="T",
+        help=f"threshold in {threshold.unit} ({threshold.minimum}..{threshold.maximum}) of the pipeline's 'threshold' filter (e.g. -c configs/seed.yaml) [setting: config]",
+    )
+    parser.add_argument(
+        "--fps",
+        type=_positive_fps,
+        help="frame rate to assume, frames/s, overriding the container's [default: the container's; 25 for image sequences]",
+    )
+    parser.add_argument("--no-video", action="store_true", help="write only the events file, no annotated video")
+    parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    live = parser.add_argument_group("live preview (cameras and streams open a window by default)")
+    live.add_argument("--camera", type=int, metavar="N", help="read camera N (0 is the first) instead of INPUT")
+    live.add_argument("--preview", action="store_true", help="show the annotated frames in a window while processing a file")
+    live.add_argument(
+        "--realtime", action="store_true", help="with --preview, play a file at its frame rate instead of as fast as possible"
+    )
+    live.add_argument(
+        "--live",
+        action="store_true",
+        help="play a file as a live source: read on a thread at its frame rate, dropping frames when processing falls behind",
+    )
+    live.add_argument("--record", dest="output", metavar="OUT.mp4", help="write the annotated live stream to OUT.mp4 (same as -o)")
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress bar")
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="print debug messages")
+    parser.add_argument("--version", action="store_true", help="print the version and the detected features, then exit")
+    _add_scan_arguments(parser)
+    scale = parser.add_argument_group(
+        'scale-out (pip install "motiondetect[dask]")',
+        "Split each video file at keyframes into chunks (--chunk seconds) and scan them at the same time on "
+        "a Dask cluster; events are found over the whole file, outputs are joined in order. A rerun of an "
+        "interrupted command resumes from its finished chunks.",
+    )
+    where = scale.add_mutually_exclusive_group()
+    where.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        metavar="N",
+        help="start a local Dask cluster: N worker processes on the CPU backend; with GPUs (dask-cuda), one worker per GPU scanning N chunks at once; 'auto': one process per core, or 8 chunks per GPU",
+    )
+    where.add_argument(
+        "--scheduler",
+        type=scheduler_arg,
+        metavar="ADDRESS",
+        help="use the existing Dask cluster at ADDRESS (tcp://HOST:PORT); its workers must reach the inputs and the output folders at the same paths",
+    )
+    return parser
+
+
+def _schema_arg(schema: dict[str, Any]):
+    """argparse ``type`` for a setting: parses the number its JSON Schema wants and checks it."""
+    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    kind = int if "integer" in types else float
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'a whole number' if kind is int else 'a number'}, got {text!r}") from None
+        problems = schema_problems(schema, value)
+        if problems:
+            raise argparse.ArgumentTypeError(problems[0].split(": ", 1)[1])
+        return value
+
+    return parse
+
+
+def _position_arg(text: str) -> Position:
+    try:
+        return Position.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
+    """Footage-scanning flags: outputs, region, input window, and one flag per setting of the
+    config's events / scan / overlays sections (derived from their tables)."""
+    group = parser.add_argument_group(
+        "footage scanning",
+        "Motion events, reports, clips, masks, overlays, region of interest and speed knobs. The "
+        "setting flags override the config's events / scan / overlays sections.",
+    )
+    group.add_argument(
+        "--clips",
+        metavar="DIR",
+        help="write one video per event, padding included, into DIR (made if missing) as <stem>_event0001.mp4, ...",
+    )
+    group.add_argument("--only-motion", action="store_true", help="the output video (-o) holds only the events' frames, padding included")
+    group.add_argument("--mask-out", metavar="FILE", help="write the motion masks as a video (H.264, lossy: for viewing)")
+    group.add_argument(
+        "--masks",
+        metavar="DIR",
+        help="write each frame's mask as a lossless PNG into DIR (made if missing) as <stem>_000000.png, ... (0-based frame numbers)",
+    )
+    group.add_argument(
+        "--roi",
+        metavar="FILE",
+        help="region of interest: a mask image (non-zero inside, the frames' size) or YAML with 'polygons: [[[x, y], ...], ...]' in pixels [setting: config 'roi']",
+    )
+    group.add_argument(
+        "--start",
+        type=_position_arg,
+        metavar="WHEN",
+        help="first frame to process: seconds (90, 90.5s), a timecode (HH:MM:SS.mmm) or a frame number (1234f) [default: the first]",
+    )
+    group.add_argument(
+        "--end", type=_position_arg, metavar="WHEN", help="stop before this place (same forms as --start) [default: the end of the input]"
+    )
+    group.add_argument(
+        "--concat", action="store_true", help="read several inputs as one stream (one frame size; times use the first's frame rate)"
+    )
+    for section, table in SECTIONS.items():
+        for name, (schema, default, text) in table.items():
+            flag = "--" + name.replace("_", "-")
+            # The first clause; the whole text, with the default's source, is in the epilog.
+            help_text = f"{text.split(';')[0]} [setting: config {section}.{name}, default {json.dumps(default)}]".replace("%", "%%")
+            if schema.get("type") == "boolean":
+                group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, dest=f"{section}__{name}", help=help_text)
+            else:
+                group.add_argument(
+                    flag, type=_schema_arg(schema), default=None, dest=f"{section}__{name}", metavar=name.upper(), help=help_text
+                )
+
+
+def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter) -> list[Sink]:
+    """The footage-scanning outputs of one run: motion-only video, clips, mask video and images."""
+    sinks: list[Sink] = []
+    if paths.video is not None and paths.only_motion:
+        sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size))
+    if paths.clips is not None:
+        paths.clips.mkdir(exist_ok=True)
+        sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size))
+    if paths.mask_video is not None:
+        sinks.append(MaskVideoSink(VideoWriter(paths.mask_video, video.fps, video.size)))
+    if paths.masks is not None:
+        paths.masks.mkdir(exist_ok=True)
+        sinks.append(MaskImagesSink(paths.masks, video.name))
+    return sinks
+
+
+def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """Apply the setting flags (events / scan / overlays) and --roi over the config."""
+    for section, table in SECTIONS.items():
+        config = with_settings(config, section, {name: getattr(args, f"{section}__{name}") for name in table})
+    if args.roi:
+        config = {**config, "roi": roi_from_file(args.roi)}
+    return config
+
+
+def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
+    """Process the inputs as the parsed ``args`` say (one run each, or one with ``--concat``);
+    return the exit code.
+
+    ``stop``: the installed :class:`~motiondetect.core.signals.StopSignals`; after a stop signal no
+    further input is started.
+    """
+    config = with_overrides(
+        load_config(args.config),
+        backend=args.backend,
+        engine=args.engine,
+        threshold=args.threshold,
+        decoder=args.decoder,
+        preset=args.preset,
+    )
+    config = _scan_settings(config, args)
+    inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
+    if args.jobs is not None or args.scheduler is not None:
+        from motiondetect.scaleout.chunked import run_chunked
+
+        return run_chunked(args, config, inputs, stop)
+    groups = [inputs] if args.concat else [[source] for source in inputs]
+    taken: set[Path] = set()
+    code = 0
+    for sources in groups:
+        code = _run_one(args, config, sources, len(groups) > 1, taken, stop)
+        if code:
+            return code
+    return code
+
+
+def _run_one(
+    args: argparse.Namespace,
+    config: dict[str, Any],
+    sources: list[str],
+    several: bool,
+    taken: set[Path],
+    signals: StopSignals | None = None,
+) -> int:
+    """Process one input (or several joined with --concat) into its outputs; return the exit code."""
+    with ExitStack() as stack:
+        handlers = [stack.enter_context(VideoHandler(source, fps=args.fps)) for source in sources]
+        try:
+            video = handlers[0] if len(handlers) == 1 else ConcatSource(handlers)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        realtime_source = video.is_live or video.is_stream  # frames arrive on the source's clock
+        live = realtime_source or args.live
+        input_paths = {Path(source).resolve() for source in sources if Path(source).is_file()}
+        # A file gets outputs by default; a camera or stream only records what is asked for.
+        paths = plan_outputs(args, video.name, input_paths, several, taken, defaults=not realtime_source)
+        video_path = paths.video
+        start = args.start.to_frame(video.fps) if args.start else 0
+        stop = args.end.to_frame(video.fps) if args.end else None
+        if stop is not None and stop <= start:
+            raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
+        filters = build_filters(config)
+        roi = rasterize(config["roi"], video.size)
+        wants_frames = video_path is not None or paths.clips is not None  # annotated frames are written
+        cuda = open_backend(config["backend"], filters, stack)
+        preview = args.preview or realtime_source
+        needs_mask = masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)
+        detector = MotionDetector(
+            filters,
+            cuda=cuda,
+            roi=roi,
+            downscale=config["scan"]["downscale"],
+            annotate=config["overlays"]["blend"] and (wants_frames or preview),
+            masks=needs_mask,
+        )
+        width, height = video.size
+        try:
+            detector.geometry((height, width))
+        except ValueError as exc:  # the ROI vanishes at the downscaled size
+            raise ConfigError([f"roi: {exc}"]) from None
+        detector = checked_on_device(detector, cuda, config["backend"], video.size)
+        cuda = cuda if detector.backend == "cuda" else None
+        batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
+        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
+        log.debug(
+            "decoder: %s; %s",
+            decoder,
+            "batches of %d frames on the GPU" % config["scan"]["batch"] if batched is None else f"one frame at a time ({batched})",
+        )
+        if batched is None:
+            detector.reset()  # the warm-up's state
+            detector = BatchDetector(
+                detector.filters,
+                cuda,
+                roi=roi,
+                annotate=detector.annotate,
+                masks=detector.masks,
+                batch=config["scan"]["batch"],
+            )
+        events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
+        header: dict[str, Any] = {
+            "motiondetect_version": __version__,
+            "input": sources[0],
+            "inputs": sources,
+            "output_video": str(video_path) if video_path else None,
+            "fps": video.fps,
+            "frame_size": list(video.size),
+            "start_frame": start,
+            "backend": detector.backend,
+            "device": cuda.device_name if cuda else None,
+            "decoder": decoder,
+            "config": config,
+        }
+        frames = window(video, start, stop)
+        if batched is None:
+            pass  # the batched detector decodes on its own thread, into its ring of batches
+        elif not live:
+            # Decode ahead on a thread while the main thread detects (never drops a frame).
+            frames = PrefetchReader(frames)
+            stack.callback(frames.stop)
+        else:
+            # Camera and stream frames are stamped with the wall clock; a file played as live
+            # keeps its media times. Either way a slow consumer drops frames, never lags.
+            frames = LatestFrameReader(frames, pace_fps=None if realtime_source else video.fps, wallclock=realtime_source)
+            stack.callback(frames.stop)
+        sinks: list[Sink] = []
+        if preview:
+            # First: a quit ('q') raised while showing a frame leaves that frame out of every output.
+            sinks.append(
+                PreviewSink(
+                    f"motiondetect - {video.name}",
+                    detector,
+                    events,
+                    snapshot_stem=video.name,
+                    realtime_fps=video.fps if args.realtime and not live else None,
+                    live=realtime_source,
+                    reader=frames if live else None,
+                )
+            )
+        if video_path and not args.only_motion:
+            writer = VideoWriter(video_path, video.fps, video.size, config["preset"])
+            sinks.append(VideoSink(BackgroundWriter(writer), timestamps=live))  # encodes on its own thread
+        sinks += _scan_sinks(paths, video, events)
+        sinks += [EventsSink(path, events, header) for path in paths.events]  # last: they record whether the others finished
+        total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)
+        overlay = Overlay.from_config(config["overlays"]) if wants_frames else None
+        runner = Runner(
+            frames,
+            detector,
+            sinks,
+            progress_bar(total, args.quiet or live),
+            events=events,
+            frame_skip=config["scan"]["frame_skip"],
+            overlay=overlay,
+            source=video,
+            stop=signals,
+        )
+        summary = runner.run()
+    if summary.frames == 0 and summary.complete:
+        raise MotionDetectError(f"no frames could be decoded from {sources[0]!r}" + (f" from frame {start} on" if start else ""))
+    device = f" ({header['device']})" if header["device"] else ""
+    outputs = ", ".join(filter(None, (s.describe() for s in sinks)))
+    undecodable = f", {summary.decode_errors} frames could not be decoded" if summary.decode_errors else ""
+    log.info(
+        "%d frames in %.1f s (%.0f fps), %d events%s, backend %s%s -> %s",
+        summary.frames,
+        summary.elapsed,
+        summary.fps,
+        len(events.events),
+        undecodable,
+        detector.backend,
+        device,
+        outputs,
+    )
+    if summary.dropped_frames:
+        log.info("%d frames dropped to keep up with the live source", summary.dropped_frames)
+    if summary.stopped:
+        return 0
+    if summary.interrupted or (signals is not None and signals.received):
+        log.warning("Stopped after %d frames; outputs hold what was processed", summary.frames)
+        return exit_code(signals.received if signals is not None else None)
+    if summary.error is not None:
+        raise MotionDetectError(f"stopped after {summary.frames} frames: {summary.error}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; return the process exit code.
+
+    0: done. 1: a failure at run time (input, output, device). 2: a usage or configuration
+    mistake. 128 + N: stopped by signal N (130 Ctrl-C, 143 SIGTERM) with the outputs so far.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["evaluate"]:  # the scoring subcommand lives in its own module
+        from motiondetect.apps.evaluate import main as evaluate_main
+
+        return evaluate_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING if args.quiet else logging.DEBUG if args.verbose else logging.INFO
+    logging.basicConfig(level=level, format="motiondetect: %(message)s", stream=sys.stderr, force=True)
+    quiet_native_logs(args.verbose)
+    if args.version:
+        print(f"motiondetect {__version__}")
+        for line in feature_report():
+            print(f"  {line}")
+        return 0
+    if bool(args.input) == (args.camera is not None):
+        parser.error("give the input: files, folders, patterns or URLs, or --camera N")
+    stop = StopSignals()
+    try:
+        with stop:
+            return run(args, stop)
+    except KeyboardInterrupt:
+        print("motiondetect: Stopped.", file=sys.stderr)
+        return exit_code(stop.received)
+    except Exception as exc:
+        if os.environ.get("MOTIONDETECT_DEBUG"):
+            raise
+        message = _failure_message(exc)
+        if message is None:
+            raise
+        print(f"motiondetect: error: {message}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+
+
+def _failure_message(exc: Exception) -> str | None:
+    """The one-line message for a failure the command reports without a traceback, or ``None``
+    for a bug (which keeps its traceback)."""
+    if isinstance(exc, MotionDetectError):
+        return str(exc)
+    if is_device_fault(exc):
+        return describe_device_fault(exc)
+    if isinstance(exc, OSError):  # e.g. a full disk while making an output folder
+        return f"{exc.strerror or exc}" + (f": {exc.filename!r}" if exc.filename else "")
+    if isinstance(exc, MemoryError):
+        return "out of memory (host RAM); try --downscale or a smaller input"
+    return None

@@ -1,0 +1,207 @@
+"""``motiondetect evaluate``: the command that scores configurations against ground truth.
+
+The scoring rules, the anchors and the folder layout are :mod:`motiondetect.evaluation.scoring`'s;
+leave-one-clip-out tuning (``--loo``) is :mod:`motiondetect.evaluation.tuning`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+from motiondetect import __version__
+from motiondetect.core.errors import MotionDetectError, UsageError
+from motiondetect.evaluation.scoring import DEFAULT_SKIP, Evaluation, detector_method, evaluate, format_table, load_folder, opencv_baselines
+from motiondetect.evaluation.tuning import GRIDS
+from motiondetect.outputs.events import write_json_atomic
+from motiondetect.pipeline.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
+from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.scaleout.cluster import jobs_arg
+
+log = logging.getLogger("motiondetect")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of ``motiondetect evaluate``."""
+    parser = argparse.ArgumentParser(
+        prog="motiondetect evaluate",
+        description="Score motion detection against ground truth in the CDnet 2014 layout (input/, groundtruth/, "
+        "temporalROI.txt, ROI.bmp): pixel precision, recall and F-measure by CDnet rules, frame-level precision, "
+        "recall and F1, and event hits; optionally the classic OpenCV anchors on the same frames.",
+    )
+    parser.add_argument("folders", nargs="+", metavar="GT_FOLDER", help="a folder in the CDnet layout (several: one table each)")
+    parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
+    parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto]")
+    parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference [setting: config 'engine', default kernel]")
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also score the classic anchors (default parameters), each as it is and with a 5x5 median on its mask: "
+        "OpenCV MOG2 and KNN, and MOG, CNT and GSOC where opencv-contrib (cv2.bgsegm) is installed",
+    )
+    parser.add_argument(
+        "--skip", type=_non_negative, default=DEFAULT_SKIP, metavar="N", help=f"frames at the start not scored [default: {DEFAULT_SKIP}]"
+    )
+    parser.add_argument(
+        "--loo",
+        action="store_true",
+        help="also tune by leave-one-clip-out (2 or more folders): score a parameter grid around the config on every clip "
+        "(CPU reference), score each clip with the grid point that does best on the others, and print that table beside the config's scores and the anchors'",
+    )
+    parser.add_argument(
+        "--grid",
+        choices=sorted(GRIDS),
+        help="the --loo parameter grid: small (216 points with the default pipeline: sigmas, min_sigma, downscale height, "
+        "median and dilation sizes), tiny (4 points) or subsense (12 points with configs/subsense.yaml: color_threshold, ghost_share, ghost_distance) [default: small]",
+    )
+    parser.add_argument(
+        "--jobs", type=jobs_arg, metavar="N", help="worker processes for the --loo grid, or auto [default: auto, all cores]"
+    )
+    parser.add_argument(
+        "--loo-cache",
+        metavar="FILE",
+        help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing)",
+    )
+    parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print the tables only, no progress bar")
+    return parser
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of frames >= 0, got {text!r}")
+    return value
+
+
+def _progress(total: int, quiet: bool, label: str):
+    from motiondetect.core.progress import progress_bar as cli_progress
+
+    bar = cli_progress(total, quiet)
+    if hasattr(bar, "set_description"):
+        bar.set_description(label)
+    return bar
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate every folder as ``args`` say; print the tables; return the exit code.
+
+    With ``args.loo``, then tune by leave-one-clip-out (:func:`motiondetect.evaluation.tuning.tune`) and
+    print its table. On Ctrl-C the tables printed so far stand, and ``--json`` is written with
+    what was finished and ``"complete": false``.
+    """
+    from motiondetect.evaluation import tuning
+    from motiondetect.gpu.backend import open_backend
+
+    config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine)
+    folders = [load_folder(path) for path in args.folders]  # check them all before any work
+    json_path = Path(args.json) if args.json else None
+    if json_path is not None:
+        if json_path.is_dir():
+            raise UsageError(f"--json {str(json_path)!r} is a folder; give a file name")
+        if json_path.exists() and not args.overwrite:
+            raise UsageError(f"--json {str(json_path)!r} exists; pass --overwrite to replace it")
+        if not json_path.resolve().parent.is_dir():
+            raise UsageError(f"--json folder {str(json_path.resolve().parent)!r} does not exist")
+    cache_path = Path(args.loo_cache) if args.loo_cache else None
+    if args.loo:
+        args.grid = args.grid or "small"
+        args.jobs = args.jobs or os.cpu_count() or 1
+        names = [f.name for f in folders]
+        if len(folders) < 2:
+            raise UsageError(
+                f"--loo needs at least 2 ground-truth folders (each is scored with parameters chosen on the others); got {len(folders)}"
+            )
+        if len(set(names)) < len(names):
+            raise UsageError(
+                f"--loo tells the clips apart by folder name, and {sorted(n for n in names if names.count(n) > 1)[0]!r} is given twice"
+            )
+        tuning.grid_axes(tuning.GRIDS[args.grid], config)  # a pipeline the grid cannot tune fails now
+        if cache_path is not None and (cache_path.is_dir() or not cache_path.resolve().parent.is_dir()):
+            raise UsageError(f"--loo-cache {str(cache_path)!r} must be a file in an existing folder")
+    else:
+        given = [
+            flag for flag, value in (("--grid", args.grid), ("--jobs", args.jobs), ("--loo-cache", args.loo_cache)) if value is not None
+        ]
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --loo")
+    results: list[Evaluation] = []
+    loo = None
+    backend = device = None
+    complete = False
+    try:
+        with ExitStack() as stack:
+            filters = build_filters(config)
+            cuda = open_backend(config["backend"], filters, stack)
+            detector = MotionDetector(filters, cuda=cuda)
+            backend, device = detector.backend, (cuda.device_name if cuda else None)
+            label = f"motiondetect ({detector.backend})"
+            for index, folder in enumerate(folders):
+                methods = [detector_method(detector, label)] + (opencv_baselines() if args.baselines else [])
+                bar = _progress(len(folder.frames), args.quiet, folder.name)
+                try:
+                    evaluation = evaluate(folder, methods, skip=args.skip, min_area=config["events"]["min_area"], progress=bar)
+                finally:
+                    bar.close()
+                results.append(evaluation)
+                print(("\n" if index else "") + format_table(evaluation), flush=True)
+        if args.loo:
+            points = len(tuning.grid_points(tuning.grid_axes(tuning.GRIDS[args.grid], config))) * len(folders)
+            bar = _progress(points, args.quiet, "leave-one-out grid")
+            try:
+                loo = tuning.tune(
+                    args.folders,
+                    config,
+                    grid=args.grid,
+                    skip=args.skip,
+                    min_area=config["events"]["min_area"],
+                    jobs=args.jobs,
+                    cache_path=cache_path,
+                    progress=bar.update,
+                )
+            finally:
+                bar.close()
+            # The anchors were scored above, on the same frames: reuse them.
+            loo.anchors = {e.folder.name: [tuning.summary(m.name, s) for m, s in e.scores[1:]] for e in results}
+            print("\n" + tuning.format_loo_table(loo, base_label="config" if args.config else "default"), flush=True)
+        complete = True
+    finally:
+        if json_path is not None and (results or complete):
+            report = {
+                "motiondetect_version": __version__,
+                "backend": backend,
+                "device": device,
+                "config": config,
+                "complete": complete,
+                "evaluations": [e.as_dict() for e in results],
+            }
+            if loo is not None:
+                report["leave_one_out"] = loo.as_dict()
+            write_json_atomic(json_path, report)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Run ``motiondetect evaluate`` with ``argv`` (the arguments after ``evaluate``); return the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO, format="motiondetect: %(message)s", stream=sys.stderr, force=True
+    )
+    try:
+        return run(args)
+    except MotionDetectError as exc:
+        if os.environ.get("MOTIONDETECT_DEBUG"):
+            raise
+        print(f"motiondetect: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("motiondetect: Stopped.", file=sys.stderr)
+        return 130

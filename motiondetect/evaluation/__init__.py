@@ -1,0 +1,1 @@
+"""Scoring against ground truth (CDnet-style folders) and leave-one-clip-out tuning."""

@@ -1,0 +1,641 @@
+"""Scoring against ground truth in the CDnet 2014 layout (the library behind ``motiondetect evaluate``).
+
+A ground-truth folder holds ``input/inNNNNNN.jpg`` (the frames), ``groundtruth/gtNNNNNN.png``
+(one label image per frame, same number), ``temporalROI.txt`` (first and last frame number of
+the evaluated range) and ``ROI.bmp`` (the spatial region of interest, non-zero inside). The
+last two are optional here: without them every frame with a label image and every pixel count.
+Frames may be JPEG, PNG or BMP, colour or grey (grey is read as three equal channels). An
+``ROI.bmp`` of another size than the frames (CDnet ships a few) is resized to the frames with
+nearest neighbour, with a warning.
+
+Scoring follows the CDnet rules (Goyette et al., CVPR Workshops 2012; Wang et al., 2014):
+
+- Labels: 255 motion (positive); 0 static and 50 hard shadow (negative); 85 outside the region
+  of interest and 170 unknown motion (object boundaries) are not scored, nor is any other value
+  or any pixel outside ``ROI.bmp``. In a predicted mask only 255 is motion (MOG2 and KNN mark
+  shadows 127: not motion).
+- Frames: those with a label image inside the temporal ROI, except the first ``skip`` (50) frames
+  processed, which let background models settle.
+- Pixel scores from the counts summed over the scored frames: precision, recall, F-measure
+  (2PR / (P + R)), plus CDnet's specificity, FPR, FNR and PWC.
+- Frame level: a frame has motion when at least ``min_area`` (the config's ``events.min_area``,
+  0.001 by default) of its pixels move, in the labels (GT 255) and in the mask (255), both
+  counted inside the ROI as a fraction of the whole frame, the rule the events file uses.
+  Precision, recall and F1 over the scored frames.
+- Events: runs of consecutive scored frames with motion. A ground-truth event is hit when a
+  detected event overlaps it; a detected event that overlaps none is a false event.
+
+Optionally (``--baselines``) the classic anchors run on the same frames, side by side, each
+with its default parameters, as it is and with a 5x5 median on its mask: OpenCV's MOG2 and KNN,
+and, where opencv-contrib's ``cv2.bgsegm`` is installed, its MOG, CNT and GSOC.
+
+With ``--loo`` and several folders it also tunes by leave-one-clip-out (:mod:`motiondetect.evaluation.tuning`):
+a parameter grid around the config is scored on every clip, each clip is scored with the point
+that does best on all the *other* clips, and a table sets that beside the config's own scores
+and the anchors'.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import cv2
+import numpy as np
+
+from motiondetect.core.errors import MotionDetectError
+from motiondetect.pipeline.detector import MotionDetector
+
+log = logging.getLogger("motiondetect")
+
+#: CDnet ground-truth labels.
+STATIC, SHADOW, OUTSIDE_ROI, UNKNOWN, MOTION = 0, 50, 85, 170, 255
+#: Frames at the start of the processed window that are not scored (the issue's rule; background
+#: models need them to settle).
+DEFAULT_SKIP = 50
+_NUMBER = re.compile(r"(\d+)$")
+
+
+class GroundTruthError(MotionDetectError):
+    """The ground-truth folder is missing, incomplete or not in the CDnet layout (exit code 2)."""
+
+    exit_code = 2
+
+
+# -- the ground-truth folder ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroundTruthFolder:
+    """A sequence in the CDnet layout.
+
+    Attributes:
+        root: the folder.
+        frames: ``(number, input image, label image or None)`` in frame order.
+        temporal_roi: first and last frame number evaluated (``temporalROI.txt``), or ``None``.
+        roi: ``(H, W)`` bool region of interest (``ROI.bmp`` non-zero), or ``None`` (all pixels).
+        size: ``(width, height)`` of the frames, in pixels.
+    """
+
+    root: Path
+    frames: list[tuple[int, Path, Path | None]]
+    temporal_roi: tuple[int, int] | None
+    roi: np.ndarray | None
+    size: tuple[int, int]
+
+    @property
+    def name(self) -> str:
+        """The folder's name (e.g. ``cdnet_highway``)."""
+        return self.root.resolve().name
+
+    def in_temporal_roi(self, number: int) -> bool:
+        """Whether frame ``number`` lies in the evaluated range."""
+        return self.temporal_roi is None or self.temporal_roi[0] <= number <= self.temporal_roi[1]
+
+
+def _numbered(folder: Path, prefix: str, suffixes: set[str]) -> dict[int, Path]:
+    found = {}
+    for path in folder.iterdir():
+        match = _NUMBER.search(path.stem)
+        if path.suffix.lower() in suffixes and path.stem.startswith(prefix) and match:
+            found[int(match.group(1))] = path
+    return found
+
+
+def load_folder(path: str | Path) -> GroundTruthFolder:
+    """Read the layout of a CDnet ground-truth folder (the images themselves are read later).
+
+    Args:
+        path: folder holding ``input/``, ``groundtruth/`` and optionally ``temporalROI.txt`` and
+            ``ROI.bmp``.
+
+    Returns:
+        The :class:`GroundTruthFolder`.
+
+    Raises:
+        GroundTruthError: the folder or its ``input/`` or ``groundtruth/`` part is missing, no
+            frame has a label image inside the temporal ROI, ``temporalROI.txt`` is not two
+            frame numbers, or ``ROI.bmp`` cannot be read.
+
+    An ``ROI.bmp`` of another size than the frames is resized to them with nearest neighbour
+    (``cv2.INTER_NEAREST_EXACT``: each frame pixel takes the ROI pixel its centre falls in) and
+    a warning is logged.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise GroundTruthError(f"ground-truth folder not found: {str(root)!r}")
+    inputs_dir, labels_dir = root / "input", root / "groundtruth"
+    for part in (inputs_dir, labels_dir):
+        if not part.is_dir():
+            raise GroundTruthError(
+                f"{str(root)!r} is not in the CDnet layout: no {part.name}/ folder (expected input/inNNNNNN.jpg and groundtruth/gtNNNNNN.png)"
+            )
+    inputs = _numbered(inputs_dir, "in", {".jpg", ".jpeg", ".png", ".bmp"})
+    labels = _numbered(labels_dir, "gt", {".png", ".bmp"})
+    if not inputs:
+        raise GroundTruthError(f"no frames (inNNNNNN.jpg) in {str(inputs_dir)!r}")
+    temporal_roi = None
+    roi_file = root / "temporalROI.txt"
+    if roi_file.is_file():
+        fields = roi_file.read_text(encoding="utf-8", errors="replace").split()
+        if len(fields) != 2 or not all(f.isdigit() for f in fields):
+            raise GroundTruthError(f"{str(roi_file)!r} must hold two frame numbers (first last); got {' '.join(fields)[:40]!r}")
+        temporal_roi = (int(fields[0]), int(fields[1]))
+    frames = [(n, inputs[n], labels.get(n)) for n in sorted(inputs)]
+    if not any(label is not None and (temporal_roi is None or temporal_roi[0] <= n <= temporal_roi[1]) for n, _, label in frames):
+        raise GroundTruthError(
+            f"no frame of {str(root)!r} has a label image (groundtruth/gtNNNNNN.png) inside the temporal ROI {temporal_roi}"
+        )
+    first = cv2.imread(str(frames[0][1]), cv2.IMREAD_COLOR)
+    if first is None:
+        raise GroundTruthError(f"cannot decode frame {str(frames[0][1])!r}")
+    height, width = first.shape[:2]
+    roi = None
+    roi_path = root / "ROI.bmp"
+    if roi_path.is_file():
+        image = cv2.imread(str(roi_path), cv2.IMREAD_GRAYSCALE)
+        if image is None:
+            raise GroundTruthError(f"cannot decode {str(roi_path)!r}")
+        if image.shape != (height, width):
+            log.warning(
+                "%s is %dx%d, the frames %dx%d: resized to the frames with nearest neighbour",
+                roi_path,
+                image.shape[1],
+                image.shape[0],
+                width,
+                height,
+            )
+            image = cv2.resize(image, (width, height), interpolation=cv2.INTER_NEAREST_EXACT)
+        roi = image != 0
+    return GroundTruthFolder(root, frames, temporal_roi, roi, (width, height))
+
+
+# -- scores ----------------------------------------------------------------------------------
+
+
+def _ratio(num: int, den: int) -> float:
+    return num / den if den else 0.0
+
+
+def _f1(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+@dataclass
+class ConfusionCounts:
+    """True/false positives and negatives, and the precision, recall and F-measure they give."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+
+    @property
+    def precision(self) -> float:
+        """TP / (TP + FP); 0 when nothing was predicted."""
+        return _ratio(self.tp, self.tp + self.fp)
+
+    @property
+    def recall(self) -> float:
+        """TP / (TP + FN); 0 when nothing was positive."""
+        return _ratio(self.tp, self.tp + self.fn)
+
+    @property
+    def f_measure(self) -> float:
+        """2 P R / (P + R): CDnet's F-measure, the F1 score."""
+        return _f1(self.precision, self.recall)
+
+
+@dataclass
+class PixelScore(ConfusionCounts):
+    """Pixel counts over the scored frames (CDnet rules) and the measures derived from them."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Counts and measures (CDnet's specificity, FPR, FNR and PWC included), JSON-ready."""
+        total = self.tp + self.fp + self.fn + self.tn
+        return {
+            **asdict(self),
+            "precision": self.precision,
+            "recall": self.recall,
+            "f_measure": self.f_measure,
+            "specificity": _ratio(self.tn, self.tn + self.fp),
+            "fpr": _ratio(self.fp, self.fp + self.tn),
+            "fnr": _ratio(self.fn, self.tp + self.fn),
+            "pwc": 100.0 * _ratio(self.fn + self.fp, total),
+        }
+
+
+@dataclass
+class FrameScore(ConfusionCounts):
+    """Frame-level counts: frames with motion (truth) against frames flagged (prediction)."""
+
+    @property
+    def f1(self) -> float:
+        """Frame-level F1 (the F-measure of the frame counts)."""
+        return self.f_measure
+
+    def as_dict(self) -> dict[str, Any]:
+        """Counts and measures, JSON-ready."""
+        return {**asdict(self), "precision": self.precision, "recall": self.recall, "f1": self.f1}
+
+
+def runs(flags: list[bool]) -> list[tuple[int, int]]:
+    """``(first, last)`` positions (inclusive) of each run of consecutive ``True`` in ``flags``."""
+    out, start = [], None
+    for i, flag in enumerate([*flags, False]):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            out.append((start, i - 1))
+            start = None
+    return out
+
+
+@dataclass
+class EventScore:
+    """Ground-truth events (runs of motion frames) hit by detected events, and false events."""
+
+    truth: list[tuple[int, int]] = field(default_factory=list)
+    detected: list[tuple[int, int]] = field(default_factory=list)
+
+    @staticmethod
+    def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+        return a[0] <= b[1] and b[0] <= a[1]
+
+    @property
+    def hits(self) -> int:
+        """Ground-truth events that some detected event overlaps."""
+        return sum(any(self._overlaps(t, d) for d in self.detected) for t in self.truth)
+
+    @property
+    def false_events(self) -> int:
+        """Detected events that overlap no ground-truth event."""
+        return sum(not any(self._overlaps(d, t) for t in self.truth) for d in self.detected)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Event counts, hits, false events and both event lists (frame numbers), JSON-ready."""
+        return {
+            "truth_events": len(self.truth),
+            "detected_events": len(self.detected),
+            "hits": self.hits,
+            "false_events": self.false_events,
+            "truth": [list(e) for e in self.truth],
+            "detected": [list(e) for e in self.detected],
+        }
+
+
+class Scorer:
+    """Accumulates the scores of one method, frame by frame.
+
+    Args:
+        roi: ``(H, W)`` bool region of interest, or ``None`` for the whole frame.
+        min_area: fraction of the frame's pixels, in [0, 1], that must move for a frame to
+            have motion (the config's ``events.min_area``).
+
+    Example:
+        >>> scorer = Scorer(None, 0.001)
+        >>> scorer.add(np.full((2, 2), 255, np.uint8), np.array([[255, 0], [170, 50]], np.uint8))
+        >>> (scorer.pixel.tp, scorer.pixel.fp, scorer.pixel.fn, scorer.pixel.tn)
+        (1, 2, 0, 0)
+    """
+
+    def __init__(self, roi: np.ndarray | None, min_area: float) -> None:
+        self.roi = roi
+        self.min_area = min_area
+        self.pixel = PixelScore()
+        self.frames = FrameScore()
+        self.truth_flags: list[bool] = []
+        self.predicted_flags: list[bool] = []
+        self.numbers: list[int] = []
+
+    def _moving(self, count: int, size: int) -> bool:
+        # The events rule (EventSegmenter): a fraction of at least min_area, and not zero.
+        fraction = count / size
+        return fraction >= self.min_area and fraction > 0
+
+    def add(self, mask: np.ndarray, labels: np.ndarray, number: int | None = None) -> None:
+        """Score one frame.
+
+        Args:
+            mask: ``(H, W)`` uint8 prediction; 255 is motion, any other value is not.
+            labels: ``(H, W)`` uint8 CDnet labels of the same frame.
+            number: the frame's number, for the event lists (default: its position).
+
+        Raises:
+            ValueError: ``mask`` and ``labels`` differ in shape.
+        """
+        if mask.shape != labels.shape:
+            raise ValueError(f"mask is {mask.shape[1]}x{mask.shape[0]}, the labels {labels.shape[1]}x{labels.shape[0]}")
+        predicted = mask == MOTION
+        positive = labels == MOTION
+        negative = (labels == STATIC) | (labels == SHADOW)
+        if self.roi is not None:
+            predicted, positive, negative = predicted & self.roi, positive & self.roi, negative & self.roi
+        p = self.pixel
+        p.tp += int(np.count_nonzero(predicted & positive))
+        p.fn += int(np.count_nonzero(positive & ~predicted))
+        p.fp += int(np.count_nonzero(predicted & negative))
+        p.tn += int(np.count_nonzero(negative & ~predicted))
+        truth = self._moving(int(np.count_nonzero(positive)), labels.size)
+        flagged = self._moving(int(np.count_nonzero(predicted)), mask.size)
+        f = self.frames
+        f.tp += truth and flagged
+        f.fp += flagged and not truth
+        f.fn += truth and not flagged
+        f.tn += not truth and not flagged
+        self.truth_flags.append(truth)
+        self.predicted_flags.append(flagged)
+        self.numbers.append(len(self.numbers) if number is None else number)
+
+    @property
+    def events(self) -> EventScore:
+        """Events over the frames scored so far, as frame numbers."""
+
+        def numbered(flags):
+            return [(self.numbers[a], self.numbers[b]) for a, b in runs(flags)]
+
+        return EventScore(numbered(self.truth_flags), numbered(self.predicted_flags))
+
+
+# -- methods -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Method:
+    """A motion detector to score: ``segment(frame) -> mask`` called on every frame in order.
+
+    Attributes:
+        name: the label in the table.
+        segment: takes a ``(H, W, 3)`` uint8 BGR frame, returns a ``(H, W)`` uint8 mask (255 motion).
+        seconds: time spent in ``segment`` so far.
+        upstream: the method whose mask this one post-processes (its time counts in
+            :attr:`total_seconds`), or ``None``.
+    """
+
+    name: str
+    segment: Callable[[np.ndarray], np.ndarray]
+    seconds: float = 0.0
+    upstream: Method | None = None
+
+    def __call__(self, frame: np.ndarray) -> np.ndarray:
+        started = time.perf_counter()
+        mask = self.segment(frame)
+        self.seconds += time.perf_counter() - started
+        return mask
+
+    @property
+    def total_seconds(self) -> float:
+        """Seconds spent making this method's masks, the upstream method's included (for the fps)."""
+        return self.seconds + (self.upstream.total_seconds if self.upstream is not None else 0.0)
+
+
+#: Side of the median applied to an anchor's mask: the CDnet custom (its published results and
+#: the issue's anchors use a 5x5 median as post-processing).
+ANCHOR_MEDIAN = 5
+
+
+class _SharedMask:
+    """One background subtractor whose mask two methods score: as it is, and post-processed.
+
+    The post-processed method reuses the mask the plain one made for the same frame object, so
+    the subtractor sees each frame once (KNN draws from OpenCV's global random generator: a
+    second instance would change the first one's draws and scores).
+    """
+
+    def __init__(self, apply: Callable[[np.ndarray], np.ndarray]) -> None:
+        self._apply = apply
+        self._frame: np.ndarray | None = None
+        self._mask: np.ndarray | None = None
+
+    def __call__(self, frame: np.ndarray) -> np.ndarray:
+        if frame is not self._frame:
+            self._frame, self._mask = frame, self._apply(frame)
+        return self._mask
+
+
+def median_of_motion(mask: np.ndarray, size: int = ANCHOR_MEDIAN) -> np.ndarray:
+    """The ``size`` x ``size`` median of a mask's motion: 255 where most of the window is 255.
+
+    Args:
+        mask: ``(H, W)`` uint8 mask; only 255 is motion (MOG2's and KNN's shadow value 127 is not).
+        size: odd window side in pixels (``cv2.medianBlur``; replicated borders).
+
+    Returns:
+        ``(H, W)`` uint8 mask of 0 and 255.
+    """
+    return cv2.medianBlur(np.where(mask == MOTION, MOTION, 0).astype(np.uint8), size)
+
+
+def anchor_factories() -> list[tuple[str, Callable[[], Any]]]:
+    """``(name, factory)`` of each classic anchor available here, every one with its defaults.
+
+    OpenCV's MOG2 (history 500, varThreshold 16, shadows on) and KNN (history 500,
+    dist2Threshold 400, shadows on); with opencv-contrib (``cv2.bgsegm``) also MOG, CNT and GSOC.
+    Without ``cv2.bgsegm`` the contrib anchors are left out silently: opencv-contrib is not a
+    dependency.
+    """
+    factories: list[tuple[str, Callable[[], Any]]] = [
+        ("MOG2", cv2.createBackgroundSubtractorMOG2),
+        ("KNN", cv2.createBackgroundSubtractorKNN),
+    ]
+    bgsegm = getattr(cv2, "bgsegm", None)
+    if bgsegm is not None:
+        factories += [
+            ("MOG", bgsegm.createBackgroundSubtractorMOG),
+            ("CNT", bgsegm.createBackgroundSubtractorCNT),
+            ("GSOC", bgsegm.createBackgroundSubtractorGSOC),
+        ]
+    return factories
+
+
+def opencv_baselines() -> list[Method]:
+    """The classic anchors of :func:`anchor_factories`, each as it is and with a 5x5 median.
+
+    For each anchor two methods, in this order: ``OpenCV NAME (defaults)``, its raw mask (MOG2
+    and KNN mark shadows 127, which scores as no motion), and ``OpenCV NAME + median 5x5``,
+    :func:`median_of_motion` of that same mask. KNN (and GSOC) draw random numbers from OpenCV's
+    global generator, so it is reseeded here (``cv2.setRNGSeed(0)``: the state of a fresh
+    process) to make their scores repeatable.
+    """
+    cv2.setRNGSeed(0)
+    methods = []
+    for name, factory in anchor_factories():
+        shared = _SharedMask(factory().apply)
+        plain = Method(f"OpenCV {name} (defaults)", shared)
+        methods += [
+            plain,
+            Method(
+                f"OpenCV {name} + median {ANCHOR_MEDIAN}x{ANCHOR_MEDIAN}",
+                lambda frame, shared=shared: median_of_motion(shared(frame)),
+                upstream=plain,
+            ),
+        ]
+    return methods
+
+
+def detector_method(detector: MotionDetector, label: str = "motiondetect") -> Method:
+    """The :class:`~motiondetect.pipeline.detector.MotionDetector` as a :class:`Method` (a fresh stream)."""
+    detector.reset()
+    return Method(label, lambda frame: detector.process(frame).mask)
+
+
+# -- the evaluation ------------------------------------------------------------------------------
+
+
+@dataclass
+class Evaluation:
+    """Scores of every method on one ground-truth folder."""
+
+    folder: GroundTruthFolder
+    skip: int
+    min_area: float
+    processed: int
+    scored_numbers: list[int]
+    scores: list[tuple[Method, Scorer]]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: the folder, what was scored, and each method's pixel, frame and event scores."""
+        return {
+            "folder": str(self.folder.root),
+            "frame_size": list(self.folder.size),
+            "frames_processed": self.processed,
+            "frames_scored": len(self.scored_numbers),
+            "scored_range": [self.scored_numbers[0], self.scored_numbers[-1]] if self.scored_numbers else None,
+            "skip": self.skip,
+            "temporal_roi": list(self.folder.temporal_roi) if self.folder.temporal_roi else None,
+            "roi_fraction": 1.0 if self.folder.roi is None else float(self.folder.roi.mean()),
+            "min_area": self.min_area,
+            "methods": [
+                {
+                    "name": method.name,
+                    "pixel": scorer.pixel.as_dict(),
+                    "frame": scorer.frames.as_dict(),
+                    "events": scorer.events.as_dict(),
+                    "seconds": round(method.total_seconds, 3),
+                    "fps": round(self.processed / method.total_seconds, 1) if method.total_seconds > 0 else None,
+                }
+                for method, scorer in self.scores
+            ],
+        }
+
+
+#: One decoded frame: its number, ``(H, W, 3)`` uint8 BGR image, and ``(H, W)`` uint8 CDnet labels
+#: (``None`` where the frame has no label image or lies outside the temporal ROI).
+DecodedFrame = tuple[int, np.ndarray, "np.ndarray | None"]
+
+
+def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
+    """Decode the folder's frames in order, with the labels of those the temporal ROI covers.
+
+    ``list(decoded_frames(folder))`` keeps a clip in memory for repeated runs (parameter
+    tuning); :func:`evaluate` streams it.
+
+    Raises:
+        GroundTruthError: a frame or label image cannot be decoded or has another size.
+    """
+    width, height = folder.size
+    for number, image_path, label_path in folder.frames:
+        image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
+        if image is None:
+            raise GroundTruthError(f"cannot decode frame {str(image_path)!r}")
+        if image.shape[:2] != (height, width):
+            raise GroundTruthError(f"frame {str(image_path)!r} is {image.shape[1]}x{image.shape[0]}, the first {width}x{height}")
+        labels = None
+        if label_path is not None and folder.in_temporal_roi(number):
+            labels = cv2.imread(str(label_path), cv2.IMREAD_GRAYSCALE)
+            if labels is None:
+                raise GroundTruthError(f"cannot decode label image {str(label_path)!r}")
+            if labels.shape != image.shape[:2]:
+                raise GroundTruthError(
+                    f"label image {str(label_path)!r} is {labels.shape[1]}x{labels.shape[0]}, the frames {width}x{height}"
+                )
+        yield number, image, labels
+
+
+def evaluate(
+    folder: GroundTruthFolder,
+    methods: list[Method],
+    skip: int = DEFAULT_SKIP,
+    min_area: float = 0.001,
+    progress=None,
+    frames: Iterable[DecodedFrame] | None = None,
+) -> Evaluation:
+    """Run every method over the folder's frames in order and score them.
+
+    Args:
+        folder: the ground truth (:func:`load_folder`).
+        methods: detectors, each fed every frame from the first (fresh state expected).
+        skip: frames at the start of the processed window that are not scored.
+        min_area: frame-level "has motion" fraction, in [0, 1].
+        progress: optional object with ``update(n)`` (a tqdm bar).
+        frames: the folder's frames already decoded (:func:`decoded_frames`), or ``None`` to
+            read them now.
+
+    Returns:
+        The :class:`Evaluation`.
+
+    Raises:
+        GroundTruthError: a frame or label image cannot be decoded or has another size.
+    """
+    scorers = [Scorer(folder.roi, min_area) for _ in methods]
+    scored: list[int] = []
+    processed = 0
+    for position, (number, image, labels) in enumerate(decoded_frames(folder) if frames is None else frames):
+        masks = [method(image) for method in methods]
+        processed += 1
+        if progress is not None:
+            progress.update(1)
+        if position < skip or labels is None:
+            continue
+        for scorer, mask in zip(scorers, masks):
+            scorer.add(mask, labels, number)
+        scored.append(number)
+    return Evaluation(folder, skip, min_area, processed, scored, list(zip(methods, scorers)))
+
+
+# -- output ------------------------------------------------------------------------------------
+
+_COLUMNS = ("pixel P", "pixel R", "pixel F", "frame P", "frame R", "frame F1", "events hit", "false events", "fps")
+
+
+def format_table(evaluation: Evaluation) -> str:
+    """The side-by-side table of one evaluation, with a header line saying what was scored."""
+    folder = evaluation.folder
+    width, height = folder.size
+    scored = evaluation.scored_numbers
+    span = f"frames {scored[0]}..{scored[-1]}" if scored else "no frames"
+    roi = "whole frame" if folder.roi is None else f"ROI {100 * folder.roi.mean():.0f} % of the frame"
+    lines = [
+        f"{folder.name}: {evaluation.processed} frames {width}x{height}, {len(scored)} scored ({span}; "
+        f"first {evaluation.skip} not scored), {roi}, frame has motion at >= {100 * evaluation.min_area:g} % of pixels"
+    ]
+    rows = []
+    for method, scorer in evaluation.scores:
+        events = scorer.events
+        fps = evaluation.processed / method.total_seconds if method.total_seconds > 0 else float("nan")
+        rows.append(
+            [
+                method.name,
+                f"{scorer.pixel.precision:.3f}",
+                f"{scorer.pixel.recall:.3f}",
+                f"{scorer.pixel.f_measure:.3f}",
+                f"{scorer.frames.precision:.3f}",
+                f"{scorer.frames.recall:.3f}",
+                f"{scorer.frames.f1:.3f}",
+                f"{events.hits}/{len(events.truth)}",
+                str(events.false_events),
+                f"{fps:.0f}",
+            ]
+        )
+    header = ["method", *_COLUMNS]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        lines.append("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+    return "\n".join(lines)
+
+
+# -- command line --------------------------------------------------------------------------------

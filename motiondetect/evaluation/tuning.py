@@ -1,0 +1,442 @@
+"""Leave-one-clip-out tuning: a parameter grid scored on every clip, each clip judged by a choice made without it.
+
+Every point of a small grid over a pipeline's main parameters is scored on every ground-truth
+clip by CDnet rules (:func:`motiondetect.evaluation.scoring.evaluate`, CPU reference: the GPU backend gives
+the same masks). For each clip, :func:`leave_one_out` then picks the point with the best mean
+pixel F-measure over all the *other* clips, and the clip is scored with it: an honest estimate
+of how the tuned parameters do on footage they were not tuned on. The table
+(:func:`format_loo_table`) sets it beside the configuration the grid started from, the single
+best point over all clips (in-sample: the gap to the leave-one-out score is the overfitting) and,
+when asked, the classic anchors.
+
+Used by ``motiondetect evaluate --loo`` and ``benchmarks/tune_loo.py`` (which adds a score cache
+and a larger default worker count for long runs).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import logging
+import multiprocessing
+import statistics
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Hashable
+
+from motiondetect.core.errors import UsageError
+from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.detector import MotionDetector
+
+log = logging.getLogger("motiondetect")
+
+#: One tuned parameter: (filter name, parameter name) in the pipeline.
+Axis = tuple[str, str]
+
+#: The grids, by name: the values tried for each parameter. An axis whose filter is not in the
+#: pipeline (exactly once) is left out; the starting configuration's own value joins each axis,
+#: so that configuration is always a grid point. "small" brackets today's default around the
+#: values the README's one-at-a-time sweep found to matter (216 points); "tiny" is for tests.
+GRIDS: dict[str, dict[Axis, list]] = {
+    "small": {
+        ("gaussian_background", "sigmas"): [2.5, 3.0, 3.5, 4.0],
+        ("gaussian_background", "min_sigma"): [4.0, 6.0, 8.0],
+        ("downscale", "height"): [160, 240, 320],
+        ("median", "kernel_size"): [3, 5, 7],
+        ("dilation", "kernel_size"): [3, 5],
+    },
+    "tiny": {
+        ("gaussian_background", "sigmas"): [2.5, 3.0],
+        ("median", "kernel_size"): [3, 5],
+    },
+    # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
+    # subsense model"), 12 points.
+    "subsense": {
+        ("subsense", "color_threshold"): [10, 15, 20],
+        ("subsense", "ghost_share"): [0.9, 0.995],
+        ("subsense", "ghost_distance"): [0.01, 0.05],
+    },
+}
+
+#: Short column names of the usual axes (others print as ``filter.parameter``).
+_SHORT = {
+    "gaussian_background.sigmas": "sig",
+    "gaussian_background.min_sigma": "minsig",
+    "downscale.height": "h",
+    "median.kernel_size": "med",
+    "dilation.kernel_size": "dil",
+    "erosion.kernel_size": "ero",
+    "subsense.color_threshold": "R0",
+    "subsense.ghost_share": "gs",
+    "subsense.ghost_distance": "gd",
+}
+
+
+def leave_one_out(scores: dict[str, dict[Hashable, float]]) -> dict[str, Hashable]:
+    """For each clip, the parameter set with the best mean score over all the *other* clips.
+
+    The honest way to report tuned parameters: each clip is scored with parameters chosen
+    without it, so its score says how the choice generalizes to footage it was not tuned on.
+
+    Args:
+        scores: ``scores[clip][params]``, the score of each parameter set on each clip (higher
+            is better: pixel F-measure here). Every clip must hold the same parameter sets;
+            ``params`` is any hashable key.
+
+    Returns:
+        ``{clip: params}``, in the order of ``scores``. Ties go to the parameter set that comes
+        first in the first clip's order.
+
+    Raises:
+        ValueError: fewer than two clips, or the clips hold different parameter sets.
+
+    Example:
+        >>> leave_one_out({"a": {1: 0.9, 2: 0.1}, "b": {1: 0.2, 2: 0.8}, "c": {1: 0.3, 2: 0.6}})
+        {'a': 2, 'b': 1, 'c': 1}
+    """
+    clips = list(scores)
+    if len(clips) < 2:
+        raise ValueError(f"leave-one-clip-out needs at least 2 clips; got {len(clips)}")
+    candidates = list(scores[clips[0]])
+    for clip in clips[1:]:
+        if set(scores[clip]) != set(candidates):
+            raise ValueError(f"clip {clip!r} has other parameter sets than clip {clips[0]!r}")
+    chosen = {}
+    for held_out in clips:
+        others = [c for c in clips if c != held_out]
+        chosen[held_out] = max(candidates, key=lambda params: sum(scores[c][params] for c in others) / len(others))
+    return chosen
+
+
+# -- the grid ----------------------------------------------------------------------------------
+
+
+def _entry(config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    entries = [e for e in config["pipeline"] if e["filter"] == name]
+    return entries[0] if len(entries) == 1 else None
+
+
+def grid_axes(grid: dict[Axis, list], base: dict[str, Any]) -> dict[Axis, list]:
+    """The axes of ``grid`` that apply to ``base``'s pipeline, each with ``base``'s own value added.
+
+    Args:
+        grid: ``{(filter, parameter): [values]}`` (one of :data:`GRIDS`).
+        base: a validated config (:func:`motiondetect.pipeline.config.load_config`).
+
+    Returns:
+        ``{(filter, parameter): [values, sorted]}`` for the axes whose filter appears exactly once
+        in ``base["pipeline"]``; each list holds ``base``'s value, so ``base`` is a grid point.
+
+    Raises:
+        UsageError: no axis applies (the pipeline has none of the grid's filters).
+    """
+    axes = {}
+    for (name, key), values in grid.items():
+        entry = _entry(base, name)
+        if entry is not None and key in entry:
+            axes[(name, key)] = sorted(set(values) | {entry[key]})
+    if not axes:
+        names = sorted({name for name, _ in grid})
+        raise UsageError(f"--loo: the grid tunes {', '.join(names)}, and the pipeline has none of them once; use a pipeline with them")
+    return axes
+
+
+def grid_points(axes: dict[Axis, list]) -> list[dict[Axis, Any]]:
+    """Every combination of the axes' values, in ``itertools.product`` order."""
+    return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+
+
+def config_for(base: dict[str, Any], params: dict[Axis, Any]) -> dict[str, Any]:
+    """A copy of ``base`` with ``params`` ({(filter, parameter): value}) set in its pipeline."""
+    config = copy.deepcopy(base)
+    for (name, key), value in params.items():
+        _entry(config, name)[key] = value
+    return config
+
+
+def point_key(params: dict[Axis, Any]) -> str:
+    """A grid point's name: ``filter.parameter=value`` pairs, sorted (``gaussian_background.sigmas=3.0,...``)."""
+    return ",".join(f"{name}.{key}={value}" for (name, key), value in sorted(params.items()))
+
+
+def short_key(key: str) -> str:
+    """:func:`point_key` with short names, for tables (``sig=3.0 med=5``)."""
+    parts = [part.split("=", 1) for part in key.split(",")]
+    return " ".join(f"{_SHORT.get(name, name)}={value}" for name, value in parts)
+
+
+def pipeline_digest(config: dict[str, Any]) -> str:
+    """A 16-hex-digit digest of the pipeline (what the masks depend on): the cache key of a point."""
+    return hashlib.sha256(json.dumps(config["pipeline"], sort_keys=True).encode()).hexdigest()[:16]
+
+
+# -- scoring (in worker processes) ---------------------------------------------------------------
+
+_CLIPS: dict[str, tuple] = {}  # per process: folder path -> (GroundTruthFolder, decoded frames)
+
+
+def _clip(path: str):
+    from motiondetect.evaluation.scoring import decoded_frames, load_folder
+
+    if path not in _CLIPS:
+        folder = load_folder(path)
+        _CLIPS[path] = (folder, list(decoded_frames(folder)))
+    return _CLIPS[path]
+
+
+def summary(method_name: str, scorer) -> dict[str, Any]:
+    """One method's scores, JSON-ready: name, pixel F, frame F1, and both count tables."""
+    return {
+        "name": method_name,
+        "pixel_f": scorer.pixel.f_measure,
+        "frame_f1": scorer.frames.f1,
+        "pixel": scorer.pixel.as_dict(),
+        "frame": scorer.frames.as_dict(),
+    }
+
+
+def score_config(path: str, config: dict[str, Any], skip: int, min_area: float) -> dict[str, Any]:
+    """The :func:`summary` of ``config``'s pipeline on one clip (CPU backend, no annotation)."""
+    from motiondetect.evaluation.scoring import Method, evaluate
+
+    folder, frames = _clip(path)
+    detector = MotionDetector(build_filters(config), annotate=False)
+    method = Method("motiondetect", lambda frame: detector.process(frame).mask)
+    ((method, scorer),) = evaluate(folder, [method], skip=skip, min_area=min_area, frames=frames).scores
+    return summary(method.name, scorer)
+
+
+def score_anchors(path: str, skip: int, min_area: float) -> list[dict[str, Any]]:
+    """The :func:`summary` of each anchor of ``evaluate --baselines`` on one clip."""
+    from motiondetect.evaluation.scoring import evaluate, opencv_baselines
+
+    folder, frames = _clip(path)
+    return [summary(m.name, s) for m, s in evaluate(folder, opencv_baselines(), skip=skip, min_area=min_area, frames=frames).scores]
+
+
+def _score(path: str, config: dict[str, Any] | None, skip: int, min_area: float):
+    return score_anchors(path, skip, min_area) if config is None else score_config(path, config, skip, min_area)
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+
+@dataclass
+class LooResult:
+    """Scores of a grid on several clips and the leave-one-clip-out choice.
+
+    Attributes:
+        grid: the grid's name (:data:`GRIDS`).
+        axes: the tuned axes and their values (:func:`grid_axes`).
+        keys: the grid points' :func:`point_key`, in grid order.
+        base: the key of the starting configuration's point.
+        scores: ``scores[clip][key]``: :func:`summary` of each point on each clip (clip = folder name).
+        anchors: ``anchors[clip]``: the anchors' summaries, or an empty list when not scored.
+        chosen: ``chosen[clip]``: the key :func:`leave_one_out` chose without the clip (by pixel F).
+    """
+
+    grid: str
+    axes: dict[Axis, list]
+    keys: list[str]
+    base: str
+    scores: dict[str, dict[str, dict[str, Any]]]
+    anchors: dict[str, list[dict[str, Any]]]
+    chosen: dict[str, str]
+
+    @property
+    def in_sample_best(self) -> str:
+        """The key with the best mean pixel F over *all* clips (ties: the first in grid order)."""
+        return max(self.keys, key=lambda k: statistics.mean(self.scores[c][k]["pixel_f"] for c in self.scores))
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: the grid, and per clip the chosen parameters and the scores beside them."""
+        return {
+            "grid": self.grid,
+            "axes": {f"{name}.{key}": values for (name, key), values in self.axes.items()},
+            "points": len(self.keys),
+            "criterion": "mean pixel F-measure over the other clips",
+            "base": self.base,
+            "in_sample_best": self.in_sample_best,
+            "clips": {
+                clip: {
+                    "chosen": self.chosen[clip],
+                    "loo": self.scores[clip][self.chosen[clip]],
+                    "base": self.scores[clip][self.base],
+                    "in_sample_best": self.scores[clip][self.in_sample_best],
+                    "anchors": self.anchors[clip],
+                }
+                for clip in self.scores
+            },
+        }
+
+
+def tune(
+    paths: list[str],
+    base: dict[str, Any],
+    grid: str = "small",
+    skip: int = 50,
+    min_area: float = 0.001,
+    jobs: int = 1,
+    anchors: bool = False,
+    cache_path: Path | None = None,
+    progress: Callable[[int], Any] | None = None,
+) -> LooResult:
+    """Score every grid point (and optionally the anchors) on every clip; choose leave-one-clip-out.
+
+    Args:
+        paths: ground-truth folders in the CDnet layout, at least 2, with distinct folder names.
+        base: the validated config the grid starts from; only its pipeline matters.
+        grid: a name in :data:`GRIDS`.
+        skip: frames at the start of each clip not scored.
+        min_area: the frame-level "has motion" fraction, in [0, 1].
+        jobs: worker processes (1: in this process). Each decodes the clips it is given once.
+        anchors: also score the anchors of ``evaluate --baselines`` on each clip.
+        cache_path: a JSON file of scores to reuse and extend (keyed by the clip's resolved path,
+            ``skip``, ``min_area`` and the pipeline's :func:`pipeline_digest`), or ``None``.
+            It is written every 50 runs, and on the way out when interrupted.
+        progress: called with 1 after each run (a tqdm bar's ``update``), or ``None``.
+
+    Returns:
+        The :class:`LooResult`.
+
+    Raises:
+        UsageError: fewer than 2 clips, two with the same folder name, an unknown grid, or no
+            axis of the grid applies to ``base``.
+        motiondetect.evaluation.scoring.GroundTruthError: a clip cannot be read.
+    """
+    if grid not in GRIDS:
+        raise UsageError(f"--grid must be one of {', '.join(sorted(GRIDS))}; got {grid!r}")
+    names = [Path(p).resolve().name for p in paths]
+    if len(paths) < 2:
+        raise UsageError(
+            f"--loo needs at least 2 ground-truth folders (each is scored with parameters chosen on the others); got {len(paths)}"
+        )
+    duplicates = sorted(n for n, c in Counter(names).items() if c > 1)
+    if duplicates:
+        raise UsageError(f"--loo: the clips are told apart by folder name, and {', '.join(duplicates)} is given twice")
+    axes = grid_axes(GRIDS[grid], base)
+    left_out = [f"{name}.{key}" for name, key in GRIDS[grid] if (name, key) not in axes]
+    if left_out:
+        log.info("leave-one-out grid: %s not tuned (not in the pipeline once)", ", ".join(left_out))
+    points = grid_points(axes)
+    keys = [point_key(p) for p in points]
+    configs = {key: config_for(base, p) for key, p in zip(keys, points)}
+    digests = {key: pipeline_digest(c) for key, c in configs.items()}
+    cache = json.loads(cache_path.read_text()) if cache_path is not None and cache_path.is_file() else {}
+    slots = {path: cache.setdefault(f"{Path(path).resolve()}|skip={skip}|min_area={min_area}", {}) for path in paths}
+    todo = []  # (path, cache entry, config or None for the anchors); grouped by clip
+    for path in paths:
+        todo += [(path, "anchors", None)] if anchors and "anchors" not in slots[path] else []
+        todo += [(path, digests[k], configs[k]) for k in keys if digests[k] not in slots[path]]
+    log.info(
+        "leave-one-out: %d clips x %d grid points, %d runs to do (%d worker%s)", len(paths), len(points), len(todo), jobs, "s" * (jobs != 1)
+    )
+
+    def save():
+        if cache_path is not None:
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            cache_path.write_text(json.dumps(cache))
+
+    try:
+        if jobs <= 1:
+            for done, (path, entry, config) in enumerate(todo, 1):
+                slots[path][entry] = _score(path, config, skip, min_area)
+                if progress is not None:
+                    progress(1)
+                if done % 50 == 0:
+                    save()
+        else:
+            # spawn: the parent may hold a CUDA context, which a forked child must not inherit.
+            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+            try:
+                futures = [(pool.submit(_score, path, config, skip, min_area), path, entry) for path, entry, config in todo]
+                for done, (future, path, entry) in enumerate(futures, 1):
+                    slots[path][entry] = future.result()
+                    if progress is not None:
+                        progress(1)
+                    if done % 50 == 0:
+                        save()
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)  # Ctrl-C or a failure: drop the queued runs
+                raise
+            pool.shutdown()
+    finally:
+        if todo:
+            save()
+    scores = {name: {k: slots[path][digests[k]] for k in keys} for name, path in zip(names, paths)}
+    chosen = leave_one_out({clip: {k: scores[clip][k]["pixel_f"] for k in keys} for clip in scores})
+    return LooResult(
+        grid=grid,
+        axes=axes,
+        keys=keys,
+        base=point_key({axis: _entry(base, axis[0])[axis[1]] for axis in axes}),
+        scores=scores,
+        anchors={name: slots[path].get("anchors", []) if anchors else [] for name, path in zip(names, paths)},
+        chosen=chosen,
+    )
+
+
+# -- the table -------------------------------------------------------------------------------------
+
+
+def _table(rows: list[list[str]], text_columns: set[int] = frozenset({0})) -> list[str]:
+    """Rows as aligned lines: text columns flush left, numbers flush right."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(w) if i in text_columns else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
+        for row in rows
+    ]
+
+
+def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
+    """The leave-one-clip-out table, as text.
+
+    Per clip: the parameters chosen without it and its pixel F and frame F1 with them, beside the
+    starting config's, the in-sample best point's and the best anchor's (when scored). Then the
+    mean pixel F, mean frame F1 and lowest frame F1 over the clips of each of them and of every
+    anchor, and how many clips chose each point.
+    """
+    best = result.in_sample_best
+    header = ["clip", "LOO choice (made without the clip)", "LOO F", "LOO F1", f"{base_label} F", "F1", "in-sample best F", "F1"]
+    if any(result.anchors.values()):
+        header += ["best anchor", "F", "F1"]
+    rows = [header]
+    for clip, by_key in result.scores.items():
+        loo, base, top = by_key[result.chosen[clip]], by_key[result.base], by_key[best]
+        row = [clip, short_key(result.chosen[clip])] + [
+            f"{v:.3f}" for v in (loo["pixel_f"], loo["frame_f1"], base["pixel_f"], base["frame_f1"], top["pixel_f"], top["frame_f1"])
+        ]
+        if len(header) > 8:
+            anchor = max(result.anchors[clip], key=lambda a: a["pixel_f"]) if result.anchors[clip] else None
+            row += [anchor["name"], f"{anchor['pixel_f']:.3f}", f"{anchor['frame_f1']:.3f}"] if anchor else ["-", "-", "-"]
+        rows.append(row)
+    lines = [
+        f"leave-one-clip-out over {len(result.scores)} clips, grid {result.grid!r} ({len(result.keys)} points, chosen by mean pixel F on the other clips)"
+    ]
+    lines += _table(rows, {0, 1, 8})
+    series = {
+        "leave-one-clip-out": [result.scores[c][result.chosen[c]] for c in result.scores],
+        f"{base_label} ({short_key(result.base)})": [result.scores[c][result.base] for c in result.scores],
+        f"in-sample best ({short_key(best)})": [result.scores[c][best] for c in result.scores],
+    }
+    anchor_names = [a["name"] for a in next((a for a in result.anchors.values() if a), [])]
+    for name in anchor_names:
+        series[name] = [next(a for a in result.anchors[c] if a["name"] == name) for c in result.scores if result.anchors[c]]
+    summary_rows = [["mean over the clips", "pixel F", "frame F1", "min frame F1"]]
+    for name, values in series.items():
+        summary_rows.append(
+            [
+                name,
+                f"{statistics.mean(v['pixel_f'] for v in values):.3f}",
+                f"{statistics.mean(v['frame_f1'] for v in values):.3f}",
+                f"{min(v['frame_f1'] for v in values):.3f}",
+            ]
+        )
+    lines += [""] + _table(summary_rows)
+    votes = Counter(result.chosen.values())
+    lines += ["", "LOO choices (clips that chose each): " + "; ".join(f"{short_key(k)} x{n}" for k, n in votes.most_common())]
+    return "\n".join(lines)

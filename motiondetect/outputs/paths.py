@@ -1,0 +1,122 @@
+"""Output paths of a run, checked before any frame is read: a file or folder that exists without
+``--overwrite``, the input itself, a folder that is missing or read-only, a name used twice."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from motiondetect.core.errors import UsageError
+from motiondetect.core.safety import writable_problem
+from motiondetect.outputs.clips import clip_name
+from motiondetect.outputs.masks import mask_name
+
+
+def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: bool, what: str) -> Path:
+    path = Path(given) if given else Path.cwd() / default
+    if path.is_dir():
+        raise UsageError(f"{what} {str(path)!r} is a folder; give a file name")
+    if path.resolve() in inputs:
+        raise UsageError(f"{what} {str(path)!r} is the input file; choose another name")
+    if path.exists() and not overwrite:
+        raise UsageError(f"{what} {str(path)!r} exists; pass --overwrite to replace it")
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        raise UsageError(f"{what} folder {str(folder)!r} does not exist")
+    problem = writable_problem(folder)
+    if problem:
+        raise UsageError(f"{what} folder {str(folder)!r} is not writable ({problem})")
+    return path
+
+
+def _output_folder(given: str, first_file: str, overwrite: bool, what: str) -> Path:
+    """A folder for many output files, made if missing; refuses to replace ``first_file``'s kind
+    of files (same stem) without ``--overwrite``."""
+    folder = Path(given)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{what} {str(folder)!r} is a file; give a folder")
+    if not folder.resolve().parent.is_dir():
+        raise UsageError(f"{what} {str(folder)!r}: its parent folder does not exist")
+    problem = writable_problem(folder if folder.is_dir() else folder.resolve().parent)
+    if problem:
+        raise UsageError(
+            f"{what} {str(folder)!r} is not writable ({problem})"
+            if folder.is_dir()
+            else f"{what} {str(folder)!r} cannot be made ({problem})"
+        )
+    if folder.is_dir():
+        stem, _, suffix = first_file.rpartition("_")
+        pattern = glob.escape(stem) + "_" + "".join("[0-9]" if c.isdigit() else glob.escape(c) for c in suffix)
+        existing = sorted(folder.glob(pattern))
+        if existing and not overwrite:
+            raise UsageError(f"{what} {str(folder)!r} already holds {existing[0].name}; pass --overwrite to replace such files")
+    return folder
+
+
+def _named(given: str | None, stem: str, several: bool, flag: str) -> str | None:
+    """An output name given for one input; with several inputs it must hold ``{stem}``."""
+    if given is None:
+        return None
+    if several and "{stem}" not in given:
+        raise UsageError(
+            f"{flag} {given!r}: with several inputs, put {{stem}} in the name (e.g. '{{stem}}_{Path(given).name}') to get one file per input"
+        )
+    return given.replace("{stem}", stem)
+
+
+@dataclass
+class OutputPaths:
+    """The checked output paths of one run (``None``: not written)."""
+
+    video: Path | None = None
+    only_motion: bool = False
+    events: list[Path] = field(default_factory=list)
+    mask_video: Path | None = None
+    clips: Path | None = None
+    masks: Path | None = None
+
+
+def plan_outputs(
+    args: argparse.Namespace, stem: str, inputs: set[Path], several: bool, taken: set[Path], defaults: bool = True
+) -> OutputPaths:
+    """Check every output path of one run before any frame is read.
+
+    ``defaults``: write the annotated video and events report under default names when not
+    named (files); a camera or stream writes only what its flags name.
+
+    Raises:
+        UsageError: a path is a folder, the input, exists without --overwrite, sits in a missing
+            or read-only folder, is used twice, or needs {stem} with several inputs.
+    """
+    out = OutputPaths(only_motion=args.only_motion)
+    if args.only_motion and args.no_video:
+        raise UsageError("--only-motion selects what the output video holds; it cannot go with --no-video")
+    if not args.no_video and (defaults or args.output):
+        out.video = _output_path(_named(args.output, stem, several, "-o"), f"{stem}_motion.mp4", inputs, args.overwrite, "output video")
+    for given in args.events or ([None] if defaults else []):
+        out.events.append(
+            _output_path(_named(given, stem, several, "--events"), f"{stem}_motion.json", inputs, args.overwrite, "events file")
+        )
+    if args.mask_out:
+        out.mask_video = _output_path(
+            _named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video"
+        )
+    files = [("output video", out.video), *(("events file", e) for e in out.events), ("mask video", out.mask_video)]
+    seen: dict[Path, str] = {}
+    for what, path in files:
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in seen:
+            raise UsageError(f"the {seen[key]} and the {what} must differ ({str(path)!r})")
+        if key in taken:
+            raise UsageError(f"{what} {str(path)!r} is written for an earlier input too; put {{stem}} in its name")
+        seen[key] = what
+    taken.update(seen)
+    if args.clips:
+        out.clips = _output_folder(args.clips, clip_name(stem, 1), args.overwrite, "--clips folder")
+    if args.masks:
+        out.masks = _output_folder(args.masks, mask_name(stem, 0), args.overwrite, "--masks folder")
+    return out

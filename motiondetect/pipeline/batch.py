@@ -1,0 +1,472 @@
+"""BatchDetector: the GPU-resident pipeline, K frames per launch, fed through a ring of batches.
+
+The frame-at-a-time :class:`~motiondetect.pipeline.detector.MotionDetector` launches a dozen kernels
+from Python per frame and waits for each frame: on the GPU that is launch-bound. Here a decode
+thread fills ring slots of K frames while the main thread runs the previous batch:
+
+- NVDEC frames (:class:`~motiondetect.sources.nvdec.DeviceFrame`) are copied device to device into the
+  slot by the decode thread, on the decoder's own stream; host-decoded pictures are copied by
+  the main thread (on 4 threads) into the slot's page-locked (pinned) buffers and uploaded with
+  one asynchronous copy per plane. The kernels run on the handler's stream: decode, uploads and
+  kernels overlap.
+- The grey stage reads the luma in place (``md_luma_to_gray_u8``, cropped to the ROI's box by
+  addressing), every filter runs once per batch on a (K, H, W) grid (``BATCHED`` filters; the
+  others frame by frame on views), the background model carries its state through the batch in
+  registers, and the mask statistics of all K frames come from one reduction.
+- Only what is needed comes back, once per batch: the K motion counts and boxes; the masks when
+  an output needs them; the annotated frames as yuv420p pictures (the red blend applied in
+  Y'CbCr on the device) when video is written.
+
+Results with any K equal K = 1 and equal :class:`MotionDetector`'s, bit for bit (GPU tests).
+One synchronisation per batch; device buffers are allocated once (memory stays flat).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from motiondetect.core.picture import Picture, chroma_shape, unpack_planes
+from motiondetect.core.types import Frame, FrameResult
+from motiondetect.filters import Filter
+from motiondetect.pipeline.detector import (
+    Geometry,
+    MotionDetector,
+    SizeOnly,
+    box_from_corners,
+    device_and_mask,
+    device_expand,
+    queue_mask_stats,
+)
+from motiondetect.sources.nvdec import DeviceFrame
+
+#: Frames per batch. Measured on an H200 at 1080p (benchmarks/bench_throughput.py --batches):
+#: 32 reaches the on-device plateau; larger batches only add latency and memory.
+DEFAULT_BATCH = 32
+#: Batches in flight: one being filled by the decode thread, one being processed, one spare.
+RING_SLOTS = 3
+#: Threads copying host-decoded pictures into pinned memory: one core copies about 700 2160p
+#: luma planes a second on the GPU machine, 4 threads 1,900 (NumPy copies without the GIL).
+STAGING_THREADS = 4
+_END = object()
+
+
+def frames_view(array, start: int, stop: int):
+    """A device view of images ``start:stop`` of a batch (K, ...) GPUArray (no copy)."""
+    import pycuda.gpuarray as gpuarray
+
+    per = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
+    return gpuarray.GPUArray((stop - start, *array.shape[1:]), array.dtype, gpudata=int(array.gpudata) + start * per, base=array)
+
+
+@dataclass
+class _Slot:
+    """One batch of the ring: the frames' planes on the device (and their pinned host staging
+    for host-decoded pictures)."""
+
+    luma: object  # (K, H, W) uint8 device
+    chroma: object | None  # NV12: (K, ch, 2 cw); planar: (K, 2, ch, cw); None when colour is not needed
+    luma_host: np.ndarray | None = None
+    chroma_host: np.ndarray | None = None
+    frames: list | None = None
+    layout: str = "nv12"
+    full_range: bool = False
+    geo: Geometry | None = None
+
+
+class BatchDetector:
+    """Runs a filter pipeline on batches of K frames on the GPU; the results equal
+    :class:`~motiondetect.pipeline.detector.MotionDetector`'s frame by frame.
+
+    Args:
+        filters: filter instances in pipeline order (as for ``MotionDetector``).
+        cuda: an entered :class:`~motiondetect.gpu.cuda_handler.CUDAHandler`.
+        roi: (H, W) uint8 region of interest, non-zero inside, or ``None``.
+        annotate: return annotated frames (the red blend, applied in Y'CbCr) as
+            :class:`~motiondetect.core.picture.Picture` s; ``False``: ``FrameResult.frame`` is the
+            input frame's image.
+        masks: return the masks; ``False``: ``FrameResult.mask`` is ``None`` and only the counts
+            and boxes come back from the device.
+        batch: frames per batch, K >= 1 (:data:`DEFAULT_BATCH`).
+
+    Raises:
+        ValueError: the filters do not chain into a motion pipeline, ``batch`` < 1, or the
+            annotation has no Y'CbCr form.
+    """
+
+    backend = "cuda"
+    downscale = 1
+
+    def __init__(
+        self,
+        filters: Sequence[Filter],
+        cuda,
+        roi: np.ndarray | None = None,
+        annotate: bool = True,
+        masks: bool = True,
+        batch: int = DEFAULT_BATCH,
+    ) -> None:
+        if int(batch) != batch or batch < 1:
+            raise ValueError(f"batch must be a whole number of frames >= 1; got {batch}")
+        self.plan = MotionDetector(filters, cuda=cuda, roi=roi, annotate=annotate, masks=masks)
+        self.filters = self.plan.filters
+        self.roi = roi
+        self.cuda = cuda
+        self.batch = int(batch)
+        self.annotate = annotate and bool(self.plan.annotation_filters)
+        self.masks = masks
+        if self.annotate and not self.plan.yuv_annotation:
+            raise ValueError("the batched GPU path blends in Y'CbCr: the annotation must be one 'red_blend'")
+        detect = self.plan.detection_filters
+        self._pair = next(i for i, f in enumerate(detect) if f.SIDE_INPUT == "reference")
+        self._started = False  # the stream's first frame has been seen
+        #: Threads that copy host pictures into the pinned ring, while a stream of them runs.
+        self._stagers: ThreadPoolExecutor | None = None
+
+    def reset(self) -> None:
+        """Start a new stream: the next frame has no predecessor, every model starts afresh."""
+        self._started = False
+        for flt in self.filters:
+            flt.reset()
+
+    # -- buffers -------------------------------------------------------------------------------
+    def _buffer(self, key, shape, dtype=np.uint8):
+        return self.cuda.buffer(("batch", key), shape, dtype)
+
+    def _pinned(self, key, shape, dtype=np.uint8):
+        return self.cuda.pinned(("batch", key), shape, dtype)
+
+    def _make_ring(self, geo: Geometry, layout: str) -> list[_Slot]:
+        height, width = geo.shape
+        ch, cw = chroma_shape(height, width)
+        k = self.batch
+        slots = []
+        for s in range(RING_SLOTS):
+            chroma_shape_ = (k, ch, 2 * cw) if layout == "nv12" else (k, 2, ch, cw)
+            slot = _Slot(
+                self._buffer(("luma", s), (k, height, width)),
+                self._buffer(("chroma", s), chroma_shape_) if self.annotate else None,
+                layout=layout,
+            )
+            if layout == "planar":
+                slot.luma_host = self._pinned(("luma", s), (k, height, width))
+                slot.chroma_host = self._pinned(("chroma", s), chroma_shape_) if self.annotate else None
+            slots.append(slot)
+        return slots
+
+    # -- the decode thread ---------------------------------------------------------------------
+    def _fill(
+        self, frames: Iterator[Frame], slots: list[_Slot], free: threading.Semaphore, ready: queue.Queue, stop: threading.Event
+    ) -> None:
+        """Decode thread: fill ring slots with K frames each, then hand them over."""
+        self.cuda.context.push()
+        try:
+            turn = 0
+            batch: list[Frame] = []
+            slot = None
+            for frame in frames:
+                if slot is None:
+                    while not free.acquire(timeout=0.1):
+                        if stop.is_set():
+                            return
+                    slot = slots[turn % RING_SLOTS]
+                    turn += 1
+                    batch = []
+                self._copy_in(slot, len(batch), frame.image)
+                batch.append(Frame(frame.index, frame.time, None if isinstance(frame.image, DeviceFrame) else frame.image))
+                if len(batch) == self.batch:
+                    self._hand_over(slot, batch, ready)
+                    slot = None
+                if stop.is_set():
+                    return
+            if slot is not None and batch:
+                self._hand_over(slot, batch, ready)
+            ready.put(_END)
+        except BaseException as exc:  # re-raised on the main thread after the batches before it
+            ready.put(exc)
+        finally:
+            self.cuda.context.pop()
+
+    def _copy_in(self, slot: _Slot, k: int, image) -> None:
+        """Decode thread: copy frame ``k``'s device planes into the slot (NVDEC frames, on the
+        decoder's stream, after its writes); host pictures are only checked here and staged by
+        the main thread (:meth:`_upload`), so the decode thread does nothing but decode."""
+        if isinstance(image, DeviceFrame):
+            stream = image.stream
+            width, height = image.size
+            _copy_2d(int(slot.luma.gpudata) + k * width * height, width, image.luma, image.luma_pitch, width, height, stream)
+            if slot.chroma is not None:
+                ch, row = slot.chroma.shape[1:]
+                _copy_2d(int(slot.chroma.gpudata) + k * ch * row, row, image.chroma, image.chroma_pitch, row, ch, stream)
+            slot.full_range = image.full_range
+            # The decoder reuses the frame's surface once the next frame is decoded: the copy
+            # must be done before the decode thread asks for it (a wait of microseconds).
+            stream.synchronize()
+            return
+        if not isinstance(image, Picture):
+            raise TypeError(f"the batched GPU path takes decoded video pictures; got {type(image).__name__}")
+        slot.full_range = image.full_range
+
+    def _hand_over(self, slot: _Slot, batch: list[Frame], ready: queue.Queue) -> None:
+        slot.frames = batch
+        ready.put(slot)
+
+    def _upload(self, slot: _Slot) -> None:
+        """Main thread: copy a slot's host pictures into its pinned buffers and queue one
+        asynchronous upload per plane on the kernels' stream.
+
+        Here rather than on the decode thread because the copy (0.3 ms a 1080p luma plane,
+        measured on the GPU machine) would otherwise add to every frame's decode time, while
+        the main thread waits for the decoder anyway."""
+        import pycuda.driver as drv
+
+        n = len(slot.frames)
+
+        def stage(k: int) -> None:
+            picture = slot.frames[k].image
+            slot.luma_host[k] = picture.y
+            if slot.chroma_host is not None:
+                slot.chroma_host[k, 0] = picture.u
+                slot.chroma_host[k, 1] = picture.v
+
+        # Copies on several threads: 1,900 fps of 2160p luma planes on 4 threads against 707 on
+        # one (measured on the GPU machine); the decode thread keeps running beside them.
+        if self._stagers is not None:
+            list(self._stagers.map(stage, range(n)))
+        else:
+            for k in range(n):
+                stage(k)
+        drv.memcpy_htod_async(slot.luma.gpudata, slot.luma_host[:n], self.cuda.stream)
+        if slot.chroma_host is not None:
+            drv.memcpy_htod_async(slot.chroma.gpudata, slot.chroma_host[:n], self.cuda.stream)
+
+    # -- the main thread -----------------------------------------------------------------------
+    def stream(self, frames: Iterable[Frame]) -> Iterator[tuple[Frame, FrameResult]]:
+        """Process ``frames`` in batches; yield each frame (its ``image`` is ``None`` for NVDEC
+        frames, which never leave the device) with its result, in order.
+
+        Frames before a failure of the input are processed and yielded before the failure is
+        raised. Stopping the iteration early (a signal) stops the decode thread.
+
+        Raises:
+            VideoOpenFailure: from the input, after the frames before it.
+            TypeError: a frame is neither a DeviceFrame nor a Picture.
+        """
+        frames = iter(frames)
+        first = next(frames, None)
+        if first is None:
+            return
+        layout = "nv12" if isinstance(first.image, DeviceFrame) else "planar"
+        geo = self.plan.geometry(first.image.shape)
+        slots = self._make_ring(geo, layout)
+        free = threading.Semaphore(RING_SLOTS)
+        ready: queue.Queue = queue.Queue()
+        stop = threading.Event()
+
+        def chained():
+            yield first
+            yield from frames
+
+        thread = threading.Thread(
+            target=self._fill, args=(chained(), slots, free, ready, stop), name="motiondetect-batch-feed", daemon=True
+        )
+        if layout == "planar":
+            self._stagers = ThreadPoolExecutor(STAGING_THREADS, thread_name_prefix="motiondetect-stage")
+        thread.start()
+        try:
+            while True:
+                item = ready.get()
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                if item.luma_host is not None:
+                    self._upload(item)
+                results = self._run(item, geo)
+                free.release()
+                yield from results
+        finally:
+            stop.set()
+            thread.join(timeout=5.0)
+            if self._stagers is not None:
+                self._stagers.shutdown()
+                self._stagers = None
+
+    def load_batch(self, frames: Sequence[Frame]) -> _Slot:
+        """Put up to K host-decoded frames (:class:`~motiondetect.core.picture.Picture` images) on
+        the device as one batch that :meth:`process_batch` can run again and again: the
+        on-device rate without decode or upload (``benchmarks/bench_gpu_resident.py``).
+
+        Raises:
+            ValueError: no frames, or more than K.
+            TypeError: an image is not a Picture.
+        """
+        if not 0 < len(frames) <= self.batch:
+            raise ValueError(f"a batch holds 1..{self.batch} frames; got {len(frames)}")
+        geo = self.plan.geometry(frames[0].image.shape)
+        slot = self._make_ring(geo, "planar")[0]
+        for k, frame in enumerate(frames):
+            self._copy_in(slot, k, frame.image)
+        slot.frames, slot.geo = list(frames), geo
+        self._upload(slot)
+        self.cuda.synchronize()
+        return slot
+
+    def process_batch(self, batch: _Slot) -> list[tuple[Frame, FrameResult]]:
+        """Run the pipeline on a batch from :meth:`load_batch`, continuing the stream (the
+        first call has no previous frame); return each frame with its result."""
+        return list(self._run(batch, batch.geo))
+
+    def _run(self, slot: _Slot, geo: Geometry) -> Iterator[tuple[Frame, FrameResult]]:
+        """Queue the pipeline on one batch and wait once; return an iterator over its results
+        (:meth:`_results`), to be exhausted before the next batch runs."""
+        import pycuda.driver as drv
+
+        cuda = self.cuda
+        batch, k = slot.frames, self.batch
+        n = len(batch)
+        skip = 0 if self._started else 1  # the stream's first frame has no predecessor
+        self._started = True
+        height, width = geo.shape
+        x0, y0, x1, y1 = geo.crop
+        detect = self.plan.detection_filters
+        w_h, w_w = geo.work_size[1], geo.work_size[0]
+
+        # The grey stage: the luma read in place (cropped by addressing), into the pair buffer
+        # when the frame-pair filter comes next, whose slot 0 holds the previous batch's last.
+        gray = detect[0]
+        pair_buffer = self._buffer(("pair",), (k + 1, *self._single_shape(self._pair - 1, geo)))
+        out = pair_buffer if self._pair == 1 else self._buffer(("stage", 0), (k, w_h, w_w))
+        dst = frames_view(out, 1, n + 1) if self._pair == 1 else frames_view(out, 0, n)
+        gray.apply_luma(cuda, int(slot.luma.gpudata) + y0 * width + x0, width, width * height, dst, slot.full_range)
+        image = dst
+        for stage in range(1, len(detect)):
+            flt = detect[stage]
+            shape = self._single_shape(stage, geo)
+            if flt.SIDE_INPUT == "reference":
+                src, side = frames_view(pair_buffer, 1 + skip, n + 1), frames_view(pair_buffer, skip, n)
+                m = n - skip
+                target = self._buffer(("stage", stage), (k, *shape))
+                image = self._apply(flt, src, frames_view(target, 0, m), side) if m else None
+                per = pair_buffer.nbytes // (k + 1)
+                drv.memcpy_dtod_async(
+                    pair_buffer.gpudata, int(pair_buffer.gpudata) + n * per, per, cuda.stream
+                )  # the last frame is the next batch's reference
+                if m == 0:
+                    break
+                continue
+            m = image.shape[0]
+            target_shape = (k + 1, *shape) if stage == self._pair - 1 else (k, *shape)
+            target = pair_buffer if stage == self._pair - 1 else self._buffer(("stage", stage), target_shape)
+            dst = frames_view(target, 1, m + 1) if stage == self._pair - 1 else frames_view(target, 0, m)
+            side = SizeOnly((w_h, w_w, 3)) if flt.SIDE_INPUT == "frame" else None
+            image = self._apply(flt, image, dst, side)
+        m = n - skip
+        counts = np.zeros(n, np.int64)
+        boxes: list = [None] * n
+        masks_host = frames_host = None
+        if m:
+            mask = image
+            if geo.roi is not None:
+                mask = device_and_mask(cuda, mask, geo, frames_view(self._buffer(("roi",), (k, w_h, w_w)), 0, m))
+            total, box = queue_mask_stats(cuda, mask, key="batch")
+            total_host = cuda.download(("batch", "total"), total)
+            box_host = cuda.download(("batch", "box"), box)
+        full = None
+        if self.masks or self.annotate:
+            full_all = self._buffer(("full",), (k, height, width))
+            if skip:
+                drv.memset_d8_async(full_all.gpudata, 0, height * width, cuda.stream)
+            if m:
+                full = frames_view(full_all, skip, n)
+                if geo.identity:
+                    drv.memcpy_dtod_async(full.gpudata, mask.gpudata, mask.nbytes, cuda.stream)
+                else:
+                    device_expand(cuda, mask, geo, full)
+            full = frames_view(full_all, 0, n)
+            if self.masks:
+                masks_host = self._pinned(("masks",), (k, height, width))[:n]
+                drv.memcpy_dtoh_async(masks_host, full.gpudata, cuda.stream)
+        if self.annotate:
+            ch, cw = chroma_shape(height, width)
+            planar = height * width + 2 * ch * cw
+            out_all = self._buffer(("yuv",), (k, planar))
+            if slot.layout == "nv12":
+                chroma, c_pitch, c_step, c_image, cr = int(slot.chroma.gpudata), 2 * cw, 2, 2 * ch * cw, 1
+            else:
+                chroma, c_pitch, c_step, c_image, cr = int(slot.chroma.gpudata), cw, 1, 2 * ch * cw, ch * cw
+            self.plan.annotation_filters[0].apply_yuv(
+                cuda,
+                full,
+                int(slot.luma.gpudata),
+                width,
+                height * width,
+                chroma,
+                chroma + cr,
+                c_pitch,
+                c_step,
+                c_image,
+                out_all,
+                slot.full_range,
+            )
+            frames_host = self._pinned(("yuv",), (k, planar))[:n]
+            drv.memcpy_dtoh_async(frames_host, out_all.gpudata, cuda.stream)
+        cuda.synchronize()  # once per batch
+        if m:
+            counts[skip:] = total_host[:m]
+            for j in range(m):
+                boxes[skip + j] = box_from_corners(int(total_host[j]), box_host[j])
+        return self._results(batch, counts, boxes, masks_host, frames_host, geo, slot.full_range)
+
+    @staticmethod
+    def _results(batch, counts, boxes, masks_host, frames_host, geo: Geometry, full_range: bool) -> Iterator[tuple[Frame, FrameResult]]:
+        """Each frame's result, its arrays copied out of the pinned buffers one frame at a time
+        as the consumer asks: the copies spread between the encoder's frames instead of
+        starving its queue while a whole batch is copied (the buffers are reused by the next
+        batch, which runs only after this iterator is exhausted)."""
+        height, width = geo.shape
+        for j, frame in enumerate(batch):
+            count = int(counts[j])
+            mask_j = masks_host[j].copy() if masks_host is not None else None
+            image_j = unpack_planes(frames_host[j].copy(), height, width, full_range) if frames_host is not None else frame.image
+            yield frame, FrameResult(mask_j, image_j, count / geo.area, geo.map_box(boxes[j]) if count else None)
+
+    def _single_shape(self, stage: int, geo: Geometry) -> tuple[int, ...]:
+        """Output shape of detection stage ``stage`` for one frame at the work size."""
+        shape: tuple[int, ...] = (geo.work_size[1], geo.work_size[0])
+        for flt in self.plan.detection_filters[1 : stage + 1]:
+            shape = flt.output_shape(shape, (geo.work_size[1], geo.work_size[0], 3) if flt.SIDE_INPUT == "frame" else None)
+        return shape
+
+    def _apply(self, flt: Filter, src, dst, side):
+        """Run ``flt`` on a batch: in one call when it is ``BATCHED``, else frame by frame."""
+        if flt.BATCHED:
+            flt.apply(self.cuda, src, dst, side)
+            return dst
+        for j in range(src.shape[0]):
+            one_side = (
+                None if side is None else (side if flt.SIDE_INPUT == "frame" else frames_view(side, j, j + 1).reshape(side.shape[1:]))
+            )
+            flt.apply(
+                self.cuda, frames_view(src, j, j + 1).reshape(src.shape[1:]), frames_view(dst, j, j + 1).reshape(dst.shape[1:]), one_side
+            )
+        return dst
+
+
+def _copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, height: int, stream) -> None:
+    """Queue a pitched device-to-device copy of ``height`` rows of ``width`` bytes."""
+    import pycuda.driver as drv
+
+    copy = drv.Memcpy2D()
+    copy.set_src_device(src)
+    copy.src_pitch = src_pitch
+    copy.set_dst_device(dst)
+    copy.dst_pitch = dst_pitch
+    copy.width_in_bytes = width
+    copy.height = height
+    copy(stream)

@@ -1,0 +1,671 @@
+"""MotionDetector: runs a pipeline of filters on frame pairs, on the CPU or the GPU.
+
+Around the filters the detector can
+
+- restrict motion to a region of interest (ROI): the mask is zeroed outside it (before counting,
+  so only motion inside counts), and the frame is cropped to the ROI's bounding box plus the
+  pipeline's halo before the filters run, which changes no result inside the ROI;
+- run the filters on a downscaled frame (``downscale`` N: 1/N of the width and height,
+  ``cv2.INTER_AREA``, on the host before the upload) and map the mask back to the input size
+  (``cv2.INTER_NEAREST``), so every output keeps the input's size;
+- reduce the mask to its pixel count and bounding box on the device (CUDA backend), so the host
+  never scans a mask to find the motion fraction or the box.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import cv2
+import numpy as np
+
+from motiondetect.core.picture import Picture, unpack_planes
+from motiondetect.core.types import Box, FrameResult
+from motiondetect.filters import Filter, Kind
+from motiondetect.filters.base import element_count, planes
+
+#: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
+_COUNT_MAX_BLOCKS = 1024
+#: Initial bounding-box accumulator of the statistics kernel: x0, y0 at their largest, x1, y1 at 0.
+_BOX_INIT = np.array([0xFFFFFFFF, 0xFFFFFFFF, 0, 0], np.uint32)
+
+
+def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
+    """Check that filters chain into a motion pipeline; return the problems found (empty if none).
+
+    A valid pipeline starts from the BGR frame, each filter's ``INPUT`` kind matches the previous
+    ``OUTPUT``, exactly one filter compares the frame with its reference (``SIDE_INPUT ==
+    "reference"``), and a mask is produced. A filter that reduces the resolution (``RESAMPLE ==
+    "down"``) must be followed by one that restores it (``"up"``) before any filter that needs
+    the frame's size (``SIDE_INPUT == "frame"``) and before the end, and the two do not nest.
+    """
+    problems = []
+    kind = Kind.BGR
+    reduced_at: int | None = None  # index of the open "down" filter, if any
+    for i, cls in enumerate(filters):
+        if cls.INPUT is not kind:
+            problems.append(f"pipeline[{i}]: filter '{cls.NAME}' needs a {cls.INPUT.name} input but follows a step giving {kind.name}")
+        kind = cls.OUTPUT
+        if cls.RESAMPLE == "down":
+            if reduced_at is not None:
+                problems.append(
+                    f"pipeline[{i}]: '{cls.NAME}' follows pipeline[{reduced_at}] '{filters[reduced_at].NAME}' with no upscale between"
+                )
+            reduced_at = i
+        elif cls.RESAMPLE == "up":
+            if reduced_at is None:
+                problems.append(f"pipeline[{i}]: '{cls.NAME}' has no earlier 'downscale' to undo")
+            reduced_at = None
+        elif cls.SIDE_INPUT == "frame" and reduced_at is not None:
+            problems.append(
+                f"pipeline[{i}]: filter '{cls.NAME}' needs the frame's size but follows pipeline[{reduced_at}] "
+                f"'{filters[reduced_at].NAME}'; add 'upscale' before it"
+            )
+    if reduced_at is not None:
+        problems.append(
+            f"pipeline: the mask stays at the reduced size of pipeline[{reduced_at}] '{filters[reduced_at].NAME}'; add 'upscale' after the last mask filter"
+        )
+    pairs = [cls.NAME for cls in filters if cls.SIDE_INPUT == "reference"]
+    if len(pairs) != 1:
+        problems.append(f"pipeline: needs exactly one frame-pair filter (e.g. 'difference'); got {len(pairs)}")
+    if not any(cls.OUTPUT is Kind.MASK for cls in filters):
+        problems.append("pipeline: no filter produces a motion mask (e.g. 'threshold')")
+    return problems
+
+
+def _nearest_maps(src_size: tuple[int, int], dst_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Source column and row that ``cv2.resize(..., INTER_NEAREST)`` takes for each output pixel.
+
+    Found by resizing images whose values are their own column and row indices (exact in float32
+    below 2**24), so the maps are OpenCV's own rounding, not a re-derivation of it.
+
+    Args:
+        src_size, dst_size: (width, height) in pixels.
+
+    Returns:
+        int32 arrays of length dst width and dst height.
+    """
+    (sw, sh), (dw, dh) = src_size, dst_size
+    if (sw, sh) == (dw, dh):
+        return np.arange(dw, dtype=np.int32), np.arange(dh, dtype=np.int32)
+    cols = np.broadcast_to(np.arange(sw, dtype=np.float32), (sh, sw))
+    rows = np.broadcast_to(np.arange(sh, dtype=np.float32)[:, None], (sh, sw))
+    xmap = cv2.resize(np.ascontiguousarray(cols), (dw, dh), interpolation=cv2.INTER_NEAREST)
+    ymap = cv2.resize(np.ascontiguousarray(rows), (dw, dh), interpolation=cv2.INTER_NEAREST)
+    return xmap[0].astype(np.int32), ymap[:, 0].astype(np.int32)
+
+
+def _inverse_map(full_map: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each work index, the first and last input index that maps to it (maps are monotonic)."""
+    inside = np.flatnonzero(full_map >= 0)
+    values = full_map[inside]
+    wanted = np.arange(size)
+    first = inside[np.searchsorted(values, wanted, "left")]
+    last = inside[np.searchsorted(values, wanted, "right") - 1]
+    return first, last
+
+
+@dataclass(frozen=True, eq=False)
+class Geometry:
+    """Where the filters run for frames of one size: the crop, the downscale and the maps back.
+
+    Attributes:
+        shape: (H, W) of the input frames, pixels.
+        crop: (x0, y0, x1, y1), the half-open rectangle of the frame that the filters see.
+        work_size: (w, h) of the image the filters run on (the crop, downscaled).
+        roi: (h, w) uint8 ROI at the work size, 0 or 255; ``None`` when the whole image counts.
+        area: pixels that can move at the work size (the ROI's count, else w * h); the motion
+            fraction's denominator.
+        xmap, ymap: int32 (W,) and (H,): for each input column / row, the work column / row its
+            mask value comes from (OpenCV's INTER_NEAREST choice), -1 outside the crop.
+        key: identifies the contents of ``roi`` and the maps (device copies are cached by it).
+    """
+
+    shape: tuple[int, int]
+    crop: tuple[int, int, int, int]
+    work_size: tuple[int, int]
+    roi: np.ndarray | None
+    area: int
+    xmap: np.ndarray
+    ymap: np.ndarray
+    key: str
+    _cols: tuple[np.ndarray, np.ndarray] = field(repr=False)
+    _rows: tuple[np.ndarray, np.ndarray] = field(repr=False)
+
+    @classmethod
+    def build(cls, shape: tuple[int, int], roi: np.ndarray | None, downscale: int, halo: int | None) -> Geometry:
+        """Plan the processing of (H, W) frames.
+
+        The crop is the ROI's bounding box grown by ``halo * downscale`` pixels (the reach of the
+        pipeline's neighbourhood filters), or the whole frame when there is no ROI or a filter's
+        halo is unknown. The work size is the crop's size divided by ``downscale``, rounded down,
+        at least 1.
+
+        Raises:
+            ValueError: the ROI has the wrong shape or covers no pixel at the work size.
+        """
+        height, width = shape
+        if roi is not None and roi.shape != (height, width):
+            raise ValueError(f"the region of interest is {roi.shape[1]}x{roi.shape[0]}, the frames are {width}x{height}")
+        if roi is not None and halo is not None:
+            x, y, w, h = cv2.boundingRect(roi)
+            margin = halo * downscale
+            crop = (max(0, x - margin), max(0, y - margin), min(width, x + w + margin), min(height, y + h + margin))
+        else:
+            crop = (0, 0, width, height)
+        x0, y0, x1, y1 = crop
+        cw, ch = x1 - x0, y1 - y0
+        work_size = (max(1, cw // downscale), max(1, ch // downscale))
+        work_roi = None
+        if roi is not None:
+            work_roi = np.ascontiguousarray(roi[y0:y1, x0:x1])
+            if work_size != (cw, ch):
+                # A work pixel is inside when at least half of the input pixels it covers are.
+                work_roi = cv2.resize(work_roi, work_size, interpolation=cv2.INTER_AREA)
+            work_roi = np.where(work_roi > 127, 255, 0).astype(np.uint8)
+        area = int(cv2.countNonZero(work_roi)) if work_roi is not None else work_size[0] * work_size[1]
+        if area == 0:
+            raise ValueError("the region of interest covers no pixel of the frame" + (" at the downscaled size" if downscale > 1 else ""))
+        cols, rows = _nearest_maps(work_size, (cw, ch))
+        xmap = np.full(width, -1, np.int32)
+        ymap = np.full(height, -1, np.int32)
+        xmap[x0:x1], ymap[y0:y1] = cols, rows
+        digest = hashlib.sha1()
+        for part in (
+            np.array([height, width, *crop, *work_size], np.int64),
+            xmap,
+            ymap,
+            work_roi if work_roi is not None else np.zeros(0, np.uint8),
+        ):
+            digest.update(part.tobytes())
+        return cls(
+            (height, width),
+            crop,
+            work_size,
+            work_roi,
+            area,
+            xmap,
+            ymap,
+            digest.hexdigest(),
+            _inverse_map(xmap, work_size[0]),
+            _inverse_map(ymap, work_size[1]),
+        )
+
+    @property
+    def identity(self) -> bool:
+        """The filters see the whole frame at its own size (no crop, no downscale)."""
+        height, width = self.shape
+        return self.crop == (0, 0, width, height) and self.work_size == (width, height)
+
+    def work_image(self, frame: np.ndarray) -> np.ndarray:
+        """The (h, w, 3) BGR image the filters see: the crop of ``frame``, downscaled with INTER_AREA."""
+        x0, y0, x1, y1 = self.crop
+        image = frame[y0:y1, x0:x1]
+        if self.work_size != (x1 - x0, y1 - y0):
+            return cv2.resize(image, self.work_size, interpolation=cv2.INTER_AREA)
+        return np.ascontiguousarray(image)
+
+    def expand(self, mask: np.ndarray) -> np.ndarray:
+        """Map a work-size mask to the input size on the host: ``cv2.resize`` with INTER_NEAREST
+        pasted at the crop, 0 elsewhere; the same result as the maps give the GPU kernel."""
+        height, width = self.shape
+        x0, y0, x1, y1 = self.crop
+        if (x1 - x0, y1 - y0) != self.work_size:
+            mask = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_NEAREST)
+        if (x0, y0, x1, y1) == (0, 0, width, height):
+            return mask
+        full = np.zeros((height, width), mask.dtype)
+        full[y0:y1, x0:x1] = mask
+        return full
+
+    def map_box(self, box: Box | None) -> Box | None:
+        """Map a work-size bounding box (x, y, w, h) to the bounding box of :meth:`expand`'s mask.
+
+        Exact and O(1): the maps are monotonic and reach every work row and column, so the
+        expanded mask's first column is the first input column mapping to the box's first one.
+        """
+        if box is None:
+            return None
+        x, y, w, h = box
+        (first_col, last_col), (first_row, last_row) = self._cols, self._rows
+        left, top = int(first_col[x]), int(first_row[y])
+        return (left, top, int(last_col[x + w - 1]) - left + 1, int(last_row[y + h - 1]) - top + 1)
+
+
+class MotionDetector:
+    """Runs a filter pipeline on consecutive frames (previous, current), keeping state between calls.
+
+    The grey image that enters the frame-pair filter is kept as the reference for the next frame
+    (on the device with the CUDA backend: its buffer is swapped in, not copied). The first
+    frame, which has no predecessor, gets an empty mask and passes through unchanged.
+
+    The filters up to the last mask-producing one (the detection part) run on the work image
+    (the frame, cropped to the ROI and downscaled when asked); the ROI is applied to their mask,
+    which is then counted, boxed and mapped back to the input size; the filters after it (the
+    annotation part, the red blend) run at the input size on the input frame.
+
+    Args:
+        filters: filter instances in pipeline order (built from the config; the detector never
+            chooses them).
+        cuda: an entered :class:`~motiondetect.gpu.cuda_handler.CUDAHandler` to run the kernels, or
+            ``None`` for the CPU reference implementations.
+        roi: (H, W) uint8 region of interest at the input size, non-zero inside; ``None`` for
+            the whole frame (see :func:`motiondetect.pipeline.roi.rasterize`).
+        downscale: process at 1/``downscale`` of the width and height (integer >= 1; 1 = full
+            size). The resize is ``cv2.INTER_AREA`` on the host.
+        annotate: run the annotation filters (the red blend) and return their frame; ``False``
+            skips them (and, on the GPU, the frame's download), and ``FrameResult.frame`` is the
+            input array itself.
+        masks: return the mask; ``False`` (only the motion fraction and box are wanted, as for
+            an events-only scan) skips the mask's download from the GPU, and
+            ``FrameResult.mask`` is ``None`` on both backends.
+
+    Raises:
+        ValueError: the filters do not chain into a motion pipeline, ``roi`` is not 2-D, or
+            ``downscale`` < 1.
+        TypeError: ``roi`` is not a uint8 array.
+
+    Example:
+        >>> from motiondetect.pipeline.config import build_filters, default_config
+        >>> detector = MotionDetector(build_filters(default_config()))
+        >>> result = detector.process(np.zeros((4, 6, 3), np.uint8))
+        >>> result.mask.shape, result.motion_fraction, result.bbox
+        ((4, 6), 0.0, None)
+    """
+
+    def __init__(
+        self,
+        filters: Sequence[Filter],
+        cuda=None,
+        roi: np.ndarray | None = None,
+        downscale: int = 1,
+        annotate: bool = True,
+        masks: bool = True,
+    ) -> None:
+        problems = pipeline_problems([type(f) for f in filters])
+        if problems:
+            raise ValueError("; ".join(problems))
+        if roi is not None:
+            if not isinstance(roi, np.ndarray) or roi.dtype != np.uint8:
+                raise TypeError(f"roi must be an (H, W) uint8 array; got {getattr(roi, 'dtype', type(roi).__name__)}")
+            if roi.ndim != 2:
+                raise ValueError(f"roi must be (H, W); got shape {roi.shape}")
+        if int(downscale) != downscale or downscale < 1:
+            raise ValueError(f"downscale must be an integer >= 1; got {downscale}")
+        self.filters = list(filters)
+        last_mask = max(i for i, f in enumerate(self.filters) if f.OUTPUT is Kind.MASK)
+        self._detect = self.filters[: last_mask + 1]
+        self._annotate = self.filters[last_mask + 1 :]
+        #: The annotation is one red blend, which Y'CbCr pictures get in their own colour space.
+        self._yuv_annotation = len(self._annotate) == 1 and hasattr(self._annotate[0], "reference_yuv")
+        halos = [f.halo() for f in self._detect]
+        self._halo = None if None in halos else sum(halos)
+        self.roi = roi
+        self.downscale = int(downscale)
+        self.annotate = annotate
+        self.masks = masks
+        self.backend = "cpu" if cuda is None else "cuda"
+        self._executor = _CpuExecutor() if cuda is None else _CudaExecutor(cuda)
+        self._geometries: dict[tuple[int, int], Geometry] = {}
+        self._shape: tuple[int, ...] | None = None
+        self._reference = None
+
+    @property
+    def detection_filters(self) -> list[Filter]:
+        """The filters up to the last mask-producing one (they run at the work size)."""
+        return self._detect
+
+    @property
+    def annotation_filters(self) -> list[Filter]:
+        """The filters after the mask (the red blend), run at the input size on the frame."""
+        return self._annotate
+
+    @property
+    def yuv_annotation(self) -> bool:
+        """The annotation is one red blend, which decoded pictures get in Y'CbCr."""
+        return self._yuv_annotation
+
+    def reset(self) -> None:
+        """Forget the reference frame and every filter's state (background models): the next
+        frame is treated as the first of a new stream."""
+        self._shape = None
+        self._reference = None
+        for flt in self.filters:
+            flt.reset()
+
+    def geometry(self, shape: tuple[int, ...]) -> Geometry:
+        """The processing plan for frames of ``shape`` ((H, W) or (H, W, 3)), made once per size.
+
+        Raises:
+            ValueError: the ROI does not fit the frame size or covers no pixel at the work size.
+        """
+        key = (int(shape[0]), int(shape[1]))
+        geometry = self._geometries.get(key)
+        if geometry is None:
+            geometry = Geometry.build(key, self.roi, self.downscale, self._halo)
+            self._geometries[key] = geometry
+        return geometry
+
+    def process(self, frame: np.ndarray | Picture) -> FrameResult:
+        """Run the pipeline on the next frame of the stream.
+
+        Args:
+            frame: (H, W, 3) uint8 BGR, or a decoded :class:`~motiondetect.core.picture.Picture`
+                (luma first: its grey image is the luma, expanded to full range, and the red
+                blend is applied in Y'CbCr, so ``FrameResult.frame`` is a ``Picture`` too); the
+                same size as the previous frames.
+
+        Returns:
+            The frame's :class:`FrameResult` (arrays owned by the caller).
+
+        Raises:
+            TypeError: ``frame`` is not a uint8 NumPy array.
+            ValueError: ``frame`` is not (H, W, 3), its size differs from the previous frame's,
+                or the ROI does not fit it.
+        """
+        return self._process(frame, prime=False)
+
+    def prime(self, frame: np.ndarray) -> None:
+        """Make ``frame`` the reference of the next frame without detecting motion in it.
+
+        Runs only the filters before the frame-pair filter (the grey conversion). Frame skip
+        primes the frame just before each processed one, so every processed frame is compared
+        with its true predecessor: its motion fraction is the full run's, and the sensitivity
+        does not change with the skip.
+
+        Raises:
+            TypeError, ValueError: as :meth:`process`.
+        """
+        self._process(frame, prime=True)
+
+    def _process(self, frame: np.ndarray | Picture, prime: bool) -> FrameResult | None:
+        picture = frame if isinstance(frame, Picture) else None
+        if picture is None:
+            if not isinstance(frame, np.ndarray) or frame.dtype != np.uint8:
+                got = f"{frame.dtype}" if isinstance(frame, np.ndarray) else type(frame).__name__
+                raise TypeError(f"frame must be a (H, W, 3) uint8 BGR array or a Picture; got {got}")
+            if frame.ndim != 3 or frame.shape[2] != 3 or 0 in frame.shape:
+                raise ValueError(f"frame must be (H, W, 3) BGR with H, W >= 1; got shape {frame.shape}")
+            frame = np.ascontiguousarray(frame)
+        if self._shape is not None and frame.shape != self._shape:
+            raise ValueError(f"frame size changed from {self._shape[1]}x{self._shape[0]} to {frame.shape[1]}x{frame.shape[0]}")
+        geo = self.geometry(frame.shape)
+        self._shape = frame.shape
+        run = self._executor
+        if picture is not None:
+            # Luma first: the grey stage is the decoder's luma, expanded to full range. Filters
+            # that read the frame's size (upscale) get it from a stand-in of the work image.
+            image, first = run.luma(self._detect[0], picture, geo), 1
+            original = SizeOnly((geo.work_size[1], geo.work_size[0], 3))
+        else:
+            original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
+            image, first = original, 0
+        for stage in range(first, len(self._detect)):
+            flt = self._detect[stage]
+            if flt.SIDE_INPUT == "reference":
+                previous, self._reference = self._reference, run.keep(stage - 1, image)
+                if prime:
+                    run.synchronize()  # the upload's staging buffer is reused by the next frame
+                    return None
+                if previous is None:
+                    run.synchronize()
+                    empty = np.zeros(frame.shape[:2], np.uint8) if self.masks else None
+                    return FrameResult(empty, frame.copy() if self.annotate else frame, 0.0, None)
+                image = run.run(stage, flt, image, previous)
+            else:
+                image = run.run(stage, flt, image, original if flt.SIDE_INPUT == "frame" else None)
+        mask = image if geo.roi is None else run.and_mask(image, geo)
+        full_mask = mask if geo.identity else run.expand(mask, geo)
+        out = None
+        if self.annotate and self._annotate:
+            if picture is not None and self._yuv_annotation:
+                out = run.blend_yuv(self._annotate[0], full_mask, picture)
+            else:
+                if picture is not None:
+                    frame = picture.to_bgr()  # colour only now, for an annotation with no Y'CbCr form
+                full_frame = original if geo.identity and picture is None else run.upload("frame_full", frame)
+                image = full_mask
+                for offset, flt in enumerate(self._annotate, start=len(self._detect)):
+                    image = run.run(offset, flt, image, full_frame if flt.SIDE_INPUT == "frame" else None)
+                    if flt.OUTPUT is Kind.BGR:
+                        out = image
+        mask_host, frame_host, moving, box = run.finish(mask, full_mask if self.masks else None, out)
+        if frame_host is None:
+            frame_host = frame.copy() if self.annotate else frame
+        return FrameResult(mask_host, frame_host, moving / geo.area, geo.map_box(box) if moving else None)
+
+    def repeat(self, frame: np.ndarray, previous: FrameResult) -> FrameResult:
+        """The result for a frame that is not processed (frame skip): ``previous`` held over it.
+
+        Keeps ``previous``'s mask (the same array), motion fraction and box; the frame is
+        annotated with that mask by the annotation filters' CPU references on the host, so both
+        backends give the same bits. Does not change the reference frame.
+
+        Args:
+            frame: (H, W, 3) uint8 BGR or a :class:`~motiondetect.core.picture.Picture`, the
+                skipped frame.
+            previous: the last processed frame's result.
+        """
+        if not (self.annotate and self._annotate):
+            return FrameResult(previous.mask, frame.copy() if self.annotate else frame, previous.motion_fraction, previous.bbox)
+        if isinstance(frame, Picture):
+            if self._yuv_annotation:
+                return FrameResult(
+                    previous.mask, self._annotate[0].reference_yuv(previous.mask, frame), previous.motion_fraction, previous.bbox
+                )
+            frame = frame.to_bgr()
+        image, out = previous.mask, None
+        for flt in self._annotate:
+            image = flt.reference(image, frame if flt.SIDE_INPUT == "frame" else None)
+            if flt.OUTPUT is Kind.BGR:
+                out = image
+        return FrameResult(previous.mask, frame.copy() if out is None else out, previous.motion_fraction, previous.bbox)
+
+
+@dataclass(frozen=True)
+class SizeOnly:
+    """Stands in for the work image where a filter reads only its shape (upscale's ``frame``
+    side input) and the image itself is not at hand (luma-first pictures, batches)."""
+
+    shape: tuple[int, int, int]
+
+
+def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
+    """Count and bounding box of a mask's non-zero pixels on the CPU.
+
+    Args:
+        mask: (H, W) uint8.
+
+    Returns:
+        (count, (x, y, w, h)) with ``None`` for the box when the count is 0.
+    """
+    count = int(cv2.countNonZero(mask))
+    return count, (tuple(int(v) for v in cv2.boundingRect(mask)) if count else None)
+
+
+def queue_mask_stats(cuda, mask, key: str = "mask"):
+    """Queue the count and bounding box of a device mask, or of each mask of a batch, on
+    ``cuda.stream``.
+
+    Runs ``md_mask_stats_u8`` (kernels/mask_count.cu) after resetting its accumulators on the
+    stream; a batch is reduced in one launch (one row of blocks per mask).
+
+    Args:
+        cuda: an entered :class:`~motiondetect.gpu.cuda_handler.CUDAHandler`.
+        mask: (H, W) or (K, H, W) uint8 device array.
+        key: names the accumulators among the handler's buffers.
+
+    Returns:
+        (total, box): device arrays, uint64 (K,) = the counts and uint32 (K, 4) = x0, y0, x1, y1
+        (inclusive corners; meaningful where the count is > 0), valid once the stream has run;
+        K = 1 for a single mask.
+    """
+    import pycuda.driver as drv
+
+    frames, height, width = planes(mask)
+    total = cuda.buffer(f"{key}_total", (frames,), np.uint64)
+    box = cuda.buffer(f"{key}_box", (frames, 4), np.uint32)
+    drv.memset_d32_async(total.gpudata, 0, 2 * frames, cuda.stream)
+    init = cuda.constant(("mask_box_init", frames), np.tile(_BOX_INIT, (frames, 1)))
+    drv.memcpy_dtod_async(box.gpudata, init.gpudata, box.nbytes, cuda.stream)
+    fn = cuda.function("mask_count", "md_mask_stats_u8", "PiiPP")
+    n = height * width
+    blocks = min(_COUNT_MAX_BLOCKS, max(1, math.ceil(n / 256)))
+    fn.prepared_async_call(
+        (blocks, frames), (256, 1, 1), cuda.stream, mask.gpudata, np.int32(width), np.int32(n), total.gpudata, box.gpudata
+    )
+    return total, box
+
+
+def box_from_corners(count: int, corners) -> Box | None:
+    """(x, y, w, h) from inclusive corners (x0, y0, x1, y1), or ``None`` when ``count`` is 0."""
+    if not count:
+        return None
+    x0, y0, x1, y1 = (int(v) for v in corners)
+    return (x0, y0, x1 - x0 + 1, y1 - y0 + 1)
+
+
+def device_and_mask(cuda, mask, geo: Geometry, out):
+    """Queue ``mask`` (a work-size (h, w) mask or a batch (K, h, w)) zeroed outside the
+    geometry's ROI into the device array ``out`` (same shape); return ``out``."""
+    roi = cuda.constant(("roi", geo.key), geo.roi)
+    n = element_count(mask)
+    fn = cuda.function("mask_ops", "md_and_mask_u8", "PPPii")
+    cuda.launch_1d(fn, int(n), mask.gpudata, roi.gpudata, out.gpudata, n, np.int32(geo.roi.size))
+    return out
+
+
+def device_expand(cuda, mask, geo: Geometry, out):
+    """Queue the input-size version of a work-size mask (or batch of masks) into the device
+    array ``out`` ((H, W) or (K, H, W)) (kernel ``md_expand_mask_u8``, OpenCV's INTER_NEAREST
+    maps); return ``out``."""
+    frames, mask_h, mask_w = planes(mask)
+    xmap = cuda.constant(("xmap", geo.key), geo.xmap)
+    ymap = cuda.constant(("ymap", geo.key), geo.ymap)
+    height, width = geo.shape
+    fn = cuda.function("mask_ops", "md_expand_mask_u8", "PiiPPPii")
+    cuda.launch_2d(
+        fn,
+        geo.shape,
+        mask.gpudata,
+        np.int32(mask_w),
+        np.int32(mask_h * mask_w),
+        xmap.gpudata,
+        ymap.gpudata,
+        out.gpudata,
+        np.int32(width),
+        np.int32(height),
+        frames=frames,
+    )
+    return out
+
+
+class _CpuExecutor:
+    """Runs each filter's NumPy/OpenCV reference; images are host arrays."""
+
+    def upload(self, key, frame):
+        return frame
+
+    def luma(self, gray, picture, geo):
+        grey = gray.reference_luma(picture)
+        return grey if geo.identity else geo.work_image(grey)
+
+    def blend_yuv(self, flt, mask, picture):
+        return flt.reference_yuv(mask, picture)
+
+    def run(self, stage, flt, src, side):
+        return flt.reference(src, side)
+
+    def keep(self, stage, image):
+        return image  # filters return new arrays, so no later stage overwrites it
+
+    def synchronize(self):
+        pass
+
+    def and_mask(self, mask, geo):
+        return cv2.bitwise_and(mask, geo.roi)  # roi is 0 or 255: keeps the mask where it is 255
+
+    def expand(self, mask, geo):
+        return geo.expand(mask)
+
+    def finish(self, mask, full_mask, out):
+        count, box = mask_stats_reference(mask)
+        return full_mask, out, count, box
+
+
+class _CudaExecutor:
+    """Runs each filter's kernel; images are device arrays reused from frame to frame.
+
+    Per frame: one page-locked upload of the work image (and of the full frame when the work
+    image is cropped or downscaled and the frame is annotated), the kernels, the ROI, the mask
+    statistics (count and box), the expansion to the input size, and page-locked downloads of
+    the mask, the annotated frame and the statistics, all queued on the handler's stream with a
+    single synchronisation at the end.
+    """
+
+    def __init__(self, cuda) -> None:
+        self.cuda = cuda
+        self._yuv_size: tuple[int, int, bool] | None = None  # (H, W, full range) of a blended picture
+        self._luma = None  # this frame's Y' plane on the device, when luma() uploaded it whole
+
+    def upload(self, key, frame):
+        return self.cuda.upload(key, frame)
+
+    def luma(self, gray, picture, geo):
+        cuda = self.cuda
+        self._luma = None
+        if not geo.identity:  # cropped or downscaled on the host, as BGR work images are
+            return cuda.upload(("stage", 0), geo.work_image(gray.reference_luma(picture)))
+        luma = self._luma = cuda.upload("luma", np.ascontiguousarray(picture.y))
+        dst = cuda.buffer(("stage", 0), picture.y.shape)
+        gray.apply_luma(cuda, int(luma.gpudata), picture.y.shape[1], 0, dst, picture.full_range)
+        return dst
+
+    def blend_yuv(self, flt, mask, picture):
+        cuda = self.cuda
+        height, width = picture.y.shape
+        y = self._luma if self._luma is not None else cuda.upload("luma", np.ascontiguousarray(picture.y))
+        u = cuda.upload("chroma_u", np.ascontiguousarray(picture.u))
+        v = cuda.upload("chroma_v", np.ascontiguousarray(picture.v))
+        out = cuda.buffer("yuv_out", (height * width + 2 * u.size,))
+        flt.apply_yuv(cuda, mask, int(y.gpudata), width, 0, int(u.gpudata), int(v.gpudata), u.shape[1], 1, 0, out, picture.full_range)
+        self._yuv_size = (height, width, picture.full_range)
+        return out
+
+    def run(self, stage, flt, src, side):
+        dst = self.cuda.buffer(("stage", stage), flt.output_shape(src.shape, None if side is None else side.shape))
+        flt.apply(self.cuda, src, dst, side)
+        return dst
+
+    def keep(self, stage, image):
+        # The kept image is stage's output buffer: hand it to the reference slot and give that
+        # slot's old buffer (the previous reference, now spent) to the stage for the next frame.
+        self.cuda.swap_buffers(("stage", stage), "reference")
+        return image
+
+    def synchronize(self):
+        self.cuda.synchronize()
+
+    def and_mask(self, mask, geo):
+        return device_and_mask(self.cuda, mask, geo, self.cuda.buffer("roi_mask", mask.shape))
+
+    def expand(self, mask, geo):
+        return device_expand(self.cuda, mask, geo, self.cuda.buffer("full_mask", geo.shape))
+
+    def finish(self, mask, full_mask, out):
+        cuda = self.cuda
+        total, box = queue_mask_stats(cuda, mask)
+        mask_host = None if full_mask is None else cuda.download("mask", full_mask)
+        frame_host = None if out is None else cuda.download("frame", out)
+        total_host = cuda.download("mask_total", total)
+        box_host = cuda.download("mask_box", box)
+        cuda.synchronize()
+        count = int(total_host[0])
+        owned = [None if host is None else host.copy() for host in (mask_host, frame_host)]  # the pinned buffers are reused
+        if out is not None and out.ndim == 1:  # a blended picture, planar
+            height, width, full_range = self._yuv_size
+            owned[1] = unpack_planes(owned[1], height, width, full_range)
+        return owned[0], owned[1], count, box_from_corners(count, box_host[0])

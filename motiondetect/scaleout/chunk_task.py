@@ -1,0 +1,326 @@
+"""What a worker runs for one chunk: decode from a keyframe, warm the pipeline up, scan the chunk.
+
+:func:`run_chunk` is the Dask task (:mod:`motiondetect.scaleout.chunked` submits it). It builds the
+pipeline from the run's config on the worker (the CUDA backend when the worker has a GPU and the
+config allows it, with the batched GPU path where a sequential run would take it), decodes the
+chunk's file from its warm-up keyframe (:mod:`motiondetect.scaleout.chunks`), runs the warm-up frames
+through the pipeline and drops their results, and returns the per-frame motion fractions and
+boxes of the chunk's own frames. The annotated video and the mask video of the chunk are written
+as part files (joined later by stream copy), mask images straight into their folder.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from motiondetect.core.errors import ConfigError, MotionDetectError, VideoOpenFailure
+from motiondetect.core.types import Frame, FrameResult
+from motiondetect.outputs.sinks import RunSummary, Sink
+from motiondetect.scaleout.chunks import Chunk
+from motiondetect.sources.nvdec import DeviceFrame
+from motiondetect.sources.video import VideoHandler
+
+#: Test-only fault injection: ``"<file name>:<chunk number>:<marker file>"`` makes the worker
+#: process that starts that chunk of that input first end at once (``os._exit``), as a killed
+#: worker would, after creating the marker file, so the retry of the chunk runs normally. Unset
+#: in normal use.
+KILL_WORKER_ENV = "MOTIONDETECT_TEST_KILL_WORKER"
+
+#: Box value stored for a frame without motion.
+NO_BOX = (-1, -1, -1, -1)
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """Everything a worker needs to scan one chunk (plain data: it travels to the worker).
+
+    Attributes:
+        chunk: the chunk (:class:`~motiondetect.scaleout.chunks.Chunk`).
+        config: the run's validated, complete configuration.
+        fps: frame rate to assume (``--fps``), or ``None`` for the container's.
+        warmup: warm-up frames (:func:`~motiondetect.scaleout.chunks.warmup_frames`); 1 means a frame
+            pair, for which only the frame just before the chunk goes through the pipeline.
+        first_index: frame number of the chunk's first frame (the plan's, or the one found when
+            the chunks before it were stitched).
+        stem: the input's stem, for mask image names.
+        video_part: annotated video of the chunk to write, or ``None``.
+        mask_part: mask video of the chunk to write, or ``None``.
+        masks_dir: folder for the chunk's mask images, or ``None``.
+        threads: PyAV decoder and OpenCV threads (a CPU worker's share of the cores), or
+            ``None`` to leave them as they are.
+    """
+
+    chunk: Chunk
+    config: dict[str, Any]
+    fps: float | None
+    warmup: int
+    first_index: int
+    stem: str
+    video_part: str | None = None
+    mask_part: str | None = None
+    masks_dir: str | None = None
+    threads: int | None = None
+
+    @property
+    def key(self) -> str:
+        """A task name unique in the run (Dask keys)."""
+        return f"motiondetect-chunk-{self.chunk.source}-{self.chunk.number}-{self.first_index}"
+
+
+@dataclass
+class ChunkResult:
+    """What a chunk's scan returns.
+
+    Attributes:
+        number: the chunk's number.
+        first_index: frame number of its first frame, as the worker numbered them.
+        fractions: (n,) float64 motion fraction of each of its n frames, in [0, 1].
+        boxes: (n, 4) int32 (x, y, w, h) motion box of each frame in input pixels, -1s where none.
+        decode_errors: frames of the chunk that could not be decoded.
+        backend: ``"cpu"`` or ``"cuda"``; device: the GPU's name or ``None``; decoder: how frames
+            were decoded (as the sequential report names it).
+    """
+
+    number: int
+    first_index: int
+    fractions: np.ndarray
+    boxes: np.ndarray
+    decode_errors: int = 0
+    backend: str = "cpu"
+    device: str | None = None
+    decoder: str = "PyAV (CPU threads)"
+
+    @property
+    def frames(self) -> int:
+        """Frames in the chunk."""
+        return len(self.fractions)
+
+    def box(self, j: int) -> tuple[int, int, int, int] | None:
+        """Frame ``j``'s box (x, y, w, h), or ``None``."""
+        box = tuple(int(v) for v in self.boxes[j])
+        return None if box == NO_BOX else box
+
+    def save(self, path: str | Path) -> None:
+        """Write to an ``.npz`` file (the resume record of a finished chunk)."""
+        meta = np.array([self.number, self.first_index, self.decode_errors], np.int64)
+        names = np.array([self.backend, self.device or "", self.decoder])
+        tmp = Path(path).with_suffix(".tmp.npz")
+        np.savez(tmp, meta=meta, names=names, fractions=self.fractions, boxes=self.boxes)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> ChunkResult:
+        """Read what :meth:`save` wrote.
+
+        Raises:
+            OSError, ValueError, KeyError: the file is missing or damaged.
+        """
+        with np.load(path) as data:
+            number, first, errors = (int(v) for v in data["meta"])
+            backend, device, decoder = (str(v) for v in data["names"])
+            return cls(
+                number,
+                first,
+                data["fractions"].astype(np.float64),
+                data["boxes"].astype(np.int32),
+                errors,
+                backend,
+                device or None,
+                decoder,
+            )
+
+
+class _Collector(Sink):
+    """Keeps each frame's motion fraction and box."""
+
+    def __init__(self) -> None:
+        self.fractions: list[float] = []
+        self.boxes: list[tuple[int, int, int, int]] = []
+
+    def consume(self, frame, result):
+        self.fractions.append(result.motion_fraction)
+        self.boxes.append(result.bbox or NO_BOX)
+
+    def close(self, summary):
+        pass
+
+
+class RangeDetector:
+    """Runs a detector over warm-up frames and a chunk, yielding only the chunk's results.
+
+    Args:
+        detector: a :class:`~motiondetect.pipeline.detector.MotionDetector` (frame at a time) or a
+            :class:`~motiondetect.pipeline.batch.BatchDetector` (its ``stream``).
+        first_index: frame number of the chunk's first frame; frames numbered below it are the
+            warm-up.
+    """
+
+    def __init__(self, detector, first_index: int) -> None:
+        self.detector = detector
+        self.first_index = first_index
+        self.backend = detector.backend
+
+    def stream(self, frames: Iterable[Frame]) -> Iterator[tuple[Frame, FrameResult]]:
+        """Yield (frame, result) for the chunk's frames, after running the warm-up ones."""
+        if hasattr(self.detector, "stream"):
+            pairs = self.detector.stream(frames)
+        else:
+            pairs = ((frame, self.detector.process(frame.image)) for frame in frames)
+        for frame, result in pairs:
+            if frame.index >= self.first_index:
+                yield frame, result
+
+
+def chunk_frames(video: VideoHandler, chunk: Chunk, first_index: int, pairs: bool) -> Iterator[Frame]:
+    """The frames a chunk's pipeline runs on: the warm-up, numbered ``first_index - 1``, then the
+    chunk's own, numbered from ``first_index`` (times ``index / fps``).
+
+    Decoding starts at ``chunk.seek_pts`` (or the start of the file). The chunk's frames are
+    those from the one with timestamp ``chunk.start_pts`` up to, not including, the one with
+    ``chunk.stop_pts``: the frames a sequential decode gives between the two keyframes.
+
+    Args:
+        video: the open file, at its start.
+        chunk: the chunk.
+        first_index: its first frame's number.
+        pairs: only the frame just before the chunk is a warm-up frame (a frame-pair pipeline).
+
+    Raises:
+        VideoOpenFailure: a keyframe of the plan is not found, or the file ends before the next
+            chunk's keyframe.
+    """
+    if chunk.seek_pts is not None:
+        video.seek(chunk.seek_pts, chunk.seek_index)
+    frames = iter(video)
+    frame = next(frames, None)
+    if chunk.start_pts is not None:
+        held = None
+        # NVDEC's surfaces are reused by the next decode: a frame cannot be held past it, so
+        # every warm-up frame goes through the pipeline (only the last one counts for a pair).
+        transient = frame is not None and isinstance(frame.image, DeviceFrame)
+        while frame is not None and video.pts != chunk.start_pts:
+            if pairs and not transient:
+                held = frame
+            else:
+                yield Frame(first_index - 1, frame.time, frame.image)
+            frame = next(frames, None)
+        if frame is None:
+            raise VideoOpenFailure(f"{chunk.source!r}: the keyframe with timestamp {chunk.start_pts} (chunk {chunk.number}) was not found")
+        if held is not None:
+            yield Frame(first_index - 1, held.time, held.image)
+    n = 0
+    while frame is not None:
+        index = first_index + n
+        yield Frame(index, index / video.fps, frame.image)
+        n += 1
+        frame = next(frames, None)
+        if frame is not None and chunk.stop_pts is not None and video.pts == chunk.stop_pts:
+            return
+    if chunk.stop_pts is not None:
+        raise VideoOpenFailure(
+            f"{chunk.source!r}: the file ended before the keyframe with timestamp {chunk.stop_pts} (chunk {chunk.number + 1})"
+        )
+
+
+def _injected_worker_death(chunk: Chunk) -> None:
+    """Test-only: end this process at once on the first attempt at the chunk named by
+    :data:`KILL_WORKER_ENV` (nothing happens when it is unset)."""
+    spec = os.environ.get(KILL_WORKER_ENV)
+    if not spec:
+        return
+    name, number, marker = spec.split(":", 2)
+    if name == Path(chunk.source).name and int(number) == chunk.number and not Path(marker).exists():
+        Path(marker).touch()
+        os._exit(17)
+
+
+def run_chunk(job: ChunkJob) -> ChunkResult:
+    """Scan one chunk (the Dask task).
+
+    Returns:
+        The chunk's :class:`ChunkResult`.
+
+    Raises:
+        MotionDetectError: the input, the backend or an output failed (one line, as the command
+            reports it); ``ConfigError`` when the ROI does not fit the frames.
+    """
+    # Imported here: cli imports the module that submits this task.
+    from motiondetect.gpu.backend import open_backend
+    from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
+    from motiondetect.outputs.overlay import Overlay
+    from motiondetect.outputs.sinks import VideoSink
+    from motiondetect.outputs.writer import VideoWriter
+    from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
+    from motiondetect.pipeline.batch import BatchDetector
+    from motiondetect.pipeline.config import build_filters
+    from motiondetect.pipeline.detector import MotionDetector
+    from motiondetect.pipeline.roi import rasterize
+    from motiondetect.pipeline.runner import Runner
+
+    _injected_worker_death(job.chunk)
+    if job.threads is not None:
+        import cv2
+
+        cv2.setNumThreads(job.threads)  # OpenCV's threads and the CPU filters' row bands
+    config = job.config
+    with ExitStack() as stack:
+        video = stack.enter_context(VideoHandler(job.chunk.source, fps=job.fps, threads=job.threads))
+        filters = build_filters(config)
+        roi = rasterize(config["roi"], video.size)
+        wants_frames = job.video_part is not None
+        needs_mask = masks_needed(config, wants_frames, job.mask_part is not None or job.masks_dir is not None)
+        cuda = open_backend(config["backend"], filters, stack)
+        detector = MotionDetector(
+            filters,
+            cuda=cuda,
+            roi=roi,
+            downscale=config["scan"]["downscale"],
+            annotate=config["overlays"]["blend"] and wants_frames,
+            masks=needs_mask,
+        )
+        width, height = video.size
+        try:
+            detector.geometry((height, width))
+        except ValueError as exc:
+            raise ConfigError([f"roi: {exc}"]) from None
+        detector = checked_on_device(detector, cuda, config["backend"], video.size)
+        cuda = cuda if detector.backend == "cuda" else None
+        batched = batched_path_problem(config, video, cuda, detector, False, wants_frames)
+        # NVDEC when the run allows it (as a whole-file run chooses); it seeks to the chunk's
+        # keyframe like the CPU decoder, and decodes exact codecs to the same pictures.
+        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack)
+        if batched is None:
+            detector.reset()
+            detector = BatchDetector(
+                detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"]
+            )
+        collector = _Collector()
+        sinks: list[Sink] = []
+        if job.video_part is not None:
+            sinks.append(VideoSink(VideoWriter(job.video_part, video.fps, video.size, config["preset"])))
+        if job.mask_part is not None:
+            sinks.append(MaskVideoSink(VideoWriter(job.mask_part, video.fps, video.size, config["preset"])))
+        if job.masks_dir is not None:
+            sinks.append(MaskImagesSink(job.masks_dir, job.stem))
+        sinks.append(collector)
+        overlay = Overlay.from_config(config["overlays"]) if wants_frames else None
+        frames = chunk_frames(video, job.chunk, job.first_index, pairs=job.warmup <= 1)
+        summary: RunSummary = Runner(frames, RangeDetector(detector, job.first_index), sinks, overlay=overlay, source=video).run()
+        if summary.error is not None:
+            raise MotionDetectError(f"chunk {job.chunk.number} of {job.chunk.source!r}: {summary.error}")
+        return ChunkResult(
+            job.chunk.number,
+            job.first_index,
+            np.array(collector.fractions, np.float64),
+            np.array(collector.boxes, np.int32).reshape(-1, 4),
+            video.decode_errors,
+            detector.backend,
+            cuda.device_name if cuda is not None else None,
+            decoder,
+        )

@@ -1,0 +1,436 @@
+"""The chunked run (``--jobs`` / ``--scheduler``): every input split at keyframes, the chunks
+scanned on a Dask cluster, the results stitched in order.
+
+1. Each input is planned (:func:`~motiondetect.scaleout.chunks.plan_chunks`) and its outputs checked as a
+   sequential run checks them; chunks finished by an earlier, interrupted run of the same command
+   are taken from its manifest (:mod:`motiondetect.scaleout.manifest`).
+2. Every remaining chunk of every input is one task (:func:`~motiondetect.scaleout.chunk_task.run_chunk`);
+   one progress bar counts the frames of all of them. A worker that dies mid-chunk costs a retry
+   (Dask reschedules its tasks), not the run.
+3. When an input's chunks are in, their frames are numbered in order (the plan's numbers are
+   checked; a chunk whose outputs carry frame numbers is run again when they were off), the event
+   segmenter runs once over the whole sequence, so events that cross a chunk boundary come out
+   whole, and the outputs are finished: the annotated and mask videos joined from the chunks'
+   parts by stream copy, the clips and the motion-only video cut from the joined annotated video
+   along the finished event list (re-encoded, since a stream copy can only cut at keyframes), the
+   reports written as a sequential run writes them.
+
+Ctrl-C, SIGTERM or a failure cancel what is running; each input's outputs then hold its chunks
+finished in order from the start (``"complete": false``), and the manifest keeps every finished
+chunk for the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from motiondetect import __version__
+from motiondetect.core.errors import MotionDetectError, UsageError
+from motiondetect.core.signals import StopSignals, exit_code
+from motiondetect.core.types import FrameResult
+from motiondetect.outputs.clips import ClipSink, MotionOnlySink
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.outputs.masks import mask_name
+from motiondetect.outputs.sinks import EventsSink, RunSummary
+from motiondetect.outputs.writer import join_videos
+from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.roi import rasterize
+from motiondetect.pipeline.runner import Runner
+from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
+from motiondetect.scaleout.chunks import Chunk, plan_chunks, warmup_frames
+from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
+from motiondetect.sources.video import VideoHandler
+
+log = logging.getLogger("motiondetect")
+
+
+@dataclass
+class _Input:
+    """One input of a chunked run: its plan, outputs, jobs and results."""
+
+    source: str
+    name: str
+    fps: float
+    size: tuple[int, int]
+    frame_count: int | None
+    area: int
+    warmup: int
+    chunks: list[Chunk]
+    paths: Any  # cli.OutputPaths
+    manifest: Manifest
+    jobs: dict[int, ChunkJob] = field(default_factory=dict)
+    results: dict[int, ChunkResult] = field(default_factory=dict)
+    numbered_outputs: bool = False  # its chunks write frame numbers (timecodes, mask names)
+    finished: bool = False
+
+    @property
+    def done(self) -> bool:
+        return len(self.results) == len(self.chunks)
+
+
+class ReplayDetector:
+    """Stands in for the detector when the clips are cut: each frame of the joined annotated
+    video gets its stitched motion fraction and box (the frame itself is already annotated)."""
+
+    backend = "cpu"
+
+    def __init__(self, fractions: np.ndarray, boxes: list) -> None:
+        self.fractions, self.boxes = fractions, boxes
+
+    def stream(self, frames):
+        """Yield (frame, result) with the stitched values; frames beyond them are dropped."""
+        for frame in frames:
+            if frame.index >= len(self.fractions):
+                return
+            yield frame, FrameResult(None, frame.image, float(self.fractions[frame.index]), self.boxes[frame.index])
+
+
+def chunked_problem(args: argparse.Namespace, config: dict[str, Any]) -> str | None:
+    """Why these options cannot run in chunks, or ``None``."""
+    if args.camera is not None:
+        return "cameras are live: they cannot be split into chunks"
+    for flag, given in (
+        ("--concat", args.concat),
+        ("--preview", args.preview),
+        ("--live", args.live),
+        ("--realtime", args.realtime),
+        ("--start", args.start),
+        ("--end", args.end),
+    ):
+        if given:
+            return f"{flag} reads one stream in order; it cannot go with --jobs or --scheduler"
+    if config["scan"]["frame_skip"]:
+        return "--frame-skip counts frames from the start of the stream; it cannot go with --jobs or --scheduler"
+    return None
+
+
+def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[str], signals: StopSignals | None = None) -> int:
+    """Scan ``inputs`` (video files) in chunks on a Dask cluster; return the exit code.
+
+    Raises:
+        UsageError: the options or an input do not suit a chunked run, or Dask is missing.
+        MotionDetectError: a chunk failed (after the outputs of what was finished are written).
+    """
+    from motiondetect.core.progress import progress_bar
+    from motiondetect.outputs.paths import plan_outputs
+    from motiondetect.scaleout.cluster import open_client
+
+    problem = chunked_problem(args, config)
+    if problem:
+        raise UsageError(problem)
+    roi = config.get("roi")
+    if isinstance(roi, dict) and "mask" in roi:  # the workers read it from their own folder
+        config = {**config, "roi": {"mask": str(Path(roi["mask"]).resolve())}}
+    taken: set[Path] = set()
+    items = [_prepare(args, config, source, len(inputs) > 1, taken, plan_outputs) for source in inputs]
+    cuda_here = _cuda_here(config)
+    # A local CPU cluster shares this machine's cores; other workers use their own.
+    threads = None if cuda_here or args.scheduler else _decoder_threads(args.jobs or None)
+    for item in items:
+        for chunk in item.chunks:
+            if chunk.number not in item.results:
+                item.jobs[chunk.number] = _job(item, chunk, chunk.first_index, config, args, threads)
+    total = sum(c.frames for item in items for c in item.chunks)
+    started = time.perf_counter()
+    bar = progress_bar(total, args.quiet)
+    bar.update(sum(r.frames for item in items for r in item.results.values()))
+    failure: Exception | None = None
+    interrupted = False
+    try:
+        for item in items:
+            if item.done:  # every chunk came from the manifest: check their numbers now
+                _renumber(item, config, args, threads)
+        if any(number not in item.results for item in items for number in item.jobs):
+            with open_client(args.jobs or None, args.scheduler, cuda_here, dashboard=args.verbose) as client:
+                failure = _run_jobs(client, items, bar, config, args, threads)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+    elapsed = time.perf_counter() - started
+    first_error: Exception | None = failure
+    with signals.finishing() if signals is not None else contextlib.nullcontext():  # outputs are completed
+        for item in items:
+            try:
+                _finish(item, config, args, elapsed, interrupted, failure)
+            except (MotionDetectError, OSError) as exc:
+                first_error = first_error or exc
+    if interrupted or (signals is not None and signals.received):
+        log.warning("Stopped; outputs hold the chunks finished in order, and a rerun of the command resumes")
+        return exit_code(signals.received if signals is not None else None)
+    if first_error is not None:
+        if isinstance(first_error, MotionDetectError):
+            raise first_error
+        raise MotionDetectError(f"{first_error}")
+    return 0
+
+
+def _cuda_here(config: dict[str, Any]) -> bool:
+    """Whether a local cluster should be made of GPU workers (the CUDA backend would run here)."""
+    if config["backend"] == "cpu":
+        return False
+    from motiondetect.gpu.platform import cuda_device_error
+
+    return cuda_device_error() is None
+
+
+def _decoder_threads(jobs: int | None) -> int:
+    """PyAV threads per CPU worker: the cores shared among the jobs, at least 1."""
+    cores = os.cpu_count() or 1
+    return max(1, cores // (jobs or cores))
+
+
+def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_outputs) -> _Input:
+    """Open and plan one input, check its outputs, and load its finished chunks (resume)."""
+    if "://" in source:
+        raise UsageError(f"{source!r}: --jobs and --scheduler split video files; streams run without them")
+    with VideoHandler(source, fps=args.fps) as video:
+        if not video.decodes_pictures:
+            raise UsageError(f"{source!r}: --jobs and --scheduler split video files; image sequences, cameras and URLs run without them")
+        name, fps, size, frame_count = video.name, video.fps, video.size, video.frame_count
+    warmup = warmup_frames(build_filters(config))
+    if warmup is None:
+        log.info("notice: a learning rate of 0 keeps the background model's first frame forever; %s is scanned as one chunk", source)
+    # Workers run elsewhere (another folder, another machine): they get absolute paths.
+    chunks = plan_chunks(str(Path(source).resolve()), fps, config["scan"]["chunk"], warmup)
+    roi = rasterize(config["roi"], size)
+    area = int(np.count_nonzero(roi)) if roi is not None else size[0] * size[1]
+    inputs = {Path(source).resolve()}
+    # The outputs' names, to find an unfinished run's parts; checked for real below.
+    probe = plan_outputs(_with(args, overwrite=True), name, inputs, several, set(taken))
+    report = probe.events[0]
+    settings = {
+        "config": config,
+        "fps": fps,
+        "warmup": warmup,
+        "plan": [(c.first_index, c.start_pts, c.seek_pts) for c in chunks],
+        "video": probe.video is not None or probe.clips is not None,
+        "mask_video": probe.mask_video is not None,
+        "masks": str(probe.masks) if probe.masks else None,
+        "version": __version__,
+    }
+    key = fingerprint(source, settings)
+    folder = parts_folder(report.resolve())
+    resuming = Manifest.resumable(folder, key)
+    paths = plan_outputs(_with(args, overwrite=args.overwrite or resuming), name, inputs, several, taken)
+    manifest = Manifest(folder, key)
+    item = _Input(source, name, fps, size, frame_count, area, warmup or 1, chunks, paths, manifest)
+    item.results = manifest.load()
+    if item.results:
+        log.info("resuming %s: %d of %d chunks already done", source, len(item.results), len(chunks))
+    wants_frames = paths.video is not None or paths.clips is not None
+    item.numbered_outputs = paths.masks is not None or (wants_frames and bool(config["overlays"]["timecode"]))
+    if paths.masks is not None:
+        paths.masks.mkdir(exist_ok=True)
+    if paths.clips is not None:
+        paths.clips.mkdir(exist_ok=True)
+    return item
+
+
+def _with(args: argparse.Namespace, **changes) -> argparse.Namespace:
+    copied = copy.copy(args)
+    for name, value in changes.items():
+        setattr(copied, name, value)
+    return copied
+
+
+def _job(item: _Input, chunk: Chunk, first_index: int, config, args, threads: int | None) -> ChunkJob:
+    paths, manifest = item.paths, item.manifest
+    wants_frames = paths.video is not None or paths.clips is not None
+    return ChunkJob(
+        chunk,
+        config,
+        args.fps,
+        item.warmup,
+        first_index,
+        item.name,
+        video_part=str(manifest.part("video", chunk.number)) if wants_frames else None,
+        mask_part=str(manifest.part("mask", chunk.number)) if paths.mask_video is not None else None,
+        masks_dir=str(paths.masks.resolve()) if paths.masks is not None else None,
+        threads=threads,
+    )
+
+
+def _renumber(item: _Input, config, args, threads) -> list[ChunkJob]:
+    """Check the plan's frame numbers against the finished chunks' counts; return the jobs to
+    run again (chunks whose outputs carry frame numbers that were off), forgetting them."""
+    again = []
+    exact = 0
+    for chunk in item.chunks:
+        result = item.results[chunk.number]
+        if result.first_index != exact:
+            if item.numbered_outputs:
+                item.manifest.forget(chunk.number)
+                del item.results[chunk.number]
+                job = _job(item, chunk, exact, config, args, threads)
+                item.jobs[chunk.number] = job
+                again.append(job)
+            else:
+                result.first_index = exact
+        exact += result.frames
+    if again:
+        log.debug("%s: %d chunks numbered again (the plan's frame numbers were off)", item.source, len(again))
+    return again
+
+
+def _run_jobs(client, items: list[_Input], bar, config, args, threads) -> Exception | None:
+    """Submit every unfinished chunk, record each as it finishes; return the first failure."""
+    from distributed import as_completed
+
+    owner: dict[str, _Input] = {}
+    futures = []
+    for item in items:
+        item.manifest.folder.mkdir(parents=True, exist_ok=True)  # the workers write their parts there
+        for number, job in item.jobs.items():
+            if number in item.results:
+                continue
+            futures.append(client.submit(run_chunk, job, key=job.key, pure=False))
+            owner[job.key] = item
+    queue = as_completed(futures)
+    try:
+        for future in queue:
+            item = owner[future.key]
+            try:
+                result = future.result()
+            except Exception as exc:  # the task's own error, or KilledWorker after the retries
+                return exc if isinstance(exc, MotionDetectError) else MotionDetectError(_task_failure(exc))
+            item.results[result.number] = result
+            item.manifest.record(result)
+            bar.update(result.frames)
+            if item.done:
+                for job in _renumber(item, config, args, threads):
+                    again = client.submit(run_chunk, job, key=job.key, pure=False)
+                    owner[job.key] = item
+                    futures.append(again)
+                    queue.add(again)
+    finally:
+        for future in futures:
+            future.cancel()
+    return None
+
+
+def _task_failure(exc: Exception) -> str:
+    name = type(exc).__name__
+    if name == "KilledWorker":
+        return f"a chunk's worker died on every attempt ({exc})"
+    return f"a chunk failed: {name}: {exc}"
+
+
+def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failure: Exception | None) -> None:
+    """Stitch one input's finished chunks (all of them, or those in order from the start) and
+    write its outputs; remove its parts when it is complete."""
+    ordered: list[ChunkResult] = []
+    exact = 0
+    for chunk in item.chunks:
+        result = item.results.get(chunk.number)
+        if result is None or (item.numbered_outputs and result.first_index != exact):
+            break
+        ordered.append(result)
+        exact += result.frames
+    complete = len(ordered) == len(item.chunks)
+    fractions = np.concatenate([r.fractions for r in ordered]) if ordered else np.zeros(0)
+    boxes = [r.box(j) for r in ordered for j in range(r.frames)]
+    events = EventSegmenter.from_config(config["events"], item.fps, item.area)
+    for index, (fraction, box) in enumerate(zip(fractions, boxes)):
+        events.update(index, float(fraction), box)
+    paths, manifest = item.paths, item.manifest
+    summary = RunSummary(frames=len(fractions), elapsed=elapsed, complete=complete, interrupted=interrupted and not complete)
+    summary.decode_errors = sum(r.decode_errors for r in ordered)
+    if not complete and failure is not None:
+        summary.error = failure
+    outputs: list[str] = []
+    try:
+        numbers = [r.number for r in ordered]
+        annotated = None
+        if paths.video is not None or paths.clips is not None:
+            parts = [manifest.part("video", n) for n in numbers]
+            annotated = paths.video if paths.video is not None and not paths.only_motion else manifest.folder / "annotated.mp4"
+            if parts:
+                join_videos(parts, annotated)
+                if annotated == paths.video:
+                    outputs.append(str(paths.video))
+        if paths.mask_video is not None and numbers:
+            join_videos([manifest.part("mask", n) for n in numbers], paths.mask_video)
+            outputs.append(str(paths.mask_video))
+        if paths.masks is not None:
+            _remove_stale_masks(paths.masks, item.name, len(fractions), item.chunks)
+            outputs.append(f"{len(fractions)} masks in {paths.masks}")
+        if annotated is not None and numbers and (paths.clips is not None or paths.only_motion):
+            outputs += _cut_events(item, config, annotated, fractions, boxes)
+    except (MotionDetectError, OSError) as exc:
+        summary.complete = False
+        summary.error = summary.error or exc
+    events.finish()
+    header = _header(item, config, ordered)
+    for path in paths.events:
+        EventsSink(path, events, header).close(summary)
+        outputs.append(str(path))
+    log.info(
+        "%s: %d frames in %d chunks, %.1f s (%.0f fps), %d events, backend %s -> %s",
+        item.source,
+        summary.frames,
+        len(ordered),
+        elapsed,
+        summary.frames / elapsed if elapsed > 0 else 0.0,
+        len(events.events),
+        header["backend"],
+        ", ".join(outputs),
+    )
+    if summary.complete:
+        manifest.remove()
+    elif summary.error is not None and failure is None:
+        raise summary.error
+
+
+def _cut_events(item: _Input, config, annotated: Path, fractions: np.ndarray, boxes: list) -> list[str]:
+    """The clips and the motion-only video, cut from the joined annotated video along the
+    stitched results (the same sinks and segmenter rules as a sequential run)."""
+    paths = item.paths
+    events = EventSegmenter.from_config(config["events"], item.fps, item.area)
+    sinks = []
+    if paths.video is not None and paths.only_motion:
+        sinks.append(MotionOnlySink(paths.video, events, item.fps, item.size))
+    if paths.clips is not None:
+        sinks.append(ClipSink(paths.clips, item.name, events, item.fps, item.size))
+    with VideoHandler(str(annotated), fps=item.fps) as video:
+        summary = Runner(video, ReplayDetector(fractions, boxes), sinks, events=events, source=video).run()
+    if summary.error is not None:
+        raise MotionDetectError(f"cannot cut the events of {item.source!r}: {summary.error}")
+    return [d for d in (s.describe() for s in sinks) if d]
+
+
+def _remove_stale_masks(folder: Path, stem: str, frames: int, chunks: list[Chunk]) -> None:
+    """Delete mask images numbered past the last frame (written under the plan's numbers before
+    a chunk was numbered again)."""
+    planned_end = max((c.first_index + c.frames for c in chunks), default=0)
+    for index in range(frames, planned_end + 1):
+        (folder / mask_name(stem, index)).unlink(missing_ok=True)
+
+
+def _header(item: _Input, config, ordered: list[ChunkResult]) -> dict[str, Any]:
+    """The events report's header, with a sequential run's fields."""
+    first = ordered[0] if ordered else None
+    paths = item.paths
+    return {
+        "motiondetect_version": __version__,
+        "input": item.source,
+        "inputs": [item.source],
+        "output_video": str(paths.video) if paths.video else None,
+        "fps": item.fps,
+        "frame_size": list(item.size),
+        "start_frame": 0,
+        "backend": first.backend if first else config["backend"],
+        "device": first.device if first else None,
+        "decoder": first.decoder if first else None,
+        "config": config,
+    }

@@ -1,0 +1,178 @@
+"""Chunks: a video file split at keyframes, so its parts can be scanned at the same time.
+
+A chunk is a run of consecutive frames that starts at a keyframe, so a decoder can start there
+on its own. :func:`plan_chunks` reads the file's packets with PyAV (demuxing only, no decoding:
+seconds for an hour of video) and cuts it about every ``--chunk`` seconds at the first keyframe
+at or after each cut. A frame's number in the plan is the rank of its presentation timestamp
+among the packets'; the worker that scans a chunk finds its frames by timestamp (from the
+keyframe's up to the next chunk's keyframe's), so the chunks always partition the frames a
+sequential decode gives, and their numbers are checked when the results are stitched.
+
+**Warm-up.** A pipeline carries state from frame to frame, so a chunk's first frames need the
+frames before them. :func:`warmup_frames` says how many:
+
+- frame pairs (``difference``): 1, the previous frame, whose grey image is the reference;
+- a background model (``running_average``, ``gaussian_background``): its slowest time constant,
+  ``ceil(1 / a)`` frames for the smallest non-zero learning rate ``a`` (an exponential average
+  forgets its start as ``(1 - a)**n``, so by then the start weighs ``(1 - a)**(1/a) <= 1/e``);
+  at the defaults, ``gaussian_background``'s ``alpha_foreground`` 0.002 gives 500 frames, the
+  time a stopped object takes to join the background; and at least the model's own ``warmup``
+  frame pairs plus one, so its start-up phase is over. A rate of 0 never forgets: such a
+  pipeline is not split (one chunk per file).
+
+Decoding starts at the last keyframe at least that many frames before the chunk (or at the start
+of the file), and the pipeline runs over every frame from there; results are kept from the
+chunk's first frame on. Frame-pair pipelines then equal a sequential run's exactly; a background
+model agrees on nearly every mask pixel (the tests hold it to 99.9 % on the team's clips).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.filters import Filter
+
+#: Default chunk length, seconds (the issue's "about a minute"): long next to the default
+#: pipeline's 500-frame warm-up (17 s at 30 fps), short enough to spread an hour over 60 tasks.
+DEFAULT_CHUNK_SECONDS = 60.0
+
+
+def warmup_frames(filters: Sequence[Filter]) -> int | None:
+    """Frames a chunk needs before its first one for the pipeline's state (module docstring).
+
+    Args:
+        filters: the pipeline's filter instances.
+
+    Returns:
+        1 for frame pairs; the slowest time constant of a background model (at least its
+        ``warmup`` + 1); ``None`` when a learning rate of 0 makes the state depend on the
+        first frame forever (the file is then one chunk).
+    """
+    frames = 1  # a plain frame pair: the reference is the previous frame
+    for flt in filters:
+        if not flt.LEARNING_RATES:
+            continue
+        rates = [float(flt.params[name]) for name in flt.LEARNING_RATES]
+        if min(rates) <= 0:
+            return None
+        frames = max(frames, math.ceil(1 / min(rates) - 1e-9), int(flt.params.get("warmup", 0)) + 1)
+    return frames
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk of a video file and where its worker starts decoding.
+
+    Attributes:
+        source: the video file.
+        number: 0-based position of the chunk in the file.
+        first_index: planned frame number of its first frame (0-based, in the whole file).
+        frames: planned number of its frames.
+        start_pts: presentation timestamp of its first frame (a keyframe), in the stream's time
+            base; ``None`` for the first chunk, which starts with the file.
+        stop_pts: the next chunk's ``start_pts`` (its frames stop before that frame); ``None``
+            for the last chunk, which runs to the end of the file.
+        seek_pts: the keyframe where decoding starts, ``warmup`` frames or more before the
+            chunk; ``None``: the start of the file.
+        seek_index: planned frame number of ``seek_pts`` (0 for the start of the file).
+    """
+
+    source: str
+    number: int
+    first_index: int
+    frames: int
+    start_pts: int | None
+    stop_pts: int | None
+    seek_pts: int | None
+    seek_index: int
+
+    @property
+    def warmup(self) -> int:
+        """Frames decoded before the chunk's first frame (planned)."""
+        return self.first_index - self.seek_index
+
+
+def packet_timestamps(path: str) -> tuple[list[int], list[int]]:
+    """The presentation timestamps of a video file's packets, sorted, and of its keyframes, in
+    the first video stream's time base (demuxed with PyAV, not decoded).
+
+    Packets without a timestamp or data (a flush packet) are left out, and so are keyframe
+    flags on packets under 1/16 of the median keyframe's size: such a packet holds no picture
+    (the 1-byte placeholders of an AVI's packed B-frames are flagged as keyframes).
+
+    Raises:
+        VideoOpenFailure: the file cannot be opened or holds no video stream.
+    """
+    import av
+
+    try:
+        with av.open(path) as container:
+            if not container.streams.video:
+                raise VideoOpenFailure(f"cannot open {path!r}: no video stream")
+            stream = container.streams.video[0]
+            stamps, keys = [], []
+            for packet in container.demux(stream):
+                if packet.pts is None or not packet.size:
+                    continue
+                stamps.append(packet.pts)
+                if packet.is_keyframe:
+                    keys.append((packet.pts, packet.size))
+    except (av.FFmpegError, UnicodeDecodeError) as exc:
+        raise VideoOpenFailure(f"cannot open {path!r}: not a video FFmpeg can decode ({exc})") from None
+    typical = sorted(size for _, size in keys)[len(keys) // 2] if keys else 0
+    return sorted(stamps), sorted(pts for pts, size in keys if 16 * size >= typical)
+
+
+def plan_chunks(path: str, fps: float, seconds: float = DEFAULT_CHUNK_SECONDS, warmup: int | None = 1) -> list[Chunk]:
+    """Split a video file into chunks of about ``seconds`` at keyframes.
+
+    Cut ``k`` falls at the first keyframe whose frame number is at least ``k * round(seconds *
+    fps)``; keyframes whose timestamp is shared by another packet, and cuts that would leave an
+    empty chunk, are skipped. Each chunk's decoding starts at the last keyframe at or before
+    ``first_index - warmup`` (the start of the file when there is none).
+
+    Args:
+        path: a video file.
+        fps: its frame rate, frames/s (the run's, ``--fps`` included).
+        seconds: chunk length to aim for, seconds > 0.
+        warmup: frames a chunk needs before it (:func:`warmup_frames`); ``None``: the file is
+            one chunk.
+
+    Returns:
+        The chunks in order; one when the file has no usable timestamps or keyframes, or is
+        shorter than ``seconds``.
+
+    Raises:
+        ValueError: ``fps`` or ``seconds`` is not > 0.
+        VideoOpenFailure: as :func:`packet_timestamps`.
+    """
+    if not (fps > 0 and seconds > 0):
+        raise ValueError(f"fps and seconds must be > 0; got {fps}, {seconds}")
+    stamps, keys = packet_timestamps(path)
+    total = len(stamps)
+    unique = len(set(stamps)) == total
+    step = max(1, round(seconds * fps))
+    # Keyframe -> its frame number: the rank of its timestamp among all packets'.
+    key_index = [(bisect.bisect_left(stamps, pts), pts) for pts in keys] if unique else []
+    starts: list[tuple[int, int | None]] = [(0, None)]
+    if warmup is not None:
+        target = step
+        for index, pts in key_index:
+            if index >= target and index < total:
+                starts.append((index, pts))
+                target = (index // step + 1) * step
+    chunks = []
+    for number, (first, start_pts) in enumerate(starts):
+        last = starts[number + 1][0] if number + 1 < len(starts) else total
+        seek_pts, seek_index = None, 0
+        if start_pts is not None:
+            earlier = [(i, pts) for i, pts in key_index if i <= first - warmup]
+            if earlier and earlier[-1][0] > 0:
+                seek_index, seek_pts = earlier[-1]
+        stop_pts = starts[number + 1][1] if number + 1 < len(starts) else None
+        chunks.append(Chunk(path, number, first, last - first, start_pts, stop_pts, seek_pts, seek_index))
+    return chunks

@@ -1,0 +1,738 @@
+"""VideoHandler: frames in (video files, image sequences, cameras, URLs), video out.
+
+Video files are decoded for detection, not for display: PyAV (FFmpeg) decodes them on threads
+into yuv420p :class:`~motiondetect.core.picture.Picture` s, whose luma is the grey image motion is
+found on, and colour is converted only when something colour is written. Image sequences,
+cameras and URLs come through OpenCV as BGR frames. (NVDEC decoding on the GPU is
+:mod:`motiondetect.sources.nvdec`.)
+
+Writing prefers H.264 in MP4 through PyAV (FFmpeg's libx264), which browsers play; pictures go
+to the encoder as yuv420p as they are. OpenCV's pip wheels have no H.264 encoder, so without
+PyAV the writer falls back to OpenCV's MPEG-4 Part 2 (``mp4v``) with a one-line warning.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import cv2
+import numpy as np
+
+from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.core.picture import Picture
+from motiondetect.core.safety import is_utf8, printable_name, read_image
+from motiondetect.core.types import Frame
+
+log = logging.getLogger("motiondetect")
+
+#: Frame rate assumed for image sequences, which carry none (CDnet ships none); PAL's 25 fps.
+DEFAULT_SEQUENCE_FPS = 25.0
+IMAGE_SUFFIXES = {".bmp", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
+#: Presentation timestamp of the last frame read (OpenCV 4.6+; absent: gaps are not counted).
+_CAP_PROP_PTS = getattr(cv2, "CAP_PROP_PTS", None)
+#: Unreadable images of a sequence reported one by one; the rest are only counted.
+_REPORTED_BAD_IMAGES = 3
+
+
+#: Picture formats taken as they are; other decoded formats are converted to yuv420p.
+_YUV420 = {"yuv420p": False, "yuvj420p": True}
+
+
+class PyAVCapture:
+    """The part of ``cv2.VideoCapture``'s interface :class:`VideoHandler` uses, over PyAV.
+
+    ``read()`` returns :class:`~motiondetect.core.picture.Picture` s (no colour conversion; formats
+    other than 8-bit 4:2:0 are converted to yuv420p by FFmpeg). Decoding is threaded (PyAV's
+    ``thread_type = "AUTO"``: frame and slice threads over the cores). A packet the decoder
+    rejects fails that one read, as OpenCV's does, and the next read goes on with the next
+    packet. The colour range is full for ``yuvj420p`` frames or frames flagged JPEG range, else
+    limited (unspecified ranges of yuv420p video are limited by convention).
+
+    Args:
+        path: a video file.
+        threads: decoder threads; ``None`` lets FFmpeg choose (one per core). Several decoders
+            sharing a machine (``--jobs``) each take a share of the cores.
+    """
+
+    def __init__(self, path: str, threads: int | None = None) -> None:
+        import av
+
+        self._av = av
+        self._container = self._stream = None
+        self._pts: float | None = None
+        self._ended = False
+        self._decoded: list = []
+        try:
+            self._container = av.open(path)
+            self._stream = self._container.streams.video[0] if self._container.streams.video else None
+        except (av.FFmpegError, UnicodeDecodeError, IndexError, ValueError):
+            self.release()
+            return
+        if self._stream is None:
+            self.release()
+            return
+        self._stream.thread_type = "AUTO"
+        if threads is not None:
+            self._stream.codec_context.thread_count = threads
+        self._packets = self._container.demux(self._stream)
+
+    @property
+    def pts(self) -> int | None:
+        """Presentation timestamp of the last frame read, in the stream's time base, or ``None``."""
+        return None if self._pts is None else int(self._pts)
+
+    def seek(self, pts: int) -> None:
+        """Go to the keyframe at or before ``pts`` (stream time base); the decoder starts afresh.
+
+        Raises:
+            av.FFmpegError: the container cannot seek.
+        """
+        self._container.seek(pts, stream=self._stream, backward=True, any_frame=False)
+        self._stream.codec_context.flush_buffers()
+        self._packets = self._container.demux(self._stream)
+        self._decoded, self._ended, self._pts = [], False, None
+
+    def isOpened(self) -> bool:
+        return self._stream is not None
+
+    def get(self, prop: int) -> float:
+        stream = self._stream
+        if stream is None:
+            return 0.0
+        if prop == cv2.CAP_PROP_FRAME_WIDTH:
+            return float(stream.codec_context.width)
+        if prop == cv2.CAP_PROP_FRAME_HEIGHT:
+            return float(stream.codec_context.height)
+        if prop == cv2.CAP_PROP_FRAME_COUNT:
+            return float(stream.frames or 0)
+        if prop == cv2.CAP_PROP_FPS:
+            rate = stream.guessed_rate or stream.average_rate or stream.base_rate
+            return float(rate) if rate else 0.0
+        if prop == _CAP_PROP_PTS:
+            return -1.0 if self._pts is None else self._pts
+        return 0.0
+
+    def _next(self):
+        """The next decoded frame; ``None`` at the end; raises the decoder's error for a
+        rejected packet."""
+        av = self._av
+        while not self._decoded:
+            if self._ended:
+                return None
+            try:
+                packet = next(self._packets)
+            except (StopIteration, av.FFmpegError):  # the end, or a container past repair
+                self._ended = True
+                packet = None
+            self._decoded = list(self._stream.decode(packet))  # None flushes the decoder
+        return self._decoded.pop(0)
+
+    def grab(self) -> bool:
+        try:
+            frame = self._next()
+        except self._av.FFmpegError:
+            return False
+        self._pts = None if frame is None or frame.pts is None else float(frame.pts)
+        return frame is not None
+
+    def read(self):
+        try:
+            frame = self._next()
+        except self._av.FFmpegError:
+            return False, None
+        if frame is None:
+            return False, None
+        self._pts = None if frame.pts is None else float(frame.pts)
+        return True, picture_of(frame)
+
+    def release(self) -> None:
+        if self._container is not None:
+            self._container.close()
+        self._container = self._stream = None
+
+
+def picture_of(frame) -> Picture:
+    """A :class:`~motiondetect.core.picture.Picture` of a decoded PyAV ``VideoFrame`` whose planes
+    it views (no copy for yuv420p / yuvj420p; other formats through ``reformat``)."""
+    full_range = _YUV420.get(frame.format.name)
+    if full_range is None:
+        full_range = frame.color_range == 2  # AVCOL_RANGE_JPEG
+        frame = frame.reformat(format="yuv420p")
+    else:
+        full_range = full_range or frame.color_range == 2
+    y, u, v = (np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width] for plane in frame.planes)
+    return Picture(y, u, v, full_range)
+
+
+def _natural_key(path: Path):
+    return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", path.name)]
+
+
+def has_glob(text: str) -> bool:
+    """Whether ``text`` is a glob pattern (``*``, ``?`` or ``[``) rather than a URL or a path."""
+    return "://" not in text and glob.has_magic(text)
+
+
+def expand_inputs(given: Sequence[str]) -> list[str]:
+    """Expand globs among input names (natural order), as a shell would, for quoted globs too;
+    a glob matching only images stays one input (an image sequence). Other names pass unchanged.
+
+    Raises:
+        VideoOpenFailure: a glob matches no file.
+    """
+    inputs = []
+    for text in given:
+        if has_glob(text) and not Path(text).exists():
+            found = sorted((Path(p) for p in glob.glob(text) if Path(p).is_file()), key=_natural_key)
+            if not found:
+                raise VideoOpenFailure(f"no files match {text!r}")
+            if all(p.suffix.lower() in IMAGE_SUFFIXES for p in found):
+                inputs.append(text)
+            else:
+                inputs += [str(p) for p in found]
+        else:
+            inputs.append(text)
+    return inputs
+
+
+def _sequence_files(source: str) -> list[Path] | None:
+    """Image files of a folder, a printf pattern (``in%06d.jpg``) or a glob matching only images
+    (``frames/*.png``), in frame order; else None."""
+    path = Path(source)
+    if path.is_dir():
+        return sorted((p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key)
+    if has_glob(source) and not path.exists():
+        found = [Path(p) for p in glob.glob(source)]
+        if found and all(p.suffix.lower() in IMAGE_SUFFIXES and p.is_file() for p in found):
+            return sorted(found, key=_natural_key)
+    match = re.search(r"%0?(\d*)d", path.name)
+    if not match:
+        return None
+    width = match.group(1)
+    digits = rf"\d{{{int(width)}}}" if width else r"\d+"
+    pattern = re.compile(re.escape(path.name[: match.start()]) + f"({digits})" + re.escape(path.name[match.end() :]) + "$")
+    folder = path.parent
+    found = [(int(m.group(1)), p) for p in folder.glob("*") if (m := pattern.match(p.name))] if folder.is_dir() else []
+    return [p for _, p in sorted(found)]
+
+
+class VideoHandler:
+    """Streams BGR frames from a video file, image sequence, camera or URL; writes videos.
+
+    Args:
+        source: a video file; a folder of images, a printf pattern such as
+            ``input/in%06d.jpg`` (numbered from anywhere, read in numeric order) or a glob
+            matching only images (``frames/*.png``, natural order); a camera index
+            (``0`` or ``"0"``); or a URL OpenCV can open (``rtsp://``, ``http://``...).
+        fps: frame rate to assume, in frames per second (> 0), overriding the container's;
+            default: the container's, or :data:`DEFAULT_SEQUENCE_FPS` for image sequences and
+            sources that report none.
+        threads: decoder threads for a video file (``None``: one per core, FFmpeg's choice).
+
+    Attributes:
+        is_live: the source is a camera (its frames arrive in real time).
+        is_stream: the source is a network URL; a lost stream is reconnected a bounded number
+            of times (:attr:`reconnect_attempts`), each attempt logged.
+        fps: frames per second used for timestamps and for the output video.
+        size: (width, height) in pixels.
+        frame_count: frames the container announces, or ``None`` (cameras, URLs). May differ
+            from what decodes (an AVI header can promise 750 frames and hold 748).
+        name: a short stem for default output names (bytes that are not UTF-8 become U+FFFD).
+        decode_errors: frames of the input that could not be decoded and were skipped, so far:
+            unreadable images of a sequence (the frame numbers of the others do not move), and
+            in a video file the frames missing from its timestamps (a damaged stretch the
+            decoder dropped) plus, at its end, those its header announces beyond the ones
+            decoded when more than :attr:`announced_slack` are missing (truncated or damaged).
+
+    Frames keep one size: the first frame's (a video file's first frame is decoded when it is
+    opened, so a file with no decodable frame fails there, before any output exists). A frame of
+    another size (an image of another size in a sequence, a file whose resolution changes
+    mid-stream) raises :class:`VideoOpenFailure` from the iteration, after the frames before it.
+
+    Raises:
+        VideoOpenFailure: the source does not exist, holds no images, holds no decodable frame,
+            has a name that is not UTF-8 (OpenCV cannot take it; images excepted), or OpenCV
+            cannot open it (a stream that does not answer within :attr:`open_timeout_ms`).
+
+    Example:
+        >>> with VideoHandler("samples/highway_traffic_320x240.avi") as video:  # doctest: +SKIP
+        ...     for frame in video:
+        ...         print(frame.index, frame.time, frame.image.shape)
+    """
+
+    #: A lost network stream is reopened this many times, this many seconds apart.
+    reconnect_attempts = 5
+    reconnect_delay = 2.0
+    #: Milliseconds a network stream may take to open or to deliver a frame.
+    open_timeout_ms = 10_000
+    #: A file may end this many frames short of its header's count without being reported:
+    #: headers round (the bundled AVI announces 750 frames and holds 748).
+    announced_slack = 2
+    #: Failed reads in a row that a file is read past (OpenCV gives up on a packet the decoder
+    #: rejects, not on the file) before it is taken to end there.
+    damaged_run_limit = 250
+
+    def __init__(self, source: str | int, fps: float | None = None, threads: int | None = None) -> None:
+        if fps is not None and not (math.isfinite(fps) and fps > 0):
+            raise ValueError(f"fps must be a positive number of frames per second; got {fps}")
+        self.source = str(source)
+        self._capture = None
+        self._position = 0
+        self._files: list[Path] | None = None
+        self._pending: np.ndarray | None = None  # a file's first frame, decoded by the probe
+        self._bad_images = 0  # unreadable images of a sequence
+        self._timeline_gaps = 0  # frames missing from a file's timestamps
+        self._rejected = 0  # damaged stretches read past without timestamps to measure them
+        self._missing_at_end = 0  # frames the header announces beyond the end of what decoded
+        self._last_pts: float | None = None
+        self._pts_steps: list[float] = []
+        self._pts_step: float | None = None  # 0: the timestamps are irregular, not checked
+        self._ended = False
+        text = self.source
+        self.is_stream = "://" in text
+        if text.isdigit() or self.is_stream:
+            self.is_live = text.isdigit()
+            if self.is_stream:
+                if not is_utf8(text):
+                    raise VideoOpenFailure(f"cannot open stream {text!r}: the URL is not valid UTF-8")
+                started = time.monotonic()
+                self._capture = self._open_stream()
+            else:
+                self._capture = cv2.VideoCapture(int(text))
+            self.name = f"camera{text}" if text.isdigit() else printable_name(Path(text.split("?")[0]).stem or "stream")
+            if not self._capture.isOpened():
+                if text.isdigit():
+                    raise VideoOpenFailure(f"cannot open camera {text!r}: no such camera, or it is in use")
+                waited = time.monotonic() - started
+                reason = (
+                    f"no answer within {self.open_timeout_ms / 1000:g} s"
+                    if waited * 1000 >= 0.9 * self.open_timeout_ms
+                    else "the server refused or sent no video"
+                )
+                raise VideoOpenFailure(f"cannot open stream {text!r}: {reason}")
+        else:
+            self.is_live = False
+            self._files = _sequence_files(text)
+            if self._files is not None:
+                if not self._files:
+                    raise VideoOpenFailure(f"no images found for image sequence {text!r}")
+                stem = (
+                    Path(text).resolve().name
+                    if Path(text).is_dir()
+                    else (self._files[0].parent.name if has_glob(text) else Path(text).stem)
+                )
+                self.name = printable_name(re.sub(r"%0?\d*d", "", stem).strip("_-.") or "sequence")
+            else:
+                path = Path(text)
+                if not path.exists():
+                    raise VideoOpenFailure(f"input not found: {text!r}")
+                if path.stat().st_size == 0:
+                    raise VideoOpenFailure(f"input is an empty file: {text!r}")
+                if not is_utf8(text):
+                    # OpenCV crashes on such names; images are read through Python instead.
+                    raise VideoOpenFailure(
+                        f"cannot open {text!r}: the file name is not valid UTF-8, which OpenCV needs; rename the file or link it under a UTF-8 name"
+                    )
+                self._capture = PyAVCapture(text, threads)
+                if not self._capture.isOpened():
+                    raise VideoOpenFailure(f"cannot open {text!r}: not a video FFmpeg can decode")
+                self.name = path.stem
+        self._probe(fps)
+
+    def _open_stream(self):
+        """Open the network stream with bounded open and read times (:attr:`open_timeout_ms`)."""
+        params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, self.open_timeout_ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, self.open_timeout_ms]
+        return cv2.VideoCapture(self.source, cv2.CAP_ANY, params)
+
+    def _probe(self, fps: float | None) -> None:
+        if self._files is not None:
+            # The first image that decodes sets the size; the iteration counts the others.
+            first = next((image for image in map(read_image, self._files) if image is not None), None)
+            if first is None:
+                raise VideoOpenFailure(
+                    f"no frames could be decoded from {self.source!r}: none of its {len(self._files)} images is readable"
+                )
+            self.size = (first.shape[1], first.shape[0])
+            self.frame_count = len(self._files)
+            self.fps = fps if fps is not None else DEFAULT_SEQUENCE_FPS
+            return
+        cap = self._capture
+        self.size = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        self.frame_count = count if count > 0 and not self.is_live else None
+        container_fps = cap.get(cv2.CAP_PROP_FPS)
+        self.fps = fps if fps is not None else (container_fps if 0 < container_fps < 1000 else DEFAULT_SEQUENCE_FPS)
+        if not (self.is_live or self.is_stream):
+            ok, first = cap.read()
+            if not ok:
+                raise VideoOpenFailure(f"no frames could be decoded from {self.source!r}")
+            self._note_timestamp()
+            self._pending = first
+            self.size = (first.shape[1], first.shape[0])
+
+    @property
+    def decodes_pictures(self) -> bool:
+        """A video file decoded by PyAV: frames are :class:`~motiondetect.core.picture.Picture` s."""
+        return isinstance(self._capture, PyAVCapture)
+
+    @property
+    def decode_errors(self) -> int:
+        """Frames of the input that could not be decoded and were skipped, so far (see the class
+        attributes)."""
+        return self._bad_images + self._timeline_gaps + self._rejected + self._missing_at_end
+
+    @property
+    def _gap_errors(self) -> int:
+        return self._timeline_gaps + self._rejected
+
+    def __enter__(self) -> VideoHandler:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the capture device or file."""
+        if self._capture is not None:
+            self._capture.release()
+            self._capture = None
+
+    def __iter__(self) -> Iterator[Frame]:
+        """Yield :class:`Frame` s in order from the current position until the source ends.
+
+        Undecodable frames are skipped and counted in :attr:`decode_errors` (an image of a
+        sequence keeps its frame number: the next image's is one more than its own).
+
+        Raises:
+            VideoOpenFailure: a frame of another size than the first (after the frames before
+                it), a camera that stops, or a stream lost beyond its reconnect attempts.
+        """
+        if self._files is not None:
+            while self._position < len(self._files):
+                path = self._files[self._position]
+                index = self._position
+                self._position += 1
+                image = read_image(path)
+                if image is None:
+                    self._bad_images += 1
+                    level = logging.WARNING if self._bad_images <= _REPORTED_BAD_IMAGES else logging.DEBUG
+                    log.log(level, "skipped frame %d: cannot decode image %r", index, str(path))
+                    continue
+                self._check_size(image, f"image {str(path)!r}")
+                yield Frame(index, index / self.fps, image)
+            return
+        while self._capture is not None:
+            if self._pending is not None:
+                image, self._pending = self._pending, None
+            else:
+                ok, image = self._capture.read()
+                if not ok:
+                    if self.is_live:
+                        raise VideoOpenFailure(f"camera {self.source} stopped delivering frames after {self._position}")
+                    if self.is_stream and self._reconnect():
+                        continue
+                    image = None if self.is_stream else self._read_past_damage()
+                    if image is None:
+                        self._count_missing_at_end()
+                        return
+                self._note_timestamp()
+            if not (self.is_live or self.is_stream):
+                self._check_size(image, f"frame {self._position} of {self.source!r}", " (the resolution changed mid-stream)")
+            index = self._position
+            self._position += 1
+            yield Frame(index, index / self.fps, image)
+
+    def _check_size(self, image: np.ndarray | Picture, what: str, why: str = "") -> None:
+        if (image.shape[1], image.shape[0]) != self.size:
+            raise VideoOpenFailure(
+                f"{what} is {image.shape[1]}x{image.shape[0]}, the input's frames are {self.size[0]}x{self.size[1]}{why}; "
+                "one run needs one frame size"
+            )
+
+    def _read_past_damage(self) -> np.ndarray | None:
+        """After a failed read of a file before its announced end, read on, up to
+        :attr:`damaged_run_limit` times: OpenCV's read fails on a packet the decoder rejects and
+        goes on with the next. Returns the next frame, or ``None`` at the end of the file.
+
+        Without usable timestamps (which count the frames lost, :meth:`_note_timestamp`), each
+        damaged stretch read past counts as one decode error.
+        """
+        if self.frame_count is not None and self._position + self._gap_errors >= self.frame_count - self.announced_slack:
+            return None  # the end the header announces: no damage to read past
+        for _ in range(self.damaged_run_limit):
+            ok, image = self._capture.read()
+            if ok:
+                if not self._pts_step:
+                    self._rejected += 1
+                log.debug("%s: read past undecodable data before frame %d", self.source, self._position)
+                return image
+        return None
+
+    def _note_timestamp(self) -> None:
+        """Count the frames missing from a file's timeline after the frame just read.
+
+        A jump of k steps in the presentation timestamps means k - 1 frames the decoder dropped
+        (damaged data). The step is learnt from the first 8 frames; when those steps differ
+        (variable frame rate), or OpenCV gives no timestamps, nothing is counted.
+        """
+        if self._pts_step == 0 or _CAP_PROP_PTS is None or self.is_live or self.is_stream:
+            return
+        pts = self._capture.get(_CAP_PROP_PTS)
+        last, self._last_pts = self._last_pts, pts
+        if last is None or not pts > last:  # the first frame; a repeated or reset timestamp
+            return
+        step = pts - last
+        if self._pts_step is None:
+            self._pts_steps.append(step)
+            if len(self._pts_steps) == 8:
+                self._pts_step = step if all(s == step for s in self._pts_steps) else 0
+            return
+        if step >= 1.5 * self._pts_step:
+            lost = round(step / self._pts_step) - 1
+            self._timeline_gaps += lost
+            log.debug("%s: %d frames missing before frame %d (timestamps %g -> %g)", self.source, lost, self._position, last, pts)
+
+    def _count_missing_at_end(self) -> None:
+        """At the end of a file: report what could not be decoded, counting the frames its
+        header announces beyond those read when more than :attr:`announced_slack` are missing.
+
+        Timestamp gaps that the header does not count as frames (a recording of a live source
+        that dropped frames stores fewer frames than its timeline spans) were never in the
+        file: they are not decode errors.
+        """
+        if self._ended:
+            return
+        self._ended = True
+        if self.frame_count is not None and self._position + self._gap_errors > self.frame_count + self.announced_slack:
+            self._timeline_gaps = 0
+        missing = 0 if self.frame_count is None else self.frame_count - self._position - self._gap_errors
+        if missing > self.announced_slack:
+            self._missing_at_end = missing
+            log.warning(
+                "%r: %d frames could not be decoded: %d of the %d frames its header announces were read (truncated or damaged file)",
+                self.source,
+                self.decode_errors,
+                self._position,
+                self.frame_count,
+            )
+        elif self.decode_errors:
+            log.warning("%r: %d frames could not be decoded and were skipped (damaged data)", self.source, self.decode_errors)
+
+    @property
+    def pts(self) -> int | None:
+        """Presentation timestamp of the frame last yielded (video files: in the stream's time
+        base, as PyAV's packets give it), or ``None`` for other sources or before the first."""
+        return self._capture.pts if self.decodes_pictures else None
+
+    #: Frames read after a seek while looking for the keyframe's own timestamp: the leading
+    #: pictures of an open GOP, decoded after the keyframe, may come out before it.
+    seek_search_limit = 64
+
+    def seek(self, pts: int, index: int) -> None:
+        """Go on from the frame of this video file whose presentation timestamp is ``pts`` (a
+        keyframe, in the stream's time base), numbered ``index``: the next frame yielded is that
+        one, with frame number ``index`` and time ``index / fps``, as in a run from the start.
+
+        The container seeks to the keyframe at or before ``pts`` and decoding starts there;
+        frames before the one with timestamp ``pts`` are dropped. A keyframe decodes on its own,
+        so the frames from it on equal a sequential decode's (H.264/HEVC closed GOPs, MPEG-4
+        Part 2; :mod:`motiondetect.scaleout.chunks`).
+
+        Raises:
+            VideoOpenFailure: not a video file, it cannot seek, or no frame with timestamp
+                ``pts`` follows the seek.
+        """
+        if not self.decodes_pictures:
+            raise VideoOpenFailure(f"{self.source!r}: only video files can start at a keyframe")
+        import av
+
+        try:
+            self._capture.seek(pts)
+        except av.FFmpegError as exc:
+            raise VideoOpenFailure(f"cannot seek in {self.source!r}: {exc}") from None
+        self._pending, self._ended = None, False
+        self._last_pts, self._pts_steps, self._pts_step = None, [], None
+        for _ in range(self.seek_search_limit):
+            ok, image = self._capture.read()
+            if not ok:
+                break
+            if self._capture.pts == pts:
+                self._pending, self._position = image, index
+                self._note_timestamp()
+                return
+        raise VideoOpenFailure(f"{self.source!r}: no frame with timestamp {pts} after seeking to it (not a keyframe of this file)")
+
+    def skip(self, count: int) -> int:
+        """Move ``count`` frames forward without converting them; return how many were skipped.
+
+        Video files are read frame by frame (``grab``: decoded, not converted to BGR), which is
+        exact where container seeking is not; image sequences just move on. Fewer than
+        ``count`` are skipped when the source ends first.
+        """
+        skipped = 0
+        if self._files is not None:
+            skipped = max(0, min(count, len(self._files) - self._position))
+        else:
+            if count > 0 and self._pending is not None:
+                self._pending = None
+                skipped = 1
+            while skipped < count and self._capture is not None and self._capture.grab():
+                skipped += 1
+            self._last_pts = None  # grab() does not track timestamps: the next frame starts afresh
+        self._position += skipped
+        return skipped
+
+    def _reconnect(self) -> bool:
+        """Reopen a lost network stream, up to :attr:`reconnect_attempts` times.
+
+        Raises:
+            VideoOpenFailure: every attempt failed.
+        """
+        for attempt in range(1, self.reconnect_attempts + 1):
+            log.warning("stream %s lost; reconnect attempt %d of %d", self.source, attempt, self.reconnect_attempts)
+            time.sleep(self.reconnect_delay)
+            self._capture.release()
+            self._capture = self._open_stream()
+            if self._capture.isOpened():
+                return True
+        raise VideoOpenFailure(f"stream {self.source} lost; {self.reconnect_attempts} reconnect attempts failed")
+
+
+class ConcatSource:
+    """Several inputs read as one stream (``--concat``): frame numbers and times run on.
+
+    Args:
+        handlers: opened :class:`VideoHandler` s, in order, all of one frame size.
+
+    Attributes:
+        fps, size, name: the first input's (DVR-Scan joins inputs the same way).
+        frame_count: the sum of the announced counts, or ``None`` when one is unknown.
+
+    Raises:
+        ValueError: no inputs, or their frame sizes differ (the message names both).
+    """
+
+    def __init__(self, handlers: Sequence[VideoHandler]) -> None:
+        if not handlers:
+            raise ValueError("no inputs to concatenate")
+        first = handlers[0]
+        for other in handlers[1:]:
+            if other.size != first.size:
+                raise ValueError(
+                    f"inputs joined with --concat must have one frame size: {first.source!r} is "
+                    f"{first.size[0]}x{first.size[1]}, {other.source!r} is {other.size[0]}x{other.size[1]}"
+                )
+            if abs(other.fps - first.fps) > 1e-6:
+                log.warning("%s has %.3f fps, %s %.3f; times use %.3f", other.source, other.fps, first.source, first.fps, first.fps)
+        self.handlers = list(handlers)
+        self.fps, self.size, self.name, self.source = first.fps, first.size, first.name, first.source
+        counts = [h.frame_count for h in handlers]
+        self.frame_count = None if None in counts else sum(counts)
+        self.is_live = self.is_stream = False
+        self._current = 0
+        self._offset = 0  # frames of the inputs before the current one
+
+    @property
+    def decode_errors(self) -> int:
+        """Frames of all inputs that could not be decoded (:attr:`VideoHandler.decode_errors`)."""
+        return sum(h.decode_errors for h in self.handlers)
+
+    def __enter__(self) -> ConcatSource:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release every input."""
+        for handler in self.handlers:
+            handler.close()
+
+    def skip(self, count: int) -> int:
+        """Move ``count`` frames forward across inputs; return how many were skipped."""
+        skipped = 0
+        while skipped < count and self._current < len(self.handlers):
+            handler = self.handlers[self._current]
+            skipped += handler.skip(count - skipped)
+            if skipped < count:
+                self._next()
+        return skipped
+
+    def _next(self) -> None:
+        self._offset += self.handlers[self._current]._position
+        self._current += 1
+
+    def __iter__(self) -> Iterator[Frame]:
+        """Yield the frames of every input in turn, numbered and timed as one stream."""
+        while self._current < len(self.handlers):
+            for frame in self.handlers[self._current]:
+                index = self._offset + frame.index
+                yield Frame(index, index / self.fps, frame.image)
+            self._next()
+
+
+@dataclass(frozen=True)
+class Position:
+    """A place in the input, for ``--start`` / ``--end``: a time or a frame number.
+
+    Attributes:
+        seconds: time from the start of the input, or ``None``.
+        frame: 0-based frame number, or ``None``.
+    """
+
+    seconds: float | None = None
+    frame: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Position:
+        """Read ``90`` / ``90.5`` / ``90.5s`` (seconds), ``HH:MM:SS[.mmm]`` or ``MM:SS[.mmm]``
+        (a timecode), or ``1234f`` (a frame number).
+
+        Raises:
+            ValueError: anything else, or a negative value.
+        """
+        value = text.strip().lower()
+        try:
+            if value.endswith("f"):
+                frame = int(value[:-1])
+                if frame < 0:
+                    raise ValueError
+                return cls(frame=frame)
+            if ":" in value:
+                parts = value.split(":")
+                if len(parts) > 3 or any(not p for p in parts):
+                    raise ValueError
+                seconds = 0.0
+                for part in parts:
+                    seconds = seconds * 60 + float(part)
+            else:
+                seconds = float(value[:-1] if value.endswith("s") else value)
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"expected seconds (90, 90.5s), a timecode (HH:MM:SS.mmm) or a frame number (1234f); got {text!r}")
+        return cls(seconds=seconds)
+
+    def to_frame(self, fps: float) -> int:
+        """The first frame at or after this place (frame i is at i / fps seconds)."""
+        if self.frame is not None:
+            return self.frame
+        return math.ceil(round(self.seconds * fps, 6))
+
+
+def window(source: VideoHandler | ConcatSource, start: int = 0, stop: int | None = None) -> Iterable[Frame]:
+    """Frames ``start`` <= index < ``stop`` of ``source`` (frames before ``start`` are skipped
+    with :meth:`VideoHandler.skip`); ``stop`` ``None`` reads to the end."""
+    if start and source.skip(start) < start:
+        return
+    for frame in source:
+        if stop is not None and frame.index >= stop:
+            return
+        yield frame
