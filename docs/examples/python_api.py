@@ -9,8 +9,7 @@ Run from the repository root:
 import argparse
 from contextlib import ExitStack
 
-from motiondetect import CUDAHandler, MotionDetector, VideoHandler, build_filters, default_config
-from motiondetect.outputs.events import EventSegmenter
+from motiondetect import CUDAHandler, EventSegmenter, MotionDetector, VideoHandler, build_filters, default_config
 
 
 def scan(path: str, use_cuda: bool = False) -> list[dict]:
