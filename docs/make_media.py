@@ -49,9 +49,20 @@ def run_cli(workdir: Path) -> tuple[Path, Path]:
     """Run the command on the sample; return the annotated video and the mask folder."""
     video, masks = workdir / "annotated.mp4", workdir / "masks"
     command = [
-        sys.executable, "-m", "motiondetect", str(SAMPLE),
-        "--boxes", "--timecode", "--fraction",
-        "-o", str(video), "--masks", str(masks), "--events", str(workdir / "events.json"), "-q",
+        sys.executable,
+        "-m",
+        "motiondetect",
+        str(SAMPLE),
+        "--boxes",
+        "--timecode",
+        "--fraction",
+        "-o",
+        str(video),
+        "--masks",
+        str(masks),
+        "--events",
+        str(workdir / "events.json"),
+        "-q",
     ]
     print("$ motiondetect samples/highway_traffic_320x240.avi", " ".join(command[4:]))
     subprocess.run(command, check=True, cwd=workdir)
