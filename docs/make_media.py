@@ -109,6 +109,11 @@ def main() -> None:
         still(inputs, annotated, masks).save(still_path, optimize=True)
         clip_path = IMAGES / "readme_clip.gif"
         colors = animation(annotated, clip_path)
+    plot_path = IMAGES / "motion_plot.png"
+    plot_command = [sys.executable, "-m", "motiondetect", str(SAMPLE), "--no-video", "--events", "/dev/null", "--overwrite", "-q"]
+    plot_command += ["--min-area", "0.05", "--merge-gap", "0.5", "--time-before", "0.5", "--time-after", "0.5"]
+    print("$ motiondetect samples/highway_traffic_320x240.avi", " ".join(plot_command[4:]), "--plot", plot_path.relative_to(ROOT))
+    subprocess.run([*plot_command, "--plot", str(plot_path)], check=True)
     print(f"{still_path.relative_to(ROOT)}: {still_path.stat().st_size / 1e6:.2f} MB")
     print(f"{clip_path.relative_to(ROOT)}: {clip_path.stat().st_size / 1e6:.2f} MB, {len(CLIP)} frames, {colors} colours")
 

@@ -26,11 +26,11 @@ import csv
 import io
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+from motiondetect.core.files import atomic_write
 
 Box = tuple[int, int, int, int]
 
@@ -339,18 +339,8 @@ def event_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _write_atomic(path: str | Path, write: Callable[[io.TextIOBase], None], newline: str | None = None) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as the video
-        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
-            write(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path, "w", newline=newline) as handle:
+        write(handle)
 
 
 def write_json_atomic(path: str | Path, data: dict[str, Any]) -> None:

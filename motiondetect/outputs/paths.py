@@ -20,7 +20,7 @@ def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: 
         raise UsageError(f"{what} {str(path)!r} is a folder; give a file name")
     if path.resolve() in inputs:
         raise UsageError(f"{what} {str(path)!r} is the input file; choose another name")
-    if path.exists() and not overwrite:
+    if path.is_file() and not overwrite:  # a device or FIFO (/dev/null) loses nothing
         raise UsageError(f"{what} {str(path)!r} exists; pass --overwrite to replace it")
     folder = path.resolve().parent
     if not folder.is_dir():

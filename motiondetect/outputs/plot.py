@@ -9,14 +9,13 @@ no pyplot state, no GUI backend and no display are involved (works on servers wi
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from motiondetect.core.errors import UsageError
+from motiondetect.core.files import atomic_write
 from motiondetect.outputs.events import EventSegmenter, format_timecode
 from motiondetect.outputs.sinks import Sink
 
@@ -253,20 +252,9 @@ def _matplotlib():
 
 
 def _save_png(canvas, path: str | Path) -> None:
-    """Render to ``path`` through a temporary file in its folder and a rename, so a reader never
-    sees a half-written picture and an existing one is only replaced whole."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a picture is as readable as the reports
-        with os.fdopen(fd, "wb") as handle:
-            canvas.print_png(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Render to ``path`` whole (:func:`~motiondetect.core.files.atomic_write`)."""
+    with atomic_write(path, "wb") as handle:
+        canvas.print_png(handle)
 
 
 class MotionPlotSink(Sink):

@@ -267,7 +267,7 @@ def test_disk_full_on_the_report_keeps_the_old_one(tmp_path, monkeypatch, capsys
         def __exit__(self, *exc):
             self.handle.close()
 
-    monkeypatch.setattr("motiondetect.outputs.events.os.fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
+    monkeypatch.setattr("motiondetect.core.files.os.fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
     rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, *CPU, "--overwrite")
     assert rc == 1
     line = error_line(err)

@@ -147,7 +147,7 @@ def test_reports_appear_whole_by_rename(tmp_path, monkeypatch, capsys, clip, nam
         renames.append((src.resolve().parent, dst.resolve()))
         real_replace(src, dst)
 
-    monkeypatch.setattr("motiondetect.outputs.events.os.replace", replace)
+    monkeypatch.setattr("motiondetect.core.files.os.replace", replace)
     rc, err = run_main(monkeypatch, capsys, tmp_path, clip, "--backend", "cpu", "--no-video", "--events", name, "--overwrite")
     assert rc == 0, err
     assert renames == [(tmp_path, final)]  # through a temporary file in the same folder

@@ -1,0 +1,50 @@
+"""Files written whole: a temporary file in the target's folder renamed over it, so a reader
+never sees half a report or picture and an existing one is only replaced whole."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+
+@contextmanager
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8", newline: str | None = None) -> Iterator[IO]:
+    """Open ``path`` for writing through a temporary file that replaces it on success.
+
+    A target that exists and is not a regular file (``/dev/null``, a FIFO, a terminal) is
+    written in place: renaming over it would replace the device with a file.
+
+    Args:
+        path: the file to write.
+        mode: ``"w"`` (text, with ``encoding`` and ``newline``) or ``"wb"``.
+
+    Raises:
+        OSError: the folder is not writable or the disk is full (the temporary file is removed,
+            the target left as it was).
+    """
+    path = Path(path)
+    binary = "b" in mode
+    text_options = {} if binary else {"encoding": encoding, "newline": newline}
+    try:
+        special = not stat.S_ISREG(path.stat().st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:
+        with open(path, mode, **text_options) as handle:
+            yield handle
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs are as readable as the video
+        with os.fdopen(fd, mode, **text_options) as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
