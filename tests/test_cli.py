@@ -419,7 +419,7 @@ def test_quiet_prints_nothing(tmp_path, sequence, monkeypatch, capsys):
 def test_normal_run_prints_a_summary(tmp_path, sequence, monkeypatch, capsys):
     rc, out, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu")
     assert rc == 0 and out == ""
-    assert "8 frames" in err and "1 events" in err
+    assert "8 frames" in err and "1 event," in err
 
 
 def test_interrupt_keeps_partial_outputs(tmp_path, sequence, monkeypatch, capsys):

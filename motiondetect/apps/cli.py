@@ -480,11 +480,12 @@ def _run_one(
     outputs = ", ".join(filter(None, (s.describe() for s in sinks)))
     undecodable = f", {summary.decode_errors} frames could not be decoded" if summary.decode_errors else ""
     log.info(
-        "%d frames in %.1f s (%.0f fps), %d events%s, backend %s%s -> %s",
+        "%d frames in %.1f s (%.0f fps), %d event%s%s, backend %s%s -> %s",
         summary.frames,
         summary.elapsed,
         summary.fps,
         len(events.events),
+        "" if len(events.events) == 1 else "s",
         undecodable,
         detector.backend,
         device,

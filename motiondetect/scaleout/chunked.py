@@ -378,13 +378,14 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
         EventsSink(path, events, header).close(summary)
         outputs.append(str(path))
     log.info(
-        "%s: %d frames in %d chunks, %.1f s (%.0f fps), %d events, backend %s -> %s",
+        "%s: %d frames in %d chunks, %.1f s (%.0f fps), %d event%s, backend %s -> %s",
         item.source,
         summary.frames,
         len(ordered),
         elapsed,
         summary.frames / elapsed if elapsed > 0 else 0.0,
         len(events.events),
+        "" if len(events.events) == 1 else "s",
         header["backend"],
         ", ".join(outputs),
     )

@@ -1,4 +1,4 @@
-"""VideoHandler: frames in (video files, image sequences, cameras, URLs), video out.
+"""VideoHandler: frames in from video files, image sequences, cameras and URLs.
 
 Video files are decoded for detection, not for display: PyAV (FFmpeg) decodes them on threads
 into yuv420p :class:`~motiondetect.core.picture.Picture` s, whose luma is the grey image motion is
@@ -6,9 +6,7 @@ found on, and colour is converted only when something colour is written. Image s
 cameras and URLs come through OpenCV as BGR frames. (NVDEC decoding on the GPU is
 :mod:`motiondetect.sources.nvdec`.)
 
-Writing prefers H.264 in MP4 through PyAV (FFmpeg's libx264), which browsers play; pictures go
-to the encoder as yuv420p as they are. OpenCV's pip wheels have no H.264 encoder, so without
-PyAV the writer falls back to OpenCV's MPEG-4 Part 2 (``mp4v``) with a one-line warning.
+Video out is :mod:`motiondetect.outputs.writer`.
 """
 
 from __future__ import annotations
