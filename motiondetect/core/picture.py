@@ -228,7 +228,7 @@ def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Pi
     # Each pixel's (Cr, Y') pair as one 16-bit index into the 65,536-entry tables; Cr brought to
     # the luma grid by an exact 2x nearest-neighbour resize, cut at an odd edge.
     cr = picture.v[chroma_box].astype(np.uint16) << 8
-    index = cv2.resize(cr, (2 * cr.shape[1], 2 * cr.shape[0]), interpolation=cv2.INTER_NEAREST)[:rows, :cols]
+    index: np.ndarray = cv2.resize(cr, (2 * cr.shape[1], 2 * cr.shape[0]), interpolation=cv2.INTER_NEAREST)[:rows, :cols]
     index |= picture.y[luma_box]
     # Select by bit masks (0 or all ones), not by `where`: branch-free, 3x faster on real masks.
     moving = np.negative((mask[luma_box] != 0).view(np.uint8))  # 0 or 0xFF

@@ -19,7 +19,13 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    #: What ``signal.getsignal`` returns (None: a handler not installed from Python).
+    _Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 T = TypeVar("T")
 
@@ -49,7 +55,7 @@ class StopSignals:
     def __init__(self) -> None:
         self.received: int | None = None
         self._state = "idle"  # idle | frame | finishing
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, _Handler] = {}
 
     def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():  # signal.signal needs it

@@ -17,9 +17,11 @@ class FrameResult:
     """What the detector returns for one frame.
 
     Attributes:
-        mask: (H, W) uint8 motion mask at the input's size, values 0 or 255 (0 outside the ROI).
-        frame: (H, W, 3) uint8 BGR annotated frame (the red blend); the input (a copy) when the
-            pipeline has no BGR-producing filter, or the input array itself when the detector
+        mask: (H, W) uint8 motion mask at the input's size, values 0 or 255 (0 outside the ROI);
+            ``None`` when the detector was made with ``masks=False``.
+        frame: (H, W, 3) uint8 BGR annotated frame (the red blend), or a
+            :class:`~motiondetect.core.picture.Picture` when the input was one; the input (a copy)
+            when the pipeline has no BGR-producing filter, or the input itself when the detector
             was made with ``annotate=False``.
         motion_fraction: share of the pixels that can move (the ROI's, else the frame's) that
             are set in the mask, in [0, 1]; counted at the processing size when downscaled.
@@ -27,8 +29,8 @@ class FrameResult:
             top-left corner), or ``None`` when no pixel is set.
     """
 
-    mask: np.ndarray
-    frame: np.ndarray
+    mask: np.ndarray | None
+    frame: np.ndarray | Picture
     motion_fraction: float
     bbox: Box | None = None
 

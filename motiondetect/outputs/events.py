@@ -226,11 +226,15 @@ class EventSegmenter:
     ) -> None:
         if not fps > 0:
             raise ValueError(f"fps must be > 0; got {fps}")
-        if min_pixels is not None and not area:
+        if min_pixels is None:
+            trigger = min_area
+        elif not area:
             raise ValueError("min_pixels needs the pixel area that can move")
+        else:
+            trigger = min_pixels / area
         self.fps = float(fps)
         #: Motion fraction at which a frame moves.
-        self.trigger = min_pixels / area if min_pixels is not None else min_area
+        self.trigger = trigger
         self.max_area = max_area
         self.min_frames = max(1, seconds_to_frames(min_event_length, fps))
         self.before_frames = seconds_to_frames(time_before, fps)
@@ -314,6 +318,7 @@ class EventSegmenter:
         The open event's padding after is cut at the last frame. Calling it again changes nothing.
         """
         if self.active is not None:
+            assert self.last_frame is not None  # set by the update that opened the event
             self._close(self.active, min(self.active.motion_end_frame + self.after_frames, self.last_frame))
         return self.events
 

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import cv2
 import numpy as np
@@ -21,6 +21,10 @@ from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.picture import Picture, as_bgr
 from motiondetect.core.safety import is_utf8
 from motiondetect.gpu.platform import h264_encoder
+
+if TYPE_CHECKING:
+    from av.container import OutputContainer
+    from av.video.stream import VideoStream
 
 log = logging.getLogger("motiondetect")
 
@@ -53,21 +57,27 @@ class VideoWriter:
             raise VideoOpenFailure(f"cannot write video {self.path!r}: its folder does not exist or it is a folder")
         self.frames_written = 0
         self._failed: str | None = None  # why the file could not be written (a full disk...)
-        self._container = self._stream = self._cv_writer = None
+        # One of the two writers is open from here until close(): PyAV's container and stream, or OpenCV's.
+        self._container: OutputContainer | None = None
+        self._stream: VideoStream | None = None
+        self._cv_writer: cv2.VideoWriter | None = None
         self.encoder = h264_encoder()
         if self.encoder:
-            self._open_pyav(fps)
+            self._open_pyav(fps, self.encoder)
         else:
             if not is_utf8(self.path):
                 raise VideoOpenFailure(f"cannot write video {self.path!r}: OpenCV's writer needs a UTF-8 file name (install PyAV)")
             log.warning("PyAV's H.264 encoder is unavailable; writing MPEG-4 Part 2 (mp4v) with OpenCV, which browsers may not play")
             self.encoder = "mp4v"
-            self._cv_writer = cv2.VideoWriter(self.path, cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+            # VideoWriter_fourcc exists at run time but is missing from OpenCV's stubs (they have VideoWriter.fourcc).
+            fourcc = cv2.VideoWriter_fourcc(*"mp4v")  # type: ignore[attr-defined]
+            self._cv_writer = cv2.VideoWriter(self.path, fourcc, fps, size)
             if not self._cv_writer.isOpened():
                 raise VideoOpenFailure(f"cannot write video {self.path!r}")
 
-    def _open_pyav(self, fps: float) -> None:
+    def _open_pyav(self, fps: float, encoder: str) -> None:
         import av
+        from av.video.stream import VideoStream
 
         width, height = self.size
         # 29.97 arrives as 29.97002997...: recover the NTSC ratio 30000/1001.
@@ -75,8 +85,9 @@ class VideoWriter:
         self._time_base = 1 / self._rate
         self._pts = -1
         try:
-            self._container = av.open(self.path, "w", options={"movflags": "+faststart"})
-            stream = self._container.add_stream(self.encoder, rate=self._rate)
+            self._container = container = av.open(self.path, "w", options={"movflags": "+faststart"})
+            stream = container.add_stream(encoder, rate=self._rate)
+            assert isinstance(stream, VideoStream)  # an H.264 encoder makes a video stream
             stream.codec_context.time_base = self._time_base
         except (av.FFmpegError, ValueError) as exc:
             raise VideoOpenFailure(f"cannot write video {self.path!r}: {exc}") from None
@@ -121,20 +132,25 @@ class VideoWriter:
                 with contextlib.suppress(AttributeError):  # settable from PyAV 12 on
                     picture.color_range = 2 if frame.full_range else 1
             elif self._i420:
-                picture = av.VideoFrame.from_ndarray(cv2.cvtColor(frame, cv2.COLOR_BGR2YUV_I420), format="yuv420p")
+                assert not isinstance(frame, Picture)  # pictures took the branch above
+                i420: np.ndarray = cv2.cvtColor(frame, cv2.COLOR_BGR2YUV_I420)
+                picture = av.VideoFrame.from_ndarray(i420, format="yuv420p")
             else:
                 picture = av.VideoFrame.from_ndarray(as_bgr(frame), format="bgr24")
             self._pts = self._pts + 1 if time is None else max(self._pts + 1, round(time * self._rate))
             picture.pts = self._pts
             picture.time_base = self._time_base
+            container = self._container
+            assert container is not None  # opened with the stream
             try:
                 for packet in self._stream.encode(picture):
-                    self._container.mux(packet)
+                    container.mux(packet)
             except av.FFmpegError as exc:
                 # FFmpeg must not be fed again after a failed write (PyAV 18 crashes flushing it).
                 self._failed = f"cannot write video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
                 raise VideoOpenFailure(self._failed) from None
         else:
+            assert self._cv_writer is not None, "write() after close()"
             self._cv_writer.write(as_bgr(frame))
         self.frames_written += 1
 
@@ -151,6 +167,7 @@ class VideoWriter:
 
             stream, container = self._stream, self._container
             self._stream = self._container = None
+            assert container is not None  # opened with the stream
             try:
                 if not self._failed:
                     for packet in stream.encode():

@@ -103,5 +103,6 @@ def checked_on_device(detector: MotionDetector, cuda: CUDAHandler | None, reques
     if requested != "auto" or any(f.engine == "cublas" for f in detector.filters):
         raise CudaUnavailable(f"the CUDA backend cannot run this pipeline: {reason}")
     log.info("notice: the CUDA backend cannot run this pipeline: %s; using the CPU backend", reason)
+    assert cuda is not None  # a device fault means the detector ran on this handler
     cuda.close()  # give the device back now
     return MotionDetector(detector.filters, roi=detector.roi, downscale=detector.downscale, annotate=detector.annotate)

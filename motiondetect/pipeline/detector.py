@@ -302,7 +302,8 @@ class MotionDetector:
         #: The annotation is one red blend, which Y'CbCr pictures get in their own colour space.
         self._yuv_annotation = len(self._annotate) == 1 and hasattr(self._annotate[0], "reference_yuv")
         halos = [f.halo() for f in self._detect]
-        self._halo = None if None in halos else sum(halos)
+        known = [h for h in halos if h is not None]
+        self._halo = sum(known) if len(known) == len(halos) else None
         self.roi = roi
         self.downscale = int(downscale)
         self.annotate = annotate
@@ -366,9 +367,11 @@ class MotionDetector:
             ValueError: ``frame`` is not (H, W, 3), its size differs from the previous frame's,
                 or the ROI does not fit it.
         """
-        return self._process(frame, prime=False)
+        result = self._process(frame, prime=False)
+        assert result is not None  # only priming returns None
+        return result
 
-    def prime(self, frame: np.ndarray) -> None:
+    def prime(self, frame: np.ndarray | Picture) -> None:
         """Make ``frame`` the reference of the next frame without detecting motion in it.
 
         Runs only the filters before the frame-pair filter (the grey conversion). Frame skip
@@ -401,6 +404,7 @@ class MotionDetector:
             image, first = run.luma(self._detect[0], picture, geo), 1
             original = SizeOnly((geo.work_size[1], geo.work_size[0], 3))
         else:
+            assert isinstance(frame, np.ndarray)  # checked above: no picture means a BGR array
             original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
             image, first = original, 0
         for stage in range(first, len(self._detect)):
@@ -437,7 +441,7 @@ class MotionDetector:
             frame_host = frame.copy() if self.annotate else frame
         return FrameResult(mask_host, frame_host, moving / geo.area, geo.map_box(box) if moving else None)
 
-    def repeat(self, frame: np.ndarray, previous: FrameResult) -> FrameResult:
+    def repeat(self, frame: np.ndarray | Picture, previous: FrameResult) -> FrameResult:
         """The result for a frame that is not processed (frame skip): ``previous`` held over it.
 
         Keeps ``previous``'s mask (the same array), motion fraction and box; the frame is
@@ -447,17 +451,20 @@ class MotionDetector:
         Args:
             frame: (H, W, 3) uint8 BGR or a :class:`~motiondetect.core.picture.Picture`, the
                 skipped frame.
-            previous: the last processed frame's result.
+            previous: the last processed frame's result; it must have a mask when the detector
+                annotates (``masks=True``), since the annotation is re-blended from it.
         """
         if not (self.annotate and self._annotate):
             return FrameResult(previous.mask, frame.copy() if self.annotate else frame, previous.motion_fraction, previous.bbox)
+        mask = previous.mask
+        assert mask is not None, "repeat() re-blends the held mask: annotating detectors need masks=True"
         if isinstance(frame, Picture):
             if self._yuv_annotation:
-                return FrameResult(
-                    previous.mask, self._annotate[0].reference_yuv(previous.mask, frame), previous.motion_fraction, previous.bbox
-                )
+                blend = self._annotate[0]
+                assert hasattr(blend, "reference_yuv")  # what _yuv_annotation checked
+                return FrameResult(previous.mask, blend.reference_yuv(mask, frame), previous.motion_fraction, previous.bbox)
             frame = frame.to_bgr()
-        image, out = previous.mask, None
+        image, out = mask, None
         for flt in self._annotate:
             image = flt.reference(image, frame if flt.SIDE_INPUT == "frame" else None)
             if flt.OUTPUT is Kind.BGR:
@@ -483,7 +490,10 @@ def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
         (count, (x, y, w, h)) with ``None`` for the box when the count is 0.
     """
     count = int(cv2.countNonZero(mask))
-    return count, (tuple(int(v) for v in cv2.boundingRect(mask)) if count else None)
+    if not count:
+        return count, None
+    x, y, w, h = cv2.boundingRect(mask)
+    return count, (int(x), int(y), int(w), int(h))
 
 
 def queue_mask_stats(cuda, mask, key: str = "mask"):
@@ -531,10 +541,12 @@ def box_from_corners(count: int, corners) -> Box | None:
 def device_and_mask(cuda, mask, geo: Geometry, out):
     """Queue ``mask`` (a work-size (h, w) mask or a batch (K, h, w)) zeroed outside the
     geometry's ROI into the device array ``out`` (same shape); return ``out``."""
-    roi = cuda.constant(("roi", geo.key), geo.roi)
+    roi_host = geo.roi
+    assert roi_host is not None  # called only for a geometry with an ROI
+    roi = cuda.constant(("roi", geo.key), roi_host)
     n = element_count(mask)
     fn = cuda.function("mask_ops", "md_and_mask_u8", "PPPii")
-    cuda.launch_1d(fn, int(n), mask.gpudata, roi.gpudata, out.gpudata, n, np.int32(geo.roi.size))
+    cuda.launch_1d(fn, int(n), mask.gpudata, roi.gpudata, out.gpudata, n, np.int32(roi_host.size))
     return out
 
 

@@ -92,9 +92,11 @@ class PyAVCapture:
         Raises:
             av.FFmpegError: the container cannot seek.
         """
-        self._container.seek(pts, stream=self._stream, backward=True, any_frame=False)
-        self._stream.codec_context.flush_buffers()
-        self._packets = self._container.demux(self._stream)
+        container, stream = self._container, self._stream
+        assert container is not None and stream is not None, "seek() on a closed or unopened reader"
+        container.seek(pts, stream=stream, backward=True, any_frame=False)
+        stream.codec_context.flush_buffers()
+        self._packets = container.demux(stream)
         self._decoded, self._ended, self._pts = [], False, None
 
     def isOpened(self) -> bool:
@@ -217,8 +219,8 @@ def _sequence_files(source: str) -> list[Path] | None:
     digits = rf"\d{{{int(width)}}}" if width else r"\d+"
     pattern = re.compile(re.escape(path.name[: match.start()]) + f"({digits})" + re.escape(path.name[match.end() :]) + "$")
     folder = path.parent
-    found = [(int(m.group(1)), p) for p in folder.glob("*") if (m := pattern.match(p.name))] if folder.is_dir() else []
-    return [p for _, p in sorted(found)]
+    numbered = [(int(m.group(1)), p) for p in folder.glob("*") if (m := pattern.match(p.name))] if folder.is_dir() else []
+    return [p for _, p in sorted(numbered)]
 
 
 class VideoHandler:
@@ -358,10 +360,11 @@ class VideoHandler:
                     f"no frames could be decoded from {self.source!r}: none of its {len(self._files)} images is readable"
                 )
             self.size = (first.shape[1], first.shape[0])
-            self.frame_count = len(self._files)
+            self.frame_count: int | None = len(self._files)
             self.fps = fps if fps is not None else DEFAULT_SEQUENCE_FPS
             return
         cap = self._capture
+        assert cap is not None  # opened by __init__ for every input but an image sequence
         self.size = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
         count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
         self.frame_count = count if count > 0 and not self.is_live else None
@@ -464,8 +467,10 @@ class VideoHandler:
         """
         if self.frame_count is not None and self._position + self._gap_errors >= self.frame_count - self.announced_slack:
             return None  # the end the header announces: no damage to read past
+        cap = self._capture
+        assert cap is not None  # called while reading a file, which is open
         for _ in range(self.damaged_run_limit):
-            ok, image = self._capture.read()
+            ok, image = cap.read()
             if ok:
                 if not self._pts_step:
                     self._rejected += 1
@@ -482,7 +487,9 @@ class VideoHandler:
         """
         if self._pts_step == 0 or _CAP_PROP_PTS is None or self.is_live or self.is_stream:
             return
-        pts = self._capture.get(_CAP_PROP_PTS)
+        cap = self._capture
+        assert cap is not None  # called after a frame was read from it
+        pts = cap.get(_CAP_PROP_PTS)
         last, self._last_pts = self._last_pts, pts
         if last is None or not pts > last:  # the first frame; a repeated or reset timestamp
             return
@@ -527,7 +534,8 @@ class VideoHandler:
     def pts(self) -> int | None:
         """Presentation timestamp of the frame last yielded (video files: in the stream's time
         base, as PyAV's packets give it), or ``None`` for other sources or before the first."""
-        return self._capture.pts if self.decodes_pictures else None
+        cap = self._capture
+        return cap.pts if isinstance(cap, PyAVCapture) else None  # isinstance: decodes_pictures
 
     #: Frames read after a seek while looking for the keyframe's own timestamp: the leading
     #: pictures of an open GOP, decoded after the keyframe, may come out before it.
@@ -551,17 +559,19 @@ class VideoHandler:
             raise VideoOpenFailure(f"{self.source!r}: only video files can start at a keyframe")
         import av
 
+        cap = self._capture
+        assert isinstance(cap, PyAVCapture)  # what decodes_pictures checked
         try:
-            self._capture.seek(pts)
+            cap.seek(pts)
         except av.FFmpegError as exc:
             raise VideoOpenFailure(f"cannot seek in {self.source!r}: {exc}") from None
         self._pending, self._ended = None, False
         self._last_pts, self._pts_steps, self._pts_step = None, [], None
         for _ in range(self.seek_search_limit):
-            ok, image = self._capture.read()
+            ok, image = cap.read()
             if not ok:
                 break
-            if self._capture.pts == pts:
+            if cap.pts == pts:
                 self._pending, self._position = image, index
                 self._note_timestamp()
                 return
@@ -596,6 +606,7 @@ class VideoHandler:
         for attempt in range(1, self.reconnect_attempts + 1):
             log.warning("stream %s lost; reconnect attempt %d of %d", self.source, attempt, self.reconnect_attempts)
             time.sleep(self.reconnect_delay)
+            assert self._capture is not None  # called from the read loop, which runs while it is open
             self._capture.release()
             self._capture = self._open_stream()
             if self._capture.isOpened():
@@ -632,7 +643,8 @@ class ConcatSource:
         self.handlers = list(handlers)
         self.fps, self.size, self.name, self.source = first.fps, first.size, first.name, first.source
         counts = [h.frame_count for h in handlers]
-        self.frame_count = None if None in counts else sum(counts)
+        known = [c for c in counts if c is not None]
+        self.frame_count = sum(known) if len(known) == len(counts) else None
         self.is_live = self.is_stream = False
         self._current = 0
         self._offset = 0  # frames of the inputs before the current one
@@ -722,7 +734,9 @@ class Position:
         """The first frame at or after this place (frame i is at i / fps seconds)."""
         if self.frame is not None:
             return self.frame
-        return math.ceil(round(self.seconds * fps, 6))
+        seconds = self.seconds
+        assert seconds is not None  # a position is a time or a frame number
+        return math.ceil(round(seconds * fps, 6))
 
 
 def window(source: VideoHandler | ConcatSource, start: int = 0, stop: int | None = None) -> Iterable[Frame]:
