@@ -27,14 +27,14 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
             the target left as it was).
     """
     path = Path(path)
-    binary = "b" in mode
-    text_options = {} if binary else {"encoding": encoding, "newline": newline}
+    if "b" in mode:
+        encoding = newline = None  # binary files take neither
     try:
         special = not stat.S_ISREG(path.stat().st_mode)
     except FileNotFoundError:
         special = False
     if special:
-        with open(path, mode, **text_options) as handle:
+        with open(path, mode, encoding=encoding, newline=newline) as handle:
             yield handle
         return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -42,7 +42,7 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs are as readable as the video
-        with os.fdopen(fd, mode, **text_options) as handle:
+        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
             yield handle
         os.replace(tmp, path)
     except BaseException:
