@@ -23,12 +23,11 @@ frames). Reports are JSON or CSV with the same fields (:func:`event_rows`).
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 from motiondetect.core.files import atomic_write
 
@@ -343,7 +342,7 @@ def event_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _write_atomic(path: str | Path, write: Callable[[io.TextIOBase], None], newline: str | None = None) -> None:
+def _write_atomic(path: str | Path, write: Callable[[IO[str]], None], newline: str | None = None) -> None:
     with atomic_write(path, "w", newline=newline) as handle:
         write(handle)
 
