@@ -240,22 +240,22 @@ def test_interrupted_run_resumes_with_the_same_report(scheduler, monkeypatch, ca
 
     recorded = manifest.Manifest.record
 
-    def record_two_then_stop(self, result):
-        if len(self.done) == 2:
-            raise KeyboardInterrupt  # Ctrl-C after two chunks
+    def record_one_then_stop(self, result):
+        if len(self.done) == 1:
+            raise KeyboardInterrupt  # Ctrl-C after one chunk (the bundled clip has 3 keyframe chunks at --chunk 2)
         recorded(self, result)
 
     (tmp_path / "resumed").mkdir()
     with monkeypatch.context() as patch:
-        patch.setattr(manifest.Manifest, "record", record_two_then_stop)
+        patch.setattr(manifest.Manifest, "record", record_one_then_stop)
         rc, _, _ = run_cli(monkeypatch, capsys, tmp_path / "resumed", *args, "-q")
     assert rc == 130
     partial = _report(tmp_path / "resumed")
     assert partial["complete"] is False and 0 < partial["frame_count"] < expected["frame_count"]
-    assert len(json.loads((tmp_path / "resumed" / "report.parts" / "manifest.json").read_text())["chunks"]) == 2
+    assert len(json.loads((tmp_path / "resumed" / "report.parts" / "manifest.json").read_text())["chunks"]) == 1
     rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "resumed", *args)  # the same command again
     assert rc == 0, err
-    assert "already done" in err and "2 of" in err
+    assert "already done" in err and "1 of" in err
     assert _report(tmp_path / "resumed") == expected
     assert not (tmp_path / "resumed" / "report.parts").exists()
 
