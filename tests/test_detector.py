@@ -392,3 +392,28 @@ def test_reset_restarts_background_models():
     detector.reset()
     assert detector.process(np.zeros((50, 70, 3), np.uint8)).mask.shape == (50, 70)
     assert detector.process(np.zeros((50, 70, 3), np.uint8)).motion_fraction == 0.0
+
+
+@pytest.mark.parametrize("size", [(640, 480), (962, 722)], ids=["whole-factor upscale", "uneven upscale"])
+@pytest.mark.parametrize("as_picture", [False, True], ids=["bgr", "picture"])
+def test_counts_only_run_gives_the_full_masks_counts_and_boxes(sample_frames, size, as_picture, monkeypatch):
+    """A --no-video detector (no mask out, no annotation) reports the motion fraction and box the
+    full mask has, whether or not it skips the final upscale (whole factors: 640x480 is processed
+    at 320x240; 962x722 at 320x240 by blocks of 3, whose upscale back is uneven and runs)."""
+    from motiondetect.core.picture import Picture
+    from motiondetect.filters import Upscale
+
+    frames = [cv2.resize(f, size, interpolation=cv2.INTER_LINEAR) for f in sample_frames[:40]]
+    if as_picture:
+        frames = [Picture.from_bgr(f) for f in frames]
+    full = MotionDetector(build_filters(default_config()), annotate=False, masks=True)
+    want = [(r.motion_fraction, r.bbox, int(np.count_nonzero(r.mask))) for r in map(full.process, frames)]
+    assert sum(1 for fraction, _, _ in want if fraction > 0) > 10
+    calls = []
+    real = Upscale.reference
+    monkeypatch.setattr(Upscale, "reference", lambda self, src, side=None: calls.append(1) or real(self, src, side))
+    counts_only = MotionDetector(build_filters(default_config()), annotate=False, masks=False)
+    got = [counts_only.process(f) for f in frames]
+    assert [(r.motion_fraction, r.bbox) for r in got] == [(fraction, box) for fraction, box, _ in want]
+    assert all(r.mask is None for r in got)
+    assert bool(calls) == (size == (962, 722))  # skipped exactly when the factors are whole

@@ -407,8 +407,15 @@ class MotionDetector:
             assert isinstance(frame, np.ndarray)  # checked above: no picture means a BGR array
             original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
             image, first = original, 0
+        # Only the count and box leave this call: a last upscale by whole factors need not run,
+        # since both follow exactly from the mask before it (blocks of fy x fx equal pixels).
+        counts_only = isinstance(run, _CpuExecutor) and not self.masks and not (self.annotate and self._annotate) and geo.roi is None
+        last = len(self._detect) - 1
         for stage in range(first, len(self._detect)):
             flt = self._detect[stage]
+            if stage == last and counts_only and (stats := _stats_before_upscale(flt, image, original.shape)) is not None:
+                count, box = stats
+                return FrameResult(None, frame.copy() if self.annotate else frame, count / geo.area, geo.map_box(box) if count else None)
             if flt.SIDE_INPUT == "reference":
                 previous, self._reference = self._reference, run.keep(stage - 1, image)
                 if prime:
@@ -478,6 +485,20 @@ class SizeOnly:
     side input) and the image itself is not at hand (luma-first pictures, batches)."""
 
     shape: tuple[int, int, int]
+
+
+def _stats_before_upscale(flt: Filter, mask: np.ndarray, side_shape: tuple[int, ...]) -> tuple[int, Box | None] | None:
+    """The count and box :func:`mask_stats_reference` would give after ``flt`` when it is an
+    upscale by whole factors (each pixel becomes an fy x fx block), from ``mask`` before it;
+    ``None`` for any other filter or factor."""
+    if flt.NAME != "upscale":
+        return None
+    out_h, out_w = flt.output_shape(mask.shape, side_shape)
+    (fy, rows), (fx, cols) = divmod(out_h, mask.shape[0]), divmod(out_w, mask.shape[1])
+    if rows or cols:
+        return None
+    count, box = mask_stats_reference(mask)
+    return count * fy * fx, None if box is None else (box[0] * fx, box[1] * fy, box[2] * fx, box[3] * fy)
 
 
 def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
