@@ -537,7 +537,6 @@ def test_plot_shows_the_motion_and_the_events(h264_clip, tmp_path, monkeypatch, 
     "argv, message",
     [
         (["--plot", "motion.jpg"], "--plot 'motion.jpg': expected a .png file name"),
-        (["--plot", "m.png", "--jobs", "2"], "--plot and --clip-mode copy are not yet supported with --jobs"),
     ],
 )
 def test_plot_refusals(sample_clip, tmp_path, monkeypatch, capsys, argv, message):
@@ -554,3 +553,25 @@ def test_plot_without_matplotlib_is_refused_before_the_run(sample_clip, tmp_path
     rc, err = run(monkeypatch, capsys, tmp_path, sample_clip, "--backend", "cpu", "--no-video", "--plot", "m.png")
     assert rc == 2 and "pip install 'motiondetect[plot]'" in one_line_error(err)
     assert not list(tmp_path.iterdir())  # nothing was written
+
+
+def test_chunked_run_copies_the_same_clips_and_draws_the_plot(h264_clip, tmp_path, monkeypatch, capsys):
+    """On a local Dask cluster the clips are cut from the input along the stitched events: with
+    frame pairs (exact across chunks) the same clips, bit for bit, as a sequential run's."""
+    pytest.importorskip("distributed")
+    pytest.importorskip("matplotlib")
+    path, _ = h264_clip
+    common = [path, "-c", SEED_YAML, "--backend", "cpu", *SPLIT, "--no-video", "--clips", "clips", "--clip-mode", "copy", "--plot", "m.png"]
+    for name, extra in (("sequential", []), ("chunked", ["--jobs", "2", "--chunk", "4"])):
+        (tmp_path / name).mkdir()
+        rc, err = run(monkeypatch, capsys, tmp_path / name, *common, *extra, "--events", "report.json")
+        assert rc == 0, err
+        assert (" chunks, " in err) == (name == "chunked"), err
+    reports = [json.loads((tmp_path / name / "report.json").read_text())["events"] for name in ("sequential", "chunked")]
+    assert reports[0] == reports[1] and len(reports[0]) >= 3
+    clips = [sorted((tmp_path / name / "clips").iterdir()) for name in ("sequential", "chunked")]
+    assert [c.name for c in clips[0]] == [c.name for c in clips[1]]
+    for one, other in zip(*clips):
+        a, b = decode(one)[0], decode(other)[0]
+        assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert cv2.imread(str(tmp_path / "chunked" / "m.png")).shape[:2] == (400, 1200)

@@ -376,8 +376,7 @@ def _run_one(
         roi = rasterize(config["roi"], video.size)
         if paths.clips_by_copy and not (isinstance(video, VideoHandler) and video.decodes_pictures):
             raise UsageError("--clip-mode copy cuts clips from one video file; this input is a camera, a stream, images or --concat")
-        # annotated frames are written
-        wants_frames = video_path is not None or (paths.clips is not None and not paths.clips_by_copy)
+        wants_frames = paths.annotated_frames
         cuda = open_backend(config["backend"], filters, stack)
         preview = args.preview or realtime_source
         needs_mask = masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from motiondetect.outputs.events import EventSegmenter, MotionEvent
+from motiondetect.outputs.events import EventSegmenter, MotionEvent, event_spans
 from motiondetect.outputs.sinks import Sink
 from motiondetect.outputs.stream_copy import copy_clips
 from motiondetect.outputs.writer import VideoWriter
@@ -185,7 +185,7 @@ class CopiedClipSink(Sink):
     def close(self, summary):
         # Whatever ended the run, the events found so far get their clips.
         events = self.events.events
-        spans = [(e.start_frame / e.fps, e.end_frame / e.fps) for e in events]
+        spans = event_spans(events)
         paths = [self.folder / clip_name(self.stem, e.index) for e in events]
         self.spans = copy_clips(self.source, spans, paths) if events else []
 

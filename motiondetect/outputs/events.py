@@ -331,6 +331,11 @@ class EventSegmenter:
         return [e.as_dict() for e in self.events]
 
 
+def event_spans(events: list[MotionEvent]) -> list[tuple[float, float]]:
+    """Each padded event's (first frame's time, last frame's time), seconds from the input's start."""
+    return [(e.start_frame / e.fps, e.end_frame / e.fps) for e in events]
+
+
 def event_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Flatten event dicts for CSV: ``bbox`` becomes bbox_x, bbox_y, bbox_w, bbox_h ('' for none)."""
     rows = []

@@ -79,6 +79,11 @@ class OutputPaths:
     masks: Path | None = None
     plot: Path | None = None
 
+    @property
+    def annotated_frames(self) -> bool:
+        """Annotated frames are written: the output video, or clips that are re-encoded."""
+        return self.video is not None or (self.clips is not None and not self.clips_by_copy)
+
 
 def plan_outputs(
     args: argparse.Namespace, stem: str, inputs: set[Path], several: bool, taken: set[Path], defaults: bool = True

@@ -16,7 +16,7 @@ import numpy as np
 
 from motiondetect.core.errors import UsageError
 from motiondetect.core.files import atomic_write
-from motiondetect.outputs.events import EventSegmenter, format_timecode
+from motiondetect.outputs.events import EventSegmenter, event_spans, format_timecode
 from motiondetect.outputs.sinks import Sink
 
 #: Resolution of every picture, pixels per inch.
@@ -276,7 +276,7 @@ class MotionPlotSink(Sink):
         self.fractions.append(result.motion_fraction)
 
     def close(self, summary):
-        spans = [(e.start_frame / e.fps, e.end_frame / e.fps) for e in self.events.events]
+        spans = event_spans(self.events.events)
         plot_motion(self.path, np.asarray(self.fractions, np.float64), self.fps, spans, self.events.trigger, title=self.title)
 
     def describe(self):

@@ -38,9 +38,10 @@ from motiondetect import __version__
 from motiondetect.core.errors import MotionDetectError, UsageError
 from motiondetect.core.signals import StopSignals, exit_code
 from motiondetect.core.types import FrameResult
-from motiondetect.outputs.clips import ClipSink, MotionOnlySink
-from motiondetect.outputs.events import EventSegmenter
+from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink
+from motiondetect.outputs.events import EventSegmenter, event_spans
 from motiondetect.outputs.masks import mask_name
+from motiondetect.outputs.plot import plot_motion
 from motiondetect.outputs.sinks import EventsSink, RunSummary
 from motiondetect.outputs.writer import join_videos
 from motiondetect.pipeline.config import build_filters
@@ -109,8 +110,6 @@ def chunked_problem(args: argparse.Namespace, config: dict[str, Any]) -> str | N
     ):
         if given:
             return f"{flag} reads one stream in order; it cannot go with --jobs or --scheduler"
-    if args.plot or args.clip_mode == "copy":
-        return "--plot and --clip-mode copy are not yet supported with --jobs or --scheduler; run without them"
     if config["scan"]["frame_skip"]:
         return "--frame-skip counts frames from the start of the stream; it cannot go with --jobs or --scheduler"
     return None
@@ -216,7 +215,7 @@ def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_ou
         "fps": fps,
         "warmup": warmup,
         "plan": [(c.first_index, c.start_pts, c.seek_pts) for c in chunks],
-        "video": probe.video is not None or probe.clips is not None,
+        "video": probe.annotated_frames,
         "mask_video": probe.mask_video is not None,
         "masks": str(probe.masks) if probe.masks else None,
         "version": __version__,
@@ -230,7 +229,7 @@ def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_ou
     item.results = manifest.load()
     if item.results:
         log.info("resuming %s: %d of %d chunks already done", source, len(item.results), len(chunks))
-    wants_frames = paths.video is not None or paths.clips is not None
+    wants_frames = paths.annotated_frames
     item.numbered_outputs = paths.masks is not None or (wants_frames and bool(config["overlays"]["timecode"]))
     if paths.masks is not None:
         paths.masks.mkdir(exist_ok=True)
@@ -248,7 +247,7 @@ def _with(args: argparse.Namespace, **changes) -> argparse.Namespace:
 
 def _job(item: _Input, chunk: Chunk, first_index: int, config, args, threads: int | None) -> ChunkJob:
     paths, manifest = item.paths, item.manifest
-    wants_frames = paths.video is not None or paths.clips is not None
+    wants_frames = paths.annotated_frames
     return ChunkJob(
         chunk,
         config,
@@ -354,7 +353,7 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
     try:
         numbers = [r.number for r in ordered]
         annotated = None
-        if paths.video is not None or paths.clips is not None:
+        if paths.annotated_frames:
             parts = [manifest.part("video", n) for n in numbers]
             annotated = paths.video if paths.video is not None and not paths.only_motion else manifest.folder / "annotated.mp4"
             if parts:
@@ -367,12 +366,23 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
         if paths.masks is not None:
             _remove_stale_masks(paths.masks, item.name, len(fractions), item.chunks)
             outputs.append(f"{len(fractions)} masks in {paths.masks}")
-        if annotated is not None and numbers and (paths.clips is not None or paths.only_motion):
+        if annotated is not None and numbers and ((paths.clips is not None and not paths.clips_by_copy) or paths.only_motion):
             outputs += _cut_events(item, config, annotated, fractions, boxes)
     except (MotionDetectError, OSError) as exc:
         summary.complete = False
         summary.error = summary.error or exc
     events.finish()
+    try:  # from the finished event list: clips cut from the input, the motion plot
+        if paths.clips is not None and paths.clips_by_copy:
+            copied = CopiedClipSink(item.source, paths.clips, item.name, events)
+            copied.close(summary)
+            outputs.append(copied.describe())
+        if paths.plot is not None:
+            plot_motion(paths.plot, fractions, item.fps, event_spans(events.events), events.trigger, title=item.name)
+            outputs.append(str(paths.plot))
+    except (MotionDetectError, OSError) as exc:
+        summary.complete = False
+        summary.error = summary.error or exc
     header = _header(item, config, ordered)
     for path in paths.events:
         EventsSink(path, events, header).close(summary)
@@ -403,7 +413,7 @@ def _cut_events(item: _Input, config, annotated: Path, fractions: np.ndarray, bo
     sinks = []
     if paths.video is not None and paths.only_motion:
         sinks.append(MotionOnlySink(paths.video, events, item.fps, item.size))
-    if paths.clips is not None:
+    if paths.clips is not None and not paths.clips_by_copy:
         sinks.append(ClipSink(paths.clips, item.name, events, item.fps, item.size))
     with VideoHandler(str(annotated), fps=item.fps) as video:
         summary = Runner(video, ReplayDetector(fractions, boxes), sinks, events=events, source=video).run()
