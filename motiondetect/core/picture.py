@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import cv2
 import numpy as np
@@ -190,7 +191,40 @@ def _blend_tables(full_range: bool, red_lut: bytes) -> tuple[np.ndarray, np.ndar
     return new_y, delta.astype(np.int16), chroma
 
 
-def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Picture:
+def _blend_box(mask: np.ndarray, picture: Picture, tables: tuple, box: tuple[int, int, int, int], out: tuple) -> None:
+    """:func:`blend_red_yuv` on luma rows ``top..bottom-1`` and columns ``left..right-1`` (``top``
+    and ``left`` even; ``bottom`` and ``right`` even or the picture's edge) into ``out`` (Y', Cb, Cr)."""
+    top, bottom, left, right = box
+    new_y, new_u, new_v = out
+    luma_box = (slice(top, bottom), slice(left, right))
+    chroma_box = (slice(top // 2, (bottom + 1) // 2), slice(left // 2, (right + 1) // 2))
+    rows, cols = bottom - top, right - left
+    new_y_of, delta_of, chroma_of = tables
+    # Each pixel's (Cr, Y') pair as one 16-bit index into the 65,536-entry tables; Cr brought to
+    # the luma grid by an exact 2x nearest-neighbour resize, cut at an odd edge.
+    cr = picture.v[chroma_box].astype(np.uint16) << 8
+    index: np.ndarray = cv2.resize(cr, (2 * cr.shape[1], 2 * cr.shape[0]), interpolation=cv2.INTER_NEAREST)[:rows, :cols]
+    index |= picture.y[luma_box]
+    # Select by bit masks (0 or all ones), not by `where`: branch-free, 3x faster on real masks.
+    moving = np.negative((mask[luma_box] != 0).view(np.uint8))  # 0 or 0xFF
+    new_y[luma_box] = (new_y_of[index] & moving) | (new_y[luma_box] & ~moving)
+    delta = np.zeros((rows + (rows & 1), cols + (cols & 1)), np.int16)  # padded to whole blocks
+    delta[:rows, :cols] = delta_of[index] & moving.view(np.int8).astype(np.int16)  # 0 or 0xFFFF
+    pairs = delta[0::2] + delta[1::2]  # |sum| <= 4 * 255: int16 holds it
+    sums = pairs[:, 0::2] + pairs[:, 1::2]
+    if rows & 1 or cols & 1:
+        count = np.full(sums.shape, 4, np.int64)  # pixels per block: fewer where the odd edge cuts it
+        count[-1, :] //= 1 + (rows & 1)
+        count[:, -1] //= 1 + (cols & 1)
+    for plane, changed, (d_dr, change_of_sum) in zip((picture.u, picture.v), (new_u, new_v), chroma_of):
+        if rows & 1 or cols & 1:
+            change = (d_dr * sums.astype(np.int64) + count * 32768) // (count * 65536)
+        else:  # whole blocks: a lookup on the block's sum (-1020..1020)
+            change = change_of_sum[sums + 1020]
+        changed[chroma_box] = np.clip(plane[chroma_box] + change, 0, 255)
+
+
+def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray, split: Callable | None = None) -> Picture:
     """The red blend applied in Y'CbCr space: the CPU reference of ``md_red_blend_yuv``.
 
     Where the mask is set, the pixel's red R (from its Y' and its block's Cr, BT.601) becomes
@@ -208,6 +242,10 @@ def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Pi
         mask: (H, W) uint8, 0 or 255, at the picture's size.
         picture: the frame.
         red_lut: (256,) uint8, blended red for each red.
+        split: runs ``work(band, start, stop)`` over row bands that partition ``range(rows)``
+            (:func:`motiondetect.filters.bands.run_bands`, whose signature it has), so the rows
+            of chroma blocks are blended on several threads; ``None``: on this one. The bits
+            are the same either way.
 
     Returns:
         A new picture.
@@ -221,32 +259,17 @@ def blend_red_yuv(mask: np.ndarray, picture: Picture, red_lut: np.ndarray) -> Pi
     height, width = picture.y.shape
     top, left = y & ~1, x & ~1
     bottom, right = min(height, (y + h + 1) & ~1), min(width, (x + w + 1) & ~1)
-    luma_box = (slice(top, bottom), slice(left, right))
-    chroma_box = (slice(top // 2, (bottom + 1) // 2), slice(left // 2, (right + 1) // 2))
-    rows, cols = bottom - top, right - left
-    new_y_of, delta_of, chroma_of = _blend_tables(picture.full_range, red_lut.tobytes())
-    # Each pixel's (Cr, Y') pair as one 16-bit index into the 65,536-entry tables; Cr brought to
-    # the luma grid by an exact 2x nearest-neighbour resize, cut at an odd edge.
-    cr = picture.v[chroma_box].astype(np.uint16) << 8
-    index: np.ndarray = cv2.resize(cr, (2 * cr.shape[1], 2 * cr.shape[0]), interpolation=cv2.INTER_NEAREST)[:rows, :cols]
-    index |= picture.y[luma_box]
-    # Select by bit masks (0 or all ones), not by `where`: branch-free, 3x faster on real masks.
-    moving = np.negative((mask[luma_box] != 0).view(np.uint8))  # 0 or 0xFF
-    new_y[luma_box] = (new_y_of[index] & moving) | (new_y[luma_box] & ~moving)
-    delta = np.zeros((rows + (rows & 1), cols + (cols & 1)), np.int16)  # padded to whole blocks
-    delta[:rows, :cols] = delta_of[index] & moving.view(np.int8).astype(np.int16)  # 0 or 0xFFFF
-    pairs = delta[0::2] + delta[1::2]  # |sum| <= 4 * 255: int16 holds it
-    sums = pairs[:, 0::2] + pairs[:, 1::2]
-    if rows & 1 or cols & 1:
-        count = np.full(sums.shape, 4, np.int64)  # pixels per block: fewer where the odd edge cuts it
-        count[-1, :] //= 1 + (rows & 1)
-        count[:, -1] //= 1 + (cols & 1)
-    for plane, out, (d_dr, change_of_sum) in zip((picture.u, picture.v), (new_u, new_v), chroma_of):
-        if rows & 1 or cols & 1:
-            change = (d_dr * sums.astype(np.int64) + count * 32768) // (count * 65536)
-        else:  # whole blocks: a lookup on the block's sum (-1020..1020)
-            change = change_of_sum[sums + 1020]
-        out[chroma_box] = np.clip(plane[chroma_box] + change, 0, 255)
+    tables = _blend_tables(picture.full_range, red_lut.tobytes())
+
+    def blend_rows(band: int, start: int, stop: int) -> None:  # chroma rows start..stop-1 of the box
+        first, last = top + 2 * start, min(bottom, top + 2 * stop)
+        _blend_box(mask, picture, tables, (first, last, left, right), (new_y, new_u, new_v))
+
+    chroma_rows = (bottom - top + 1) // 2
+    if split is None:
+        blend_rows(0, 0, chroma_rows)
+    else:
+        split(chroma_rows, right - left, blend_rows)
     return Picture(new_y, new_u, new_v, picture.full_range)
 
 

@@ -6,6 +6,7 @@ import cv2
 import numpy as np
 
 from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape
+from motiondetect.filters.bands import run_bands
 from motiondetect.filters.base import Filter, Kind, Param, element_count, planes
 
 
@@ -76,7 +77,7 @@ class RedBlend(Filter):
         """The blend of a decoded frame in Y'CbCr 4:2:0 (:func:`~motiondetect.core.picture.blend_red_yuv`,
         the CPU reference of :meth:`apply_yuv`): ``mask`` (H, W) uint8 0/255 at the picture's
         size; returns a new :class:`~motiondetect.core.picture.Picture`."""
-        return blend_red_yuv(mask, picture, self.lut)
+        return blend_red_yuv(mask, picture, self.lut, split=run_bands)  # rows of blocks on OpenCV's threads
 
     def apply_yuv(
         self,

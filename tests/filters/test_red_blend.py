@@ -134,10 +134,11 @@ def yuv_blend_per_pixel(mask, picture, lut):
 
 @pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
 @pytest.mark.parametrize("shape", [(1, 1), (2, 2), (9, 14), (16, 11), (33, 47), (120, 160)])
-def test_yuv_blend_matches_the_per_pixel_definition(rng, shape, full_range):
-    """blend_red_yuv (box-limited, table-driven) equals the definition evaluated per pixel,
-    for masks whose bounding box starts and ends at odd and even rows and columns, touches the
-    picture's (odd) edges, covers it all, or is empty."""
+def test_yuv_blend_matches_the_per_pixel_definition(rng, shape, full_range, bands):
+    """blend_red_yuv (box-limited, table-driven) and RedBlend.reference_yuv (the same over row
+    bands of chroma blocks) equal the definition evaluated per pixel, for masks whose bounding box
+    starts and ends at odd and even rows and columns, touches the picture's (odd) edges, covers it
+    all, or is empty."""
     from motiondetect.core.picture import Picture, blend_red_yuv, chroma_shape
 
     height, width = shape
@@ -153,6 +154,7 @@ def test_yuv_blend_matches_the_per_pixel_definition(rng, shape, full_range):
             picture = Picture(*(rng.integers(0, 256, s, dtype=np.uint8) for s in ((height, width), (ch, cw), (ch, cw))), full_range)
             mask = np.zeros(shape, np.uint8)
             mask[top:bottom, left:right] = np.where(rng.random((bottom - top, right - left)) < 0.7, 255, 0)
-            got, want = blend_red_yuv(mask, picture, lut), yuv_blend_per_pixel(mask, picture, lut)
-            for plane in ("y", "u", "v"):
-                np.testing.assert_array_equal(getattr(got, plane), getattr(want, plane), err_msg=f"{plane} box {top, left, bottom, right}")
+            want = yuv_blend_per_pixel(mask, picture, lut)
+            for got in (blend_red_yuv(mask, picture, lut), RedBlend(alpha=alpha).reference_yuv(mask, picture)):
+                for plane in ("y", "u", "v"):
+                    np.testing.assert_array_equal(getattr(got, plane), getattr(want, plane), err_msg=f"{plane} box {top, left, bottom, right}")
