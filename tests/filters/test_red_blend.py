@@ -157,4 +157,6 @@ def test_yuv_blend_matches_the_per_pixel_definition(rng, shape, full_range, band
             want = yuv_blend_per_pixel(mask, picture, lut)
             for got in (blend_red_yuv(mask, picture, lut), RedBlend(alpha=alpha).reference_yuv(mask, picture)):
                 for plane in ("y", "u", "v"):
-                    np.testing.assert_array_equal(getattr(got, plane), getattr(want, plane), err_msg=f"{plane} box {top, left, bottom, right}")
+                    np.testing.assert_array_equal(
+                        getattr(got, plane), getattr(want, plane), err_msg=f"{plane} box {top, left, bottom, right}"
+                    )
