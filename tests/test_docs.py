@@ -1,0 +1,50 @@
+"""The manual keeps up with the code: every command-line option of ``motiondetect`` and
+``motiondetect evaluate`` is in docs/usage.md, every setting and filter parameter in
+docs/configuration.md, and the README stays the short front door (at most 150 lines)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from motiondetect.apps.cli import build_parser
+from motiondetect.apps.evaluate import build_parser as evaluate_parser
+from motiondetect.filters import REGISTRY
+from motiondetect.pipeline.config import SECTIONS
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+pytestmark = pytest.mark.skipif(not DOCS.is_dir(), reason="docs/ is not in this copy of the project")
+
+
+def _options(parser) -> set[str]:
+    return {option for action in parser._actions for option in action.option_strings if option.startswith("--")}
+
+
+def test_every_command_line_option_is_in_the_usage_page():
+    usage = (DOCS / "usage.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"--[a-z][a-z0-9-]*", usage))
+    missing = sorted((_options(build_parser()) | _options(evaluate_parser())) - documented)
+    assert not missing, f"options missing from docs/usage.md: {missing}"
+
+
+def test_every_setting_and_filter_parameter_is_in_the_configuration_page():
+    page = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+
+    def documented(prefix: str, name: str) -> bool:  # a row of its own, or one that groups several
+        return any(f"`{prefix}." in row and re.search(rf"[`./ ]{re.escape(name)}`", row) for row in rows)
+
+    missing = [f"{section}.{key}" for section, table in SECTIONS.items() for key in table if not documented(section, key)]
+    missing += [f"{name}.{p.name}" for name, cls in REGISTRY.items() for p in cls.PARAMS if not documented(name, p.name)]
+    assert not missing, f"missing from docs/configuration.md: {missing}"
+
+
+def test_the_readme_is_the_front_door():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    assert "python -m pytest -q" in readme  # CI runs this command (.ci/run)
+    for image in re.findall(r"\]\((docs/images/[^)]+)\)", readme):
+        assert (ROOT / image).is_file(), image
