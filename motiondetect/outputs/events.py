@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from motiondetect.core.files import atomic_write
-
-Box = tuple[int, int, int, int]
+from motiondetect.core.types import Box
 
 #: Report fields of an event, in order (CSV columns; JSON keeps ``bbox`` as one [x, y, w, h]).
 CSV_COLUMNS = (
