@@ -3,10 +3,28 @@ the in-process command runner."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shared_samples() -> Path:
+    given = os.environ.get("MOTIONDETECT_SAMPLES")
+    if given:
+        return Path(given)
+    beside, inside = ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples"
+    return next((p for p in (beside, inside) if p.is_dir()), beside)
+
+
+#: The team's samples (CDnet clips, videos/): MOTIONDETECT_SAMPLES, else ../shared/samples beside
+#: the checkout or shared/samples inside it; tests that need a clip skip when it is absent.
+SHARED_SAMPLES = _shared_samples()
+#: Its real videos (H.264 and others), or None where the folder is absent.
+SHARED_VIDEOS = SHARED_SAMPLES / "videos" if (SHARED_SAMPLES / "videos").is_dir() else None
 
 
 def video_grey(path) -> list[np.ndarray]:

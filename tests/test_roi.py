@@ -7,13 +7,14 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from helpers import SHARED_SAMPLES
 
 from motiondetect.core.errors import ConfigError
 from motiondetect.pipeline.config import load_config, validate
 from motiondetect.pipeline.roi import rasterize, roi_from_file
 
 ROOT = Path(__file__).resolve().parent.parent
-CDNET_ROI = ROOT.parent / "shared" / "samples" / "cdnet_highway" / "ROI.bmp"
+CDNET_ROI = SHARED_SAMPLES / "cdnet_highway" / "ROI.bmp"
 
 
 def test_rectangle_polygon_fills_its_pixels_inclusive():

@@ -8,6 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from helpers import SHARED_SAMPLES
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.picture import Picture
@@ -15,7 +16,7 @@ from motiondetect.outputs.writer import VideoWriter
 from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, window
 
 ROOT = Path(__file__).resolve().parent.parent
-CDNET_CANDIDATES = [ROOT.parent / "shared" / "samples" / "cdnet_highway" / "input", ROOT / "shared" / "samples" / "cdnet_highway" / "input"]
+CDNET_HIGHWAY = SHARED_SAMPLES / "cdnet_highway" / "input"
 
 
 def decode_all(path) -> tuple[list[np.ndarray], float]:
@@ -158,8 +159,8 @@ def test_sequence_folder_natural_order(tmp_path):
 
 
 def test_cdnet_highway_pattern():
-    folder = next((c for c in CDNET_CANDIDATES if c.is_dir()), None)
-    if folder is None:
+    folder = CDNET_HIGHWAY
+    if not folder.is_dir():
         pytest.skip("shared/samples/cdnet_highway/input is not present")
     with VideoHandler(str(folder / "in%06d.jpg")) as video:
         assert video.size == (320, 240)
