@@ -153,3 +153,36 @@ def make_folder(
     if roi is not None:
         cv2.imwrite(str(root / "ROI.bmp"), roi)
     return root, frames, labels
+
+
+#: GaussianBackground settings that the CPU, emulated-kernel and GPU tests all run through:
+#: fast learning (without its warm-up length, which each test sets), every rate at 1 with the
+#: widest threshold, every rate at 0 with the narrowest, and the limit's rounding tie
+#: (k2 = 64, min_var = 66: (64 * 66 + 128) >> 8 meets 16.5 -> 17).
+GAUSSIAN_FAST = {
+    "sigmas": 2.0,
+    "min_sigma": 1.0,
+    "alpha": 0.1,
+    "alpha_foreground": 0.05,
+    "variance_alpha": 0.2,
+    "variance_alpha_foreground": 0.1,
+}
+GAUSSIAN_SATURATED = {
+    "sigmas": 10.0,
+    "min_sigma": 64.0,
+    "alpha": 1.0,
+    "alpha_foreground": 1.0,
+    "variance_alpha": 1.0,
+    "variance_alpha_foreground": 1.0,
+    "warmup": 0,
+}
+GAUSSIAN_FROZEN = {
+    "sigmas": 0.5,
+    "min_sigma": 0.5,
+    "alpha": 0.0,
+    "alpha_foreground": 0.0,
+    "variance_alpha": 0.0,
+    "variance_alpha_foreground": 0.0,
+    "warmup": 0,
+}
+GAUSSIAN_TIE = {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import SHARED_SAMPLES, same_image
+from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, SHARED_SAMPLES, same_image
 
 from motiondetect.filters import (
     Blur,
@@ -182,33 +182,9 @@ def test_running_average_sequence(cuda, rng, size, alpha):
 GAUSSIAN_CASES = [
     {},
     {"warmup": 3},  # warm-up rates on the first frames, then the steady ones
-    {
-        "sigmas": 2.0,
-        "min_sigma": 1.0,
-        "alpha": 0.1,
-        "alpha_foreground": 0.05,
-        "variance_alpha": 0.2,
-        "variance_alpha_foreground": 0.1,
-        "warmup": 2,
-    },
-    {
-        "sigmas": 10.0,
-        "min_sigma": 64.0,
-        "alpha": 1.0,
-        "alpha_foreground": 1.0,
-        "variance_alpha": 1.0,
-        "variance_alpha_foreground": 1.0,
-        "warmup": 0,
-    },
-    {
-        "sigmas": 0.5,
-        "min_sigma": 0.5,
-        "alpha": 0.0,
-        "alpha_foreground": 0.0,
-        "variance_alpha": 0.0,
-        "variance_alpha_foreground": 0.0,
-        "warmup": 0,
-    },
+    {**GAUSSIAN_FAST, "warmup": 2},
+    GAUSSIAN_SATURATED,
+    GAUSSIAN_FROZEN,
 ]
 
 

@@ -20,6 +20,7 @@ import subprocess
 import cv2
 import numpy as np
 import pytest
+from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_TIE
 
 from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, luma_table
 from motiondetect.filters import (
@@ -277,34 +278,10 @@ def test_running_average_sequence(lib, rng, size):
     [
         {},
         {"warmup": 3},
-        {
-            "sigmas": 2.0,
-            "min_sigma": 1.0,
-            "alpha": 0.1,
-            "alpha_foreground": 0.05,
-            "variance_alpha": 0.2,
-            "variance_alpha_foreground": 0.1,
-            "warmup": 2,
-        },
-        {
-            "sigmas": 10.0,
-            "min_sigma": 64.0,
-            "alpha": 1.0,
-            "alpha_foreground": 1.0,
-            "variance_alpha": 1.0,
-            "variance_alpha_foreground": 1.0,
-            "warmup": 0,
-        },
-        {
-            "sigmas": 0.5,
-            "min_sigma": 0.5,
-            "alpha": 0.0,
-            "alpha_foreground": 0.0,
-            "variance_alpha": 0.0,
-            "variance_alpha_foreground": 0.0,
-            "warmup": 0,
-        },
-        {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0},  # rounding ties
+        {**GAUSSIAN_FAST, "warmup": 2},
+        GAUSSIAN_SATURATED,
+        GAUSSIAN_FROZEN,
+        GAUSSIAN_TIE,  # rounding ties
     ],
     ids=str,
 )
@@ -335,24 +312,8 @@ def test_gaussian_background_sequence(lib, rng, size, params):
 GAUSSIAN_BATCH_PARAMS = [
     {},  # warm-up (50 pairs) through both launches
     {"warmup": 6},  # warm-up ends inside the second launch of the (5, 3) split
-    {
-        "warmup": 5,
-        "sigmas": 2.0,
-        "min_sigma": 1.0,
-        "alpha": 0.1,
-        "alpha_foreground": 0.05,
-        "variance_alpha": 0.2,
-        "variance_alpha_foreground": 0.1,
-    },
-    {
-        "sigmas": 10.0,
-        "min_sigma": 64.0,
-        "alpha": 1.0,
-        "alpha_foreground": 1.0,
-        "variance_alpha": 1.0,
-        "variance_alpha_foreground": 1.0,
-        "warmup": 0,
-    },
+    {"warmup": 5, **GAUSSIAN_FAST},
+    GAUSSIAN_SATURATED,
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_TIE
 
 from motiondetect.filters import GaussianBackground, RunningAverage
 
@@ -121,35 +122,11 @@ def naive_gaussian(frames, sigmas, min_sigma, alpha, alpha_foreground, variance_
 
 PARAMS = [
     {},
-    {
-        "sigmas": 2.0,
-        "min_sigma": 1.0,
-        "alpha": 0.1,
-        "alpha_foreground": 0.05,
-        "variance_alpha": 0.2,
-        "variance_alpha_foreground": 0.1,
-        "warmup": 3,
-    },
-    {
-        "sigmas": 10.0,
-        "min_sigma": 64.0,
-        "alpha": 1.0,
-        "alpha_foreground": 1.0,
-        "variance_alpha": 1.0,
-        "variance_alpha_foreground": 1.0,
-        "warmup": 0,
-    },
-    {
-        "sigmas": 0.5,
-        "min_sigma": 0.5,
-        "alpha": 0.0,
-        "alpha_foreground": 0.0,
-        "variance_alpha": 0.0,
-        "variance_alpha_foreground": 0.0,
-        "warmup": 0,
-    },
+    {**GAUSSIAN_FAST, "warmup": 3},
+    GAUSSIAN_SATURATED,
+    GAUSSIAN_FROZEN,
     # k2 = 64, min_var = 66: the limit's rounding (64 * 66 + 128) >> 8 meets a tie (16.5 -> 17).
-    {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0},
+    GAUSSIAN_TIE,
 ]
 
 
