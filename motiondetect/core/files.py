@@ -11,6 +11,21 @@ from pathlib import Path
 from typing import IO, Iterator
 
 
+def temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, Path]:
+    """A new empty file ``.<name>.XXXXXXXX<suffix>`` in ``path``'s folder, so that renaming it
+    onto ``path`` stays on one file system, with the mode a new file gets (mkstemp makes 0600;
+    outputs are as readable as any file the user writes): its open descriptor and its path.
+
+    Raises:
+        OSError: the folder is missing or not writable.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+    return fd, Path(tmp)
+
+
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8", newline: str | None = None) -> Iterator[IO]:
     """Open ``path`` for writing through a temporary file that replaces it on success.
@@ -37,11 +52,8 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         with open(path, mode, encoding=encoding, newline=newline) as handle:
             yield handle
         return
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temporary_beside(path)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs are as readable as the video
         with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
             yield handle
         os.replace(tmp, path)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import tempfile
 from collections import deque
 from dataclasses import dataclass
 from fractions import Fraction
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from motiondetect.core.errors import VideoOpenFailure
+from motiondetect.core.files import temporary_beside
 
 log = logging.getLogger("motiondetect")
 
@@ -152,17 +152,13 @@ class _Clip:
         path = span.path
         # Same folder (the rename stays on one file system); the suffix tells FFmpeg the container.
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+            fd, self.tmp = temporary_beside(path, suffix=f".tmp{path.suffix}")
         except OSError as exc:
             raise VideoOpenFailure(f"cannot write clip {str(path)!r}: {exc.strerror or exc}") from None
-        self.tmp = Path(tmp)
         self.output = None
         try:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a clip is as readable as the videos written
             os.close(fd)
-            self.output = av.open(tmp, "w", format=None if path.suffix else DEFAULT_FORMAT)
+            self.output = av.open(str(self.tmp), "w", format=None if path.suffix else DEFAULT_FORMAT)
             if self.output.format.name in _MOV_FORMATS:
                 self.output.options["movflags"] = "+faststart"  # index first: plays while downloading
             self._video_out = self.output.add_stream_from_template(video)

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from motiondetect.core.errors import ConfigError, MotionDetectError, VideoOpenFailure
+from motiondetect.core.files import atomic_write
 from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.sinks import RunSummary, Sink
 from motiondetect.scaleout.chunks import Chunk
@@ -110,9 +111,8 @@ class ChunkResult:
         """Write to an ``.npz`` file (the resume record of a finished chunk)."""
         meta = np.array([self.number, self.first_index, self.decode_errors], np.int64)
         names = np.array([self.backend, self.device or "", self.decoder])
-        tmp = Path(path).with_suffix(".tmp.npz")
-        np.savez(tmp, meta=meta, names=names, fractions=self.fractions, boxes=self.boxes)
-        os.replace(tmp, path)
+        with atomic_write(path, "wb") as handle:
+            np.savez(handle, meta=meta, names=names, fractions=self.fractions, boxes=self.boxes)
 
     @classmethod
     def load(cls, path: str | Path) -> ChunkResult:
