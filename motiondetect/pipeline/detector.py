@@ -24,7 +24,7 @@ import numpy as np
 
 from motiondetect.core.picture import Picture, unpack_planes
 from motiondetect.core.types import Box, FrameResult
-from motiondetect.filters import Filter, Kind
+from motiondetect.filters import Filter, Kind, Upscale
 from motiondetect.filters.base import element_count, planes
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
@@ -491,7 +491,7 @@ def _stats_before_upscale(flt: Filter, mask: np.ndarray, side_shape: tuple[int, 
     """The count and box :func:`mask_stats_reference` would give after ``flt`` when it is an
     upscale by whole factors (each pixel becomes an fy x fx block), from ``mask`` before it;
     ``None`` for any other filter or factor."""
-    if flt.NAME != "upscale":
+    if not isinstance(flt, Upscale):
         return None
     out_h, out_w = flt.output_shape(mask.shape, side_shape)
     (fy, rows), (fx, cols) = divmod(out_h, mask.shape[0]), divmod(out_w, mask.shape[1])
