@@ -59,17 +59,12 @@ def sweep(
         UsageError: as :func:`threshold_axis`.
     """
     axis, values = threshold_axis(config)
-    runs = [(path, config_for(config, {axis: value})) for path in paths for value in values]
+    points = [(path, value) for path in paths for value in values]
+    runs = [(path, config_for(config, {axis: value})) for path, value in points]
     curves: dict[str, list[tuple[float, float, float, float]]] = {path: [] for path in paths}
-    for (path, run_config), scores in zip(runs, score_runs(runs, skip, min_area, jobs)):
+    for (path, value), scores in zip(points, score_runs(runs, skip, min_area, jobs)):
         pixel = scores["pixel"]
-        curves[path].append((run_config_value(run_config, axis), pixel["precision"], pixel["recall"], pixel["f_measure"]))
+        curves[path].append((value, pixel["precision"], pixel["recall"], pixel["f_measure"]))
         if progress is not None:
             progress(1)
     return axis, curves
-
-
-def run_config_value(config: dict[str, Any], axis: Axis) -> float:
-    """The value of ``axis`` in ``config``'s pipeline (its first entry of that filter)."""
-    name, key = axis
-    return next(entry[key] for entry in config["pipeline"] if entry["filter"] == name)

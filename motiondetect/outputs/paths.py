@@ -110,11 +110,10 @@ def plan_outputs(
         out.mask_video = _output_path(
             _named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video"
         )
-    plot = getattr(args, "plot", None)
-    if plot:
-        if Path(plot).suffix.lower() != ".png":
-            raise UsageError(f"--plot {plot!r}: expected a .png file name")
-        out.plot = _output_path(_named(plot, stem, several, "--plot"), f"{stem}_motion.png", inputs, args.overwrite, "plot")
+    if args.plot:
+        if Path(args.plot).suffix.lower() != ".png":
+            raise UsageError(f"--plot {args.plot!r}: expected a .png file name")
+        out.plot = _output_path(_named(args.plot, stem, several, "--plot"), f"{stem}_motion.png", inputs, args.overwrite, "plot")
     files = [
         ("output video", out.video),
         *(("events file", e) for e in out.events),
@@ -134,7 +133,7 @@ def plan_outputs(
     taken.update(seen)
     if args.clips:
         out.clips = _output_folder(args.clips, clip_name(stem, 1), args.overwrite, "--clips folder")
-        out.clips_by_copy = getattr(args, "clip_mode", "encode") == "copy"
+        out.clips_by_copy = args.clip_mode == "copy"
     if args.masks:
         out.masks = _output_folder(args.masks, mask_name(stem, 0), args.overwrite, "--masks folder")
     return out
