@@ -19,6 +19,7 @@ from motiondetect.evaluation.scoring import DEFAULT_SKIP, Evaluation, detector_m
 from motiondetect.evaluation.sweep import sweep, threshold_axis
 from motiondetect.evaluation.tuning import GRIDS
 from motiondetect.outputs.events import write_json_atomic
+from motiondetect.outputs.paths import checked_output_file, checked_plot_file
 from motiondetect.outputs.plot import plot_threshold_curves, require_matplotlib
 from motiondetect.pipeline.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
 from motiondetect.pipeline.detector import MotionDetector
@@ -112,23 +113,10 @@ def run(args: argparse.Namespace) -> int:
 
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine)
     folders = [load_folder(path) for path in args.folders]  # check them all before any work
-    json_path = Path(args.json) if args.json else None
-    if json_path is not None:
-        if json_path.is_dir():
-            raise UsageError(f"--json {str(json_path)!r} is a folder; give a file name")
-        if json_path.exists() and not args.overwrite:
-            raise UsageError(f"--json {str(json_path)!r} exists; pass --overwrite to replace it")
-        if not json_path.resolve().parent.is_dir():
-            raise UsageError(f"--json folder {str(json_path.resolve().parent)!r} does not exist")
+    json_path = checked_output_file(Path(args.json), args.overwrite, "--json") if args.json else None
     cache_path = Path(args.loo_cache) if args.loo_cache else None
-    plot_path = Path(args.plot) if args.plot else None
+    plot_path = checked_plot_file(Path(args.plot), args.overwrite) if args.plot else None
     if plot_path is not None:
-        if plot_path.suffix.lower() != ".png":
-            raise UsageError(f"--plot {args.plot!r}: expected a .png file name")
-        if plot_path.exists() and not args.overwrite:
-            raise UsageError(f"--plot {args.plot!r} exists; pass --overwrite to replace it")
-        if not plot_path.resolve().parent.is_dir():
-            raise UsageError(f"--plot folder {str(plot_path.resolve().parent)!r} does not exist")
         require_matplotlib()
         threshold_axis(config)  # a pipeline with no threshold to sweep fails now
     if args.loo or plot_path is not None:

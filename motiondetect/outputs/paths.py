@@ -14,13 +14,19 @@ from motiondetect.outputs.clips import clip_name
 from motiondetect.outputs.masks import mask_name
 
 
-def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: bool, what: str) -> Path:
-    path = Path(given) if given else Path.cwd() / default
+def checked_output_file(path: Path, overwrite: bool, what: str, inputs: set[Path] | frozenset[Path] = frozenset()) -> Path:
+    """``path``, checked as an output file named ``what`` in messages (``--json``, ``events file``).
+
+    Raises:
+        UsageError: it is a folder or one of ``inputs``, exists without ``overwrite`` (a device
+            or FIFO such as /dev/null loses nothing and passes), or its folder is missing or
+            read-only.
+    """
     if path.is_dir():
         raise UsageError(f"{what} {str(path)!r} is a folder; give a file name")
     if path.resolve() in inputs:
         raise UsageError(f"{what} {str(path)!r} is the input file; choose another name")
-    if path.is_file() and not overwrite:  # a device or FIFO (/dev/null) loses nothing
+    if path.is_file() and not overwrite:
         raise UsageError(f"{what} {str(path)!r} exists; pass --overwrite to replace it")
     folder = path.resolve().parent
     if not folder.is_dir():
@@ -29,6 +35,21 @@ def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: 
     if problem:
         raise UsageError(f"{what} folder {str(folder)!r} is not writable ({problem})")
     return path
+
+
+def checked_plot_file(path: Path, overwrite: bool, inputs: set[Path] | frozenset[Path] = frozenset()) -> Path:
+    """``path`` checked as ``--plot``'s PNG file (:func:`checked_output_file`, and a .png name).
+
+    Raises:
+        UsageError: as :func:`checked_output_file`, or the name does not end in .png.
+    """
+    if path.suffix.lower() != ".png":
+        raise UsageError(f"--plot {str(path)!r}: expected a .png file name")
+    return checked_output_file(path, overwrite, "--plot", inputs)
+
+
+def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: bool, what: str) -> Path:
+    return checked_output_file(Path(given) if given else Path.cwd() / default, overwrite, what, inputs)
 
 
 def _output_folder(given: str, first_file: str, overwrite: bool, what: str) -> Path:
@@ -110,15 +131,14 @@ def plan_outputs(
         out.mask_video = _output_path(
             _named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video"
         )
-    if args.plot:
-        if Path(args.plot).suffix.lower() != ".png":
-            raise UsageError(f"--plot {args.plot!r}: expected a .png file name")
-        out.plot = _output_path(_named(args.plot, stem, several, "--plot"), f"{stem}_motion.png", inputs, args.overwrite, "plot")
+    plot = _named(args.plot, stem, several, "--plot")
+    if plot is not None:
+        out.plot = checked_plot_file(Path(plot), args.overwrite, inputs)
     files = [
         ("output video", out.video),
         *(("events file", e) for e in out.events),
         ("mask video", out.mask_video),
-        ("plot", out.plot),
+        ("--plot", out.plot),
     ]
     seen: dict[Path, str] = {}
     for what, path in files:
