@@ -117,6 +117,41 @@ def test_plan_covers_every_frame_once_from_keyframes(path):
     assert len(plan_chunks(str(path), 25.0, 1.0, None)) == 1
 
 
+def test_gop_timeline_gives_the_frame_timestamps_from_a_keyframe(tmp_path):
+    """NVDEC's seek by frame number reads timestamps from the keyframe on only; they equal the
+    whole file's, for a made H.264 MP4 with B-frames and the team's MP4 samples. Other
+    containers are left to the whole-file path (``None``)."""
+    from motiondetect.outputs.writer import VideoWriter
+    from motiondetect.sources.nvdec import _GopTimeline
+
+    made = tmp_path / "bframes.mp4"
+    texture = np.random.default_rng(3).integers(0, 256, (48, 64, 3), np.uint8)
+    with VideoWriter(made, 25.0, (64, 48)) as writer:  # x264 veryfast: B-frames, keyint 250
+        for i in range(620):
+            writer.write(np.roll(texture, i, axis=1))
+    import av
+
+    with av.open(str(made)) as container:
+        order = [p.pts for p in container.demux(container.streams.video[0]) if p.size]
+    assert order != sorted(order)  # B-frames: decode order is not presentation order
+    for path in [made] + [p for p in SAMPLES if p.suffix == ".mp4"]:
+        stamps, keys = packet_timestamps(str(path))
+        assert len(keys) > 1, path
+        with av.open(str(path)) as container:
+            positions = {p.pts: p.pos for p in container.demux(container.streams.video[0]) if p.size}
+        for pts in keys:
+            index = stamps.index(pts)
+            timeline = _GopTimeline.at_keyframe(str(path), pts, index)
+            assert timeline is not None and timeline.first_index == index
+            assert timeline.first_pos == positions[pts] > 0  # where NVDEC's demuxer must land
+            got = [timeline.stamp(k) for k in range(len(stamps) - index)]
+            assert got == stamps[index:], (path.name, pts)
+            assert timeline.stamp(len(stamps) - index) is None
+            timeline.close()
+        assert _GopTimeline.at_keyframe(str(path), keys[1] + 1, 0) is None  # not a keyframe's timestamp
+    assert _GopTimeline.at_keyframe(str(BUNDLED), 0, 0) is None  # AVI: no sample index
+
+
 # -- same answers --------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_frame_pairs_stitched_equal_the_sequential_run_exactly(path):

@@ -17,6 +17,7 @@ only; others fall back to the CPU decoder under ``--decoder auto``.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,6 +198,7 @@ class NvdecSource:
         self._packets = iter(self._demuxer)
         self._ended = False
         self._stamps: tuple[list[int], list[int]] | None = None
+        self._local: _GopTimeline | None = None
 
     @property
     def decode_errors(self) -> int:
@@ -218,6 +220,8 @@ class NvdecSource:
         """Release the decoder and the demuxer."""
         self._pending.clear()
         self._decoder = self._demuxer = None
+        if self._local is not None:
+            self._local.close()
 
     def _next_decoded(self):
         while not self._pending:
@@ -255,6 +259,8 @@ class NvdecSource:
         """
         if self._position == 0:
             return None
+        if self._local is not None:  # after a seek by frame number: only the packets from there
+            return self._local.stamp(self._position - 1 - self._local.first_index)
         stamps = self._timeline()[1]
         return stamps[self._position - 1] if self._position - 1 < len(stamps) else None
 
@@ -272,14 +278,21 @@ class NvdecSource:
     def seek(self, pts: int, index: int) -> None:
         """Go on from the keyframe whose presentation timestamp is ``pts`` (stream time base),
         numbered ``index``, as :meth:`VideoHandler.seek <motiondetect.sources.video.VideoHandler.seek>`
-        does: the packets before it are demuxed and dropped (not decoded) and decoding starts
-        at it, so the frames from it on equal a sequential decode's (closed GOPs, as x264 and
-        NVENC write by default). For a source not yet read (a chunk task).
+        does: decoding starts at it, so the frames from it on equal a sequential decode's
+        (closed GOPs, as x264 and NVENC write by default). For a source not yet read (a chunk
+        task).
+
+        In MP4/MOV files the demuxer jumps to the keyframe by its frame number (the container's
+        sample index) and the frames' timestamps are read with PyAV from that keyframe on, so
+        a chunk costs the same wherever it lies in the file. In other containers the packets
+        before it are demuxed and dropped, and the timestamps come from the whole file.
 
         Raises:
             VideoOpenFailure: no packet of the file has timestamp ``pts``, or the file ends
                 before it.
         """
+        if self._jump(int(pts), index):
+            return
         order = self._timeline()[0]
         try:
             before = order.index(int(pts))
@@ -289,6 +302,39 @@ class NvdecSource:
             if next(self._packets, None) is None:
                 raise VideoOpenFailure(f"{self.source!r}: the file ended before the packet with timestamp {pts}")
         self._position = index
+
+    def _jump(self, pts: int, index: int) -> bool:
+        """Seek the demuxer to the keyframe numbered ``index`` (timestamp ``pts``) when the
+        container indexes its samples (MP4/MOV) and the demuxer lands on that keyframe's packet
+        (same byte position in the file as PyAV's); return whether it did. Otherwise the
+        demuxer is opened again at the start of the file, nothing decoded yet."""
+        if not hasattr(self._demuxer, "Seek"):
+            return False
+        timeline = _GopTimeline.at_keyframe(self.source, pts, index)
+        if timeline is None:
+            return False
+        import PyNvVideoCodec as nvc
+
+        try:
+            # PyNvVideoCodec 2.2.4: Seek(n) goes to a keyframe near frame n and returns an empty
+            # packet; iteration goes on from there. Where it lands is checked, not assumed.
+            first = self._demuxer.Seek(index)
+            packets = iter(self._demuxer)
+            if not first.bsl:
+                first = next(packets)
+            landed = first.pos == timeline.first_pos
+        except Exception:  # the binding raises plain exceptions
+            landed = False
+        if not landed:
+            log.debug("%r: NVDEC's demuxer did not land on frame %d; demuxing from the start", self.source, index)
+            timeline.close()
+            self._demuxer = nvc.CreateDemuxer(self.source)
+            self._packets = iter(self._demuxer)
+            return False
+        self._packets = itertools.chain([first], packets)
+        self._position = index
+        self._local = timeline
+        return True
 
     def _device_frame(self, decoded) -> DeviceFrame:
         luma, chroma = (plane.__cuda_array_interface__ for plane in decoded.cuda())
@@ -328,3 +374,65 @@ class NvdecSource:
             skipped += 1
         self._position += skipped
         return skipped
+
+
+class _GopTimeline:
+    """Presentation timestamps of a file's frames from one keyframe on, read with PyAV a GOP at
+    a time: the frames before the next keyframe are exactly the packets before it (closed GOPs),
+    so sorting each finished GOP's packet timestamps gives the frames' timestamps in order."""
+
+    #: Containers whose frame numbers the demuxer's Seek maps through a sample index.
+    INDEXED = ("mov", "mp4")
+
+    def __init__(self, container, packets: Iterator, first_index: int, first_pos: int) -> None:
+        self._container = container
+        #: Byte position of the keyframe's packet in the file (where NVDEC's demuxer must land).
+        self.first_pos = first_pos
+        self._packets = packets
+        self.first_index = first_index
+        self._sorted: list[int] = []
+        self._gop: list[int] = []
+
+    @classmethod
+    def at_keyframe(cls, path: str, pts: int, index: int) -> _GopTimeline | None:
+        """The timeline from the keyframe with timestamp ``pts``, numbered ``index``; ``None``
+        when the container is not an indexed one or PyAV does not land on that keyframe."""
+        import av
+
+        container = av.open(path)
+        try:
+            if not any(name in cls.INDEXED for name in container.format.name.split(",")):
+                container.close()
+                return None
+            stream = container.streams.video[0]
+            container.seek(pts, stream=stream, backward=True, any_frame=False)
+            packets = (p for p in container.demux(stream) if p.pts is not None and p.size)
+            first = next(packets, None)
+        except av.FFmpegError:
+            container.close()
+            return None
+        if first is None or first.pts != pts or not first.is_keyframe:
+            container.close()
+            return None
+        timeline = cls(container, packets, index, first.pos)
+        timeline._gop.append(first.pts)
+        return timeline
+
+    def stamp(self, k: int) -> int | None:
+        """Timestamp of the ``k``-th frame from the keyframe (0-based), or ``None`` past the end."""
+        while len(self._sorted) <= k and self._container is not None:
+            packet = next(self._packets, None)
+            if packet is None or packet.is_keyframe:
+                self._sorted += sorted(self._gop)
+                self._gop = []
+            if packet is None:
+                self._container.close()
+                self._container = None
+            else:
+                self._gop.append(packet.pts)
+        return self._sorted[k] if k < len(self._sorted) else None
+
+    def close(self) -> None:
+        if self._container is not None:
+            self._container.close()
+            self._container = None
