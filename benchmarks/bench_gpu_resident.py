@@ -187,6 +187,10 @@ def memory_over(cuda, pictures: list[Picture], frames: int, batch: int) -> tuple
     return samples[0], drv.mem_get_info()[0]
 
 
+def table_row(label: str, what: str, rate: float, ref: str, ref_rate: float) -> str:
+    return f"| {label} | {what} | {rate:,.0f} | {ref} | {ref_rate:,.0f} | {100 * rate / ref_rate:.0f} % |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("clip", nargs="?", default=str(ROOT / "samples" / "highway_traffic_320x240.avi"))
@@ -197,7 +201,13 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=10_000, help="frames for the memory check")
     args = parser.parse_args()
     sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
-    rows = []
+    rows: list[tuple] = []
+
+    def add(row: tuple) -> None:
+        # Printed as measured too, so a run cut short by a time limit still reports its rows.
+        rows.append(row)
+        print(table_row(*row), flush=True)
+
     with tempfile.TemporaryDirectory() as tmp, CUDAHandler() as cuda:
         folder = Path(tmp)
         print(f"GPU: {cuda.device_name}; NVDEC: {nvdec_problem() or 'PyNvVideoCodec'}", flush=True)
@@ -213,8 +223,8 @@ def main() -> None:
             nv_scan, nv_loop = motiondetect_process(
                 count, args.repeats, events, str(path), "--no-video", "--decoder", "nvdec", "--backend", "cuda"
             )
-            rows.append((label, "--no-video, NVDEC, one decoder (process)", nv_scan, "NVDEC decode-only (process)", decode_nv))
-            rows.append(
+            add((label, "--no-video, NVDEC, one decoder (process)", nv_scan, "NVDEC decode-only (process)", decode_nv))
+            add(
                 (
                     label,
                     "  the same, loop only (start-up excluded)",
@@ -225,7 +235,7 @@ def main() -> None:
             )
 
             for k in [int(b) for b in args.batches.split(",")]:
-                rows.append(
+                add(
                     (
                         label,
                         f"on-device pipeline, default config, K={k}",
@@ -235,7 +245,7 @@ def main() -> None:
                     )
                 )
 
-            rows.append(
+            add(
                 (
                     label,
                     "host pictures in -> annotated + masks out",
@@ -250,8 +260,8 @@ def main() -> None:
                     count, args.repeats, events, str(path), "-o", out, "--preset", preset, "--backend", "cuda"
                 )
                 x264 = x264_rate(pictures, folder, preset, args.repeats)
-                rows.append((label, f"annotated video, {preset} (process)", video, f"libx264 alone on yuv420p, {preset}", x264))
-                rows.append(
+                add((label, f"annotated video, {preset} (process)", video, f"libx264 alone on yuv420p, {preset}", x264))
+                add(
                     (
                         label,
                         "  the same, loop only (start-up and encoder flush excluded)",
@@ -265,8 +275,8 @@ def main() -> None:
             cpu_scan, cpu_loop = motiondetect_process(
                 count, args.repeats, events, str(path), "--no-video", "--decoder", "cpu", "--backend", "cuda"
             )
-            rows.append((label, "--no-video, CPU decoder (PyAV) (process)", cpu_scan, "PyAV decode-only (process)", decode_cpu))
-            rows.append(
+            add((label, "--no-video, CPU decoder (PyAV) (process)", cpu_scan, "PyAV decode-only (process)", decode_cpu))
+            add(
                 (
                     label,
                     "  the same, loop only (start-up excluded)",
@@ -281,8 +291,8 @@ def main() -> None:
             f"\nGPU memory free after warm-up {before / 2**20:.1f} MiB, after {args.long} frames {after / 2**20:.1f} MiB (change {(after - before) / 2**20:+.1f} MiB)"
         )
     print("\n| size | measure | fps | reference | fps | share |\n| --- | --- | ---: | --- | ---: | ---: |")
-    for label, what, rate, ref, ref_rate in rows:
-        print(f"| {label} | {what} | {rate:,.0f} | {ref} | {ref_rate:,.0f} | {100 * rate / ref_rate:.0f} % |")
+    for row in rows:
+        print(table_row(*row))
 
 
 if __name__ == "__main__":
