@@ -146,7 +146,7 @@ def test_gop_timeline_gives_the_frame_timestamps_from_a_keyframe(tmp_path):
             assert timeline.first_pos == positions[pts] > 0  # where NVDEC's demuxer must land
             got = [timeline.stamp(k) for k in range(len(stamps) - index)]
             assert got == stamps[index:], (path.name, pts)
-            assert timeline.stamp(len(stamps) - index) is None
+            assert timeline.stamp(len(stamps) - index) is None and timeline.stamp(-1) is None
             timeline.close()
         assert _GopTimeline.at_keyframe(str(path), keys[1] + 1, 0) is None  # not a keyframe's timestamp
     assert _GopTimeline.at_keyframe(str(BUNDLED), 0, 0) is None  # AVI: no sample index

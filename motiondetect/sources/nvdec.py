@@ -419,7 +419,10 @@ class _GopTimeline:
         return timeline
 
     def stamp(self, k: int) -> int | None:
-        """Timestamp of the ``k``-th frame from the keyframe (0-based), or ``None`` past the end."""
+        """Timestamp of the ``k``-th frame from the keyframe (0-based), or ``None`` past the end
+        (or for ``k < 0``: no frame yielded since the seek)."""
+        if k < 0:
+            return None
         while len(self._sorted) <= k and self._container is not None:
             packet = next(self._packets, None)
             if packet is None or packet.is_keyframe:
