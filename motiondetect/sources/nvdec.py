@@ -126,7 +126,7 @@ class NvdecSource:
     """Frames of a video file decoded by NVDEC, as :class:`DeviceFrame` s in device memory.
 
     Iterates like :class:`~motiondetect.sources.video.VideoHandler` (the same ``fps``, ``size``,
-    ``frame_count``, ``name``, ``decode_errors``, ``skip``, ``writer``), yielding
+    ``frame_count``, ``name``, ``decode_errors``, ``skip``, ``seek``), yielding
     :class:`~motiondetect.sources.video.Frame` s whose ``image`` is a :class:`DeviceFrame` (or, with
     ``host=True``, a host :class:`~motiondetect.core.picture.Picture`). A frame's device planes stay
     valid until the next frame is decoded (the decoder reuses its surfaces, whatever still
