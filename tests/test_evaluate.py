@@ -448,7 +448,17 @@ def dev_clip(name: str) -> Path:
 def test_dev_set_files_match_their_checksums():
     listed = [line.split(maxsplit=1) for line in (DEV / "SHA256SUMS").read_text().splitlines()]
     folders = {name.split("/")[0] for _, name in listed}
-    assert folders == {"baseline_pedestrians", "baseline_office", "wallflower_wavingtrees_0_247"}
+    assert folders == {
+        "baseline_pedestrians",
+        "baseline_office",
+        "wallflower_wavingtrees_0_247",
+        "sbi_caviar2",
+        "sbi_foliage",
+        "sbi_snellen",
+        "sbi_cavignal",
+        "sbi_highway_i",
+        "sbi_board",
+    }
     present = [(digest, name) for digest, name in listed if (DEV / name.split("/")[0] / "groundtruth").is_dir()]
     if not present:
         pytest.skip("no dev clip materialized")

@@ -16,6 +16,12 @@ CDnet clips keep their upstream names. The Wallflower clip is put in the CDnet l
 ``motiondetect evaluate`` reads: its frames ``bNNNNN.bmp`` become ``input/inNNNNNN.bmp`` and its
 one label image ``hand_segmented_NNNNN.BMP`` becomes ``groundtruth/gtNNNNNN.bmp`` (same bytes,
 new names; README.md lists the mapping).
+
+The SBI2015 clips come from the copy of the SBI2015 sequences with per-frame foreground labels in
+FgSegNet's repository (``SBI2015_dataset/<sequence>/``), already in a CDnet-like layout: their
+labels ``groundtruth/gtNNNNNN.png`` and, where the sequence has them, ``ROI.bmp`` and
+``temporalROI.txt`` keep their names; frames named ``<Sequence>_NNNNNN.png`` there become
+``input/inNNNNNN.png`` (same bytes, same number).
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+#: Snapshot of lim-anggun/FgSegNet that the SBI2015 clips are copied from.
+FGSEGNET = "7aa31e2eba2bbe29f4725c040288e0090c453316"
+
 #: folder -> (repository, commit, path of the sequence in it, first frame, last frame); frames inclusive.
 CLIPS = {
     "baseline_pedestrians": (
@@ -39,11 +48,26 @@ CLIPS = {
     ),
     "baseline_office": ("romannowak9/zaawansowane_alg_wizyjne", "479aabb2327f8e37b0cf1d6b93b91293e3ce888e", "lab02_cfd/office", 570, 769),
     "wallflower_wavingtrees_0_247": ("ZiyangS/BackgroundSubtraction", "c038c7b3b5246814c73395a2b34b3e0857d77f08", "WavingTrees", 0, 247),
+    "sbi_caviar2": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/CAVIAR2", 0, 199),
+    "sbi_foliage": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/Foliage", 0, 199),
+    "sbi_snellen": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/Snellen", 0, 199),
+    "sbi_cavignal": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/CaVignal", 58, 257),
+    "sbi_highway_i": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/HighwayI", 0, 149),
+    "sbi_board": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/Board", 0, 149),
 }
 #: Files copied besides the frames (CDnet's own, unmodified).
 EXTRAS = ("ROI.bmp", "ROI.jpg", "temporalROI.txt")
 #: Wallflower clips: folder -> the frame number of the one hand-segmented label image.
 WALLFLOWER_LABELS = {"wallflower_wavingtrees_0_247": 247}
+#: SBI2015 clips: folder -> (upstream frame name prefix, frame extension, extra files the sequence has).
+SBI = {
+    "sbi_caviar2": ("in", "jpg", ("ROI.bmp", "temporalROI.txt")),
+    "sbi_foliage": ("in", "jpg", ()),
+    "sbi_snellen": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
+    "sbi_cavignal": ("CaVignal_", "png", ()),
+    "sbi_highway_i": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
+    "sbi_board": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
+}
 
 
 def clip_files(first: int, last: int) -> list[str]:
@@ -59,11 +83,20 @@ def wallflower_files(first: int, last: int, label: int) -> list[tuple[str, str]]
     return pairs + [(f"hand_segmented_{label:05d}.BMP", f"groundtruth/gt{label:06d}.bmp"), ("script.txt", "script.txt")]
 
 
+def sbi_files(first: int, last: int, prefix: str, ext: str, extras: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(upstream name, name here)`` of an SBI2015 clip's files, in the CDnet layout."""
+    pairs = [(f"input/{prefix}{n:06d}.{ext}", f"input/in{n:06d}.{ext}") for n in range(first, last + 1)]
+    pairs += [(f"groundtruth/gt{n:06d}.png", f"groundtruth/gt{n:06d}.png") for n in range(first, last + 1)]
+    return pairs + [(name, name) for name in extras]
+
+
 def file_pairs(folder: str) -> list[tuple[str, str]]:
     """``(upstream name, name here)`` of every file of a clip, relative to its sequence folder."""
     _, _, _, first, last = CLIPS[folder]
     if folder in WALLFLOWER_LABELS:
         return wallflower_files(first, last, WALLFLOWER_LABELS[folder])
+    if folder in SBI:
+        return sbi_files(first, last, *SBI[folder])
     return [(name, name) for name in clip_files(first, last)]
 
 
