@@ -99,6 +99,8 @@ def test_warmup_frames_follow_the_learning_rates():
     assert warmup_frames([RunningAverage(alpha=0.04)]) == 25
     assert warmup_frames([RunningAverage(alpha=1.0)]) == 1  # the previous frame itself
     assert warmup_frames([RunningAverage(alpha=0.0)]) is None  # never forgets: not split
+    # The subsense model's samples never forget their start exactly: not split either.
+    assert warmup_frames(build_filters(load_config(ROOT / "configs" / "subsense.yaml"))) is None
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)

@@ -23,7 +23,8 @@ A :class:`Filter` is one step of the motion pipeline. Each subclass declares
 A filter may keep state from frame to frame (a background model): it then overrides
 :meth:`Filter.reset`, which the detector calls when a new stream starts, and names the
 parameters that are its learning rates in ``LEARNING_RATES`` (how fast it forgets its start,
-which sets the warm-up of a chunk scanned on its own: :func:`motiondetect.scaleout.chunks.warmup_frames`).
+which sets the warm-up of a chunk scanned on its own: :meth:`Filter.chunk_warmup`, which a model
+that forgets otherwise overrides).
 
 and implements the same function on the CPU with NumPy/OpenCV (:meth:`Filter.reference`) and on
 the GPU through a :class:`~motiondetect.gpu.cuda_handler.CUDAHandler` (:meth:`Filter.apply_kernel`,
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -169,6 +171,24 @@ class Filter(ABC):
         <motiondetect.pipeline.detector.MotionDetector.reset>` calls it so that the next frame starts a
         new stream on both backends.
         """
+
+    def chunk_warmup(self) -> int | None:
+        """Frames this filter needs before a chunk's first frame so its state is a sequential
+        run's (:func:`motiondetect.scaleout.chunks.warmup_frames` takes the pipeline's largest).
+
+        Returns:
+            0 for a filter without state; for one with ``LEARNING_RATES``, its slowest time
+            constant ``ceil(1 / a)`` frames for the smallest rate ``a`` (an exponential average
+            forgets its start as ``(1 - a)**n``), and at least its own ``warmup`` parameter + 1;
+            ``None`` when a rate is 0 (its state keeps the stream's first frame for good).
+            Filters whose state forgets otherwise override this.
+        """
+        if not self.LEARNING_RATES:
+            return 0
+        rates = [float(self.params[name]) for name in self.LEARNING_RATES]
+        if min(rates) <= 0:
+            return None
+        return max(math.ceil(1 / min(rates) - 1e-9), int(self.params.get("warmup", 0)) + 1)
 
     def state_key(self, name: str) -> tuple:
         """Key of this instance's device buffer ``name`` in :meth:`CUDAHandler.buffer

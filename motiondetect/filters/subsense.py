@@ -276,6 +276,13 @@ class Subsense(Filter):
         super().__init__(**params)
         self.reset()
 
+    def chunk_warmup(self) -> int | None:
+        """``None``: a chunk cannot start this model in a sequential run's state (its samples
+        are replaced at random, one in T(x) frames, so they never forget the stream's start
+        exactly; :mod:`motiondetect.scaleout.chunks` has the measurement), so a file is scanned
+        as one chunk."""
+        return None
+
     def reset(self) -> None:
         self._model: dict[str, np.ndarray] | None = None
         self._pairs = 0

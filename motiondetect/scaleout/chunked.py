@@ -201,7 +201,11 @@ def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_ou
         name, fps, size, frame_count = video.name, video.fps, video.size, video.frame_count
     warmup = warmup_frames(build_filters(config))
     if warmup is None:
-        log.info("notice: a learning rate of 0 keeps the background model's first frame forever; %s is scanned as one chunk", source)
+        log.info(
+            "notice: the background model keeps the stream's start for good (a learning rate of 0, or the subsense model);"
+            " %s is scanned as one chunk",
+            source,
+        )
     # Workers run elsewhere (another folder, another machine): they get absolute paths.
     chunks = plan_chunks(str(Path(source).resolve()), fps, config["scan"]["chunk"], warmup)
     roi = rasterize(config["roi"], size)
@@ -388,10 +392,11 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
         EventsSink(path, events, header).close(summary)
         outputs.append(str(path))
     log.info(
-        "%s: %d frames in %d chunks, %.1f s (%.0f fps), %d event%s, backend %s -> %s",
+        "%s: %d frames in %d chunk%s, %.1f s (%.0f fps), %d event%s, backend %s -> %s",
         item.source,
         summary.frames,
         len(ordered),
+        "" if len(ordered) == 1 else "s",
         elapsed,
         summary.frames / elapsed if elapsed > 0 else 0.0,
         len(events.events),

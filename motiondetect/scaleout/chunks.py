@@ -18,7 +18,11 @@ frames before them. :func:`warmup_frames` says how many:
   at the defaults, ``gaussian_background``'s ``alpha_foreground`` 0.002 gives 500 frames, the
   time a stopped object takes to join the background; and at least the model's own ``warmup``
   frame pairs plus one, so its start-up phase is over. A rate of 0 never forgets: such a
-  pipeline is not split (one chunk per file).
+  pipeline is not split (one chunk per file);
+- the ``subsense`` model: not split either. Its sample sets are refreshed at random, one sample
+  in ``T(x)`` frames (``T`` up to 256), so they never forget their start exactly: measured on the
+  bundled clip, chunks after a 300-frame warm-up agree with the sequential run on 99.894 % of the
+  mask pixels, below the 99.9 % the chunked runs are held to.
 
 Decoding starts at the last keyframe at least that many frames before the chunk (or at the start
 of the file), and the pipeline runs over every frame from there; results are kept from the
@@ -29,7 +33,6 @@ model agrees on nearly every mask pixel (the tests hold it to 99.9 % on the team
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -48,18 +51,18 @@ def warmup_frames(filters: Sequence[Filter]) -> int | None:
         filters: the pipeline's filter instances.
 
     Returns:
-        1 for frame pairs; the slowest time constant of a background model (at least its
-        ``warmup`` + 1); ``None`` when a learning rate of 0 makes the state depend on the
-        first frame forever (the file is then one chunk).
+        1 for frame pairs; otherwise the largest :meth:`Filter.chunk_warmup
+        <motiondetect.filters.base.Filter.chunk_warmup>` of the filters (a background model's
+        slowest time constant, at least its ``warmup`` + 1); ``None`` when a filter's state
+        keeps the stream's start for good (a learning rate of 0, the ``subsense`` model): the
+        file is then one chunk.
     """
     frames = 1  # a plain frame pair: the reference is the previous frame
     for flt in filters:
-        if not flt.LEARNING_RATES:
-            continue
-        rates = [float(flt.params[name]) for name in flt.LEARNING_RATES]
-        if min(rates) <= 0:
+        needed = flt.chunk_warmup()
+        if needed is None:
             return None
-        frames = max(frames, math.ceil(1 / min(rates) - 1e-9), int(flt.params.get("warmup", 0)) + 1)
+        frames = max(frames, needed)
     return frames
 
 
