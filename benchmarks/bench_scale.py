@@ -27,6 +27,7 @@ instead of failing. Prints one Markdown table. Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -40,8 +41,6 @@ import cv2
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-import json  # noqa: E402
 
 from motiondetect.core.picture import as_bgr  # noqa: E402
 from motiondetect.outputs.writer import VideoWriter, join_videos  # noqa: E402

@@ -400,22 +400,21 @@ class _GopTimeline:
         import av
 
         container = av.open(path)
+        timeline = None
         try:
-            if not any(name in cls.INDEXED for name in container.format.name.split(",")):
-                container.close()
-                return None
-            stream = container.streams.video[0]
-            container.seek(pts, stream=stream, backward=True, any_frame=False)
-            packets = (p for p in container.demux(stream) if p.pts is not None and p.size)
-            first = next(packets, None)
+            if any(name in cls.INDEXED for name in container.format.name.split(",")):
+                stream = container.streams.video[0]
+                container.seek(pts, stream=stream, backward=True, any_frame=False)
+                packets = (p for p in container.demux(stream) if p.pts is not None and p.size)
+                first = next(packets, None)
+                if first is not None and first.pts == pts and first.is_keyframe:
+                    timeline = cls(container, packets, index, first.pos)
+                    timeline._gop.append(first.pts)
         except av.FFmpegError:
-            container.close()
-            return None
-        if first is None or first.pts != pts or not first.is_keyframe:
-            container.close()
-            return None
-        timeline = cls(container, packets, index, first.pos)
-        timeline._gop.append(first.pts)
+            pass
+        finally:
+            if timeline is None:  # the timeline keeps the container open; nothing else does
+                container.close()
         return timeline
 
     def stamp(self, k: int) -> int | None:
