@@ -311,6 +311,23 @@ def test_jobs_starts_a_local_cluster(monkeypatch, capsys, tmp_path):
     assert rc == 0, err
     assert "dashboard" in err
     assert _report(tmp_path / "jobs") == expected
+    # The plan was balanced over the cluster's 2 slots, and the cluster has them.
+    line = next(line for line in err.splitlines() if "chunk plan:" in line)
+    assert "chunk plan: 2 slots, " in line and "(aimed at 2 s)" in line, line
+    assert "balanced for" not in err
+
+
+def test_an_existing_cluster_keeps_the_aimed_chunk_length(scheduler, monkeypatch, capsys, tmp_path):
+    """Its slots are not known before connecting: --chunk 5 on the 748-frame clip at 25 fps is
+    cut at the keyframes after 125, 250, ... frames, as without balancing."""
+    address, _, _ = scheduler
+    args = [BUNDLED, "-c", SEED_YAML, "--no-video", "--backend", "cpu", "--scheduler", address, "--chunk", "5", "-v"]
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, *args, "--events", "report.json")
+    assert rc == 0, err
+    chunks = len(plan_chunks(str(BUNDLED), 25.0, 5.0, 1))
+    assert chunks >= 3
+    assert f"chunk plan: slots unknown (--scheduler), the aimed 5-s chunks kept: {chunks} chunks" in err
+    assert f"748 frames in {chunks} chunks" in err
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,12 @@
 """The chunked run (``--jobs`` / ``--scheduler``): every input split at keyframes, the chunks
 scanned on a Dask cluster, the results stitched in order.
 
-1. Each input is planned (:func:`~motiondetect.scaleout.chunks.plan_chunks`) and its outputs checked as a
-   sequential run checks them; chunks finished by an earlier, interrupted run of the same command
-   are taken from its manifest (:mod:`motiondetect.scaleout.manifest`).
+1. Every input's packets are read once (:func:`~motiondetect.scaleout.chunks.packet_timestamps`),
+   the chunk length is balanced over the worker slots of a local cluster
+   (:func:`~motiondetect.scaleout.balance.balance_chunks`; ``--scheduler`` keeps ``--chunk``),
+   and each input is planned with it and its outputs checked as a sequential run checks them;
+   chunks finished by an earlier, interrupted run of the same command are taken from its
+   manifest (:mod:`motiondetect.scaleout.manifest`).
 2. Every remaining chunk of every input is one task (:func:`~motiondetect.scaleout.chunk_task.run_chunk`);
    one progress bar counts the frames of all of them. A worker that dies mid-chunk costs a retry
    (Dask reschedules its tasks), not the run.
@@ -47,12 +50,24 @@ from motiondetect.outputs.writer import join_videos
 from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.roi import rasterize
 from motiondetect.pipeline.runner import Runner
+from motiondetect.scaleout.balance import Balance, Packets, balance_chunks
 from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
-from motiondetect.scaleout.chunks import Chunk, plan_chunks, warmup_frames
+from motiondetect.scaleout.chunks import Chunk, packet_timestamps, warmup_frames
 from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
 from motiondetect.sources.video import VideoHandler
 
 log = logging.getLogger("motiondetect")
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """An input opened and checked for a chunked run, before it is planned."""
+
+    source: str
+    name: str
+    fps: float
+    size: tuple[int, int]
+    frame_count: int | None
 
 
 @dataclass
@@ -124,7 +139,7 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     """
     from motiondetect.core.progress import progress_bar
     from motiondetect.outputs.paths import plan_outputs
-    from motiondetect.scaleout.cluster import open_client
+    from motiondetect.scaleout.cluster import local_slots, open_client
 
     problem = chunked_problem(args, config)
     if problem:
@@ -132,9 +147,23 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     roi = config.get("roi")
     if isinstance(roi, dict) and "mask" in roi:  # the workers read it from their own folder
         config = {**config, "roi": {"mask": str(Path(roi["mask"]).resolve())}}
-    taken: set[Path] = set()
-    items = [_prepare(args, config, source, len(inputs) > 1, taken, plan_outputs) for source in inputs]
     cuda_here = _cuda_here(config)
+    opened = [_open(args, source) for source in inputs]
+    warmup = warmup_frames(build_filters(config))
+    if warmup is None:
+        for one in opened:
+            log.info(
+                "notice: the background model keeps the stream's start for good (a learning rate of 0, or the subsense model);"
+                " %s is scanned as one chunk",
+                one.source,
+            )
+    # The slots of a local cluster are known before it starts; an existing one's are not.
+    slots = None if args.scheduler else local_slots(args.jobs or None, cuda_here)
+    balance = _balance(opened, warmup, config["scan"]["chunk"], slots)
+    taken: set[Path] = set()
+    items = [
+        _prepare(args, config, one, warmup, chunks, len(inputs) > 1, taken, plan_outputs) for one, chunks in zip(opened, balance.plans)
+    ]
     # A local CPU cluster shares this machine's cores; other workers use their own.
     threads = None if cuda_here or args.scheduler else _decoder_threads(args.jobs or None)
     for item in items:
@@ -153,6 +182,7 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
                 _renumber(item, config, args, threads)
         if any(number not in item.results for item in items for number in item.jobs):
             with open_client(args.jobs or None, args.scheduler, cuda_here, dashboard=args.verbose) as client:
+                _check_slots(client, slots)
                 failure = _run_jobs(client, items, bar, config, args, threads)
     except KeyboardInterrupt:
         interrupted = True
@@ -191,23 +221,57 @@ def _decoder_threads(jobs: int | None) -> int:
     return max(1, cores // (jobs or cores))
 
 
-def _prepare(args, config, source: str, several: bool, taken: set[Path], plan_outputs) -> _Input:
-    """Open and plan one input, check its outputs, and load its finished chunks (resume)."""
+def _open(args, source: str) -> _Opened:
+    """Open one input and check that it can be split (a video file)."""
     if "://" in source:
         raise UsageError(f"{source!r}: --jobs and --scheduler split video files; streams run without them")
     with VideoHandler(source, fps=args.fps) as video:
         if not video.decodes_pictures:
             raise UsageError(f"{source!r}: --jobs and --scheduler split video files; image sequences, cameras and URLs run without them")
-        name, fps, size, frame_count = video.name, video.fps, video.size, video.frame_count
-    warmup = warmup_frames(build_filters(config))
-    if warmup is None:
-        log.info(
-            "notice: the background model keeps the stream's start for good (a learning rate of 0, or the subsense model);"
-            " %s is scanned as one chunk",
-            source,
-        )
+        return _Opened(source, video.name, video.fps, video.size, video.frame_count)
+
+
+def _balance(opened: list[_Opened], warmup: int | None, seconds: float, slots: int | None) -> Balance:
+    """Every input's packets read once, the chunk length balanced over ``slots``, the plans; one
+    debug line (``-v``) says what was chosen."""
     # Workers run elsewhere (another folder, another machine): they get absolute paths.
-    chunks = plan_chunks(str(Path(source).resolve()), fps, config["scan"]["chunk"], warmup)
+    packets = []
+    for item in opened:
+        path = str(Path(item.source).resolve())
+        stamps, keys = packet_timestamps(path)
+        packets.append(Packets(path, item.fps, stamps, keys))
+    balance = balance_chunks(packets, warmup, seconds, slots)
+    if slots is None:
+        log.debug("chunk plan: slots unknown (--scheduler), the aimed %g-s chunks kept: %d chunks", seconds, balance.chunks)
+    elif warmup is None:
+        log.debug("chunk plan: %d slots, one chunk per file (the pipeline cannot be split): %d chunks", slots, balance.chunks)
+    else:
+        log.debug(
+            "chunk plan: %d slots, %g-s chunks (aimed at %g s): %d chunks, about %d frames decoded by the busiest slot",
+            slots,
+            balance.seconds,
+            seconds,
+            balance.chunks,
+            balance.makespan,
+        )
+    return balance
+
+
+def _check_slots(client, slots: int | None) -> None:
+    """Say (``-v``) when the local cluster runs another number of chunks at once than the plan
+    was balanced for."""
+    if slots is None:
+        return
+    threads = sum(w.get("nthreads", 0) for w in client.scheduler_info().get("workers", {}).values())
+    if threads != slots:
+        log.debug("the cluster has %d worker threads; the chunk plan was balanced for %d slots", threads, slots)
+
+
+def _prepare(
+    args, config, opened: _Opened, warmup: int | None, chunks: list[Chunk], several: bool, taken: set[Path], plan_outputs
+) -> _Input:
+    """Check one planned input's outputs and load its finished chunks (resume)."""
+    source, name, fps, size, frame_count = opened.source, opened.name, opened.fps, opened.size, opened.frame_count
     roi = rasterize(config["roi"], size)
     area = int(np.count_nonzero(roi)) if roi is not None else size[0] * size[1]
     inputs = {Path(source).resolve()}

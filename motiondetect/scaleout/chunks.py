@@ -1,9 +1,10 @@
 """Chunks: a video file split at keyframes, so its parts can be scanned at the same time.
 
 A chunk is a run of consecutive frames that starts at a keyframe, so a decoder can start there
-on its own. :func:`plan_chunks` reads the file's packets with PyAV (demuxing only, no decoding:
-seconds for an hour of video) and cuts it about every ``--chunk`` seconds at the first keyframe
-at or after each cut. A frame's number in the plan is the rank of its presentation timestamp
+on its own. :func:`plan_chunks` reads the file's packets with PyAV (:func:`packet_timestamps`:
+demuxing only, no decoding, seconds for an hour of video) and cuts it (:func:`plan_from_stamps`)
+about every ``--chunk`` seconds at the first keyframe at or after each cut. A run of several
+chunks balances that length over its workers first (:mod:`motiondetect.scaleout.balance`). A frame's number in the plan is the rank of its presentation timestamp
 among the packets'; the worker that scans a chunk finds its frames by timestamp (from the
 keyframe's up to the next chunk's keyframe's), so the chunks always partition the frames a
 sequential decode gives, and their numbers are checked when the results are stitched.
@@ -107,6 +108,13 @@ def packet_timestamps(path: str) -> tuple[list[int], list[int]]:
     flags on packets under 1/16 of the median keyframe's size: such a packet holds no picture
     (the 1-byte placeholders of an AVI's packed B-frames are flagged as keyframes).
 
+    Args:
+        path: a video file.
+
+    Returns:
+        ``(stamps, keys)``: every packet's timestamp and the keyframes' timestamps, each sorted
+        ascending, in ticks of the stream's time base (one packet per frame).
+
     Raises:
         VideoOpenFailure: the file cannot be opened or holds no video stream.
     """
@@ -131,12 +139,8 @@ def packet_timestamps(path: str) -> tuple[list[int], list[int]]:
 
 
 def plan_chunks(path: str, fps: float, seconds: float = DEFAULT_CHUNK_SECONDS, warmup: int | None = 1) -> list[Chunk]:
-    """Split a video file into chunks of about ``seconds`` at keyframes.
-
-    Cut ``k`` falls at the first keyframe whose frame number is at least ``k * round(seconds *
-    fps)``; keyframes whose timestamp is shared by another packet, and cuts that would leave an
-    empty chunk, are skipped. Each chunk's decoding starts at the last keyframe at or before
-    ``first_index - warmup`` (the start of the file when there is none).
+    """Split a video file into chunks of about ``seconds`` at keyframes: its packets read by
+    :func:`packet_timestamps`, then cut by :func:`plan_from_stamps` (the rule is there).
 
     Args:
         path: a video file.
@@ -146,21 +150,51 @@ def plan_chunks(path: str, fps: float, seconds: float = DEFAULT_CHUNK_SECONDS, w
             one chunk.
 
     Returns:
-        The chunks in order; one when the file has no usable timestamps or keyframes, or is
-        shorter than ``seconds``.
+        The chunks in order, as :func:`plan_from_stamps` gives them.
+
+    Raises:
+        ValueError: ``fps`` or ``seconds`` is not > 0 (checked before the file is read).
+        VideoOpenFailure: as :func:`packet_timestamps`.
+    """
+    _check_rates(fps, seconds)
+    stamps, keys = packet_timestamps(path)
+    return plan_from_stamps(stamps, keys, fps, seconds, warmup, path)
+
+
+def plan_from_stamps(stamps: Sequence[int], keys: Sequence[int], fps: float, seconds: float, warmup: int | None, path: str) -> list[Chunk]:
+    """Cut a file into chunks of about ``seconds`` at keyframes, from its packets' timestamps
+    (no file is read: the same timestamps can be planned at several chunk lengths).
+
+    Cut ``k`` falls at the first keyframe whose frame number is at least ``k * round(seconds *
+    fps)`` frames; when two packets share a timestamp the file is not cut (frame numbers by
+    timestamp would be ambiguous), and cuts that would leave an empty chunk are skipped. Each
+    chunk's decoding starts at the last keyframe at or before ``first_index - warmup`` (the
+    start of the file when there is none).
+
+    Args:
+        stamps: presentation timestamps of every packet, sorted (:func:`packet_timestamps`).
+        keys: timestamps of the keyframes, sorted, each one of ``stamps``.
+        fps: the frame rate, frames/s.
+        seconds: chunk length to aim for, seconds > 0.
+        warmup: frames a chunk needs before it (:func:`warmup_frames`); ``None``: the file is
+            one chunk.
+        path: the video file, recorded in each :class:`Chunk` (``source``).
+
+    Returns:
+        The chunks in order, their ``frames`` adding up to ``len(stamps)``; one chunk when there
+        are no usable keyframes, the timestamps are not unique, ``warmup`` is ``None``, or the
+        file is shorter than ``seconds``.
 
     Raises:
         ValueError: ``fps`` or ``seconds`` is not > 0.
-        VideoOpenFailure: as :func:`packet_timestamps`.
     """
-    if not (fps > 0 and seconds > 0):
-        raise ValueError(f"fps and seconds must be > 0; got {fps}, {seconds}")
-    stamps, keys = packet_timestamps(path)
+    _check_rates(fps, seconds)
     total = len(stamps)
     unique = len(set(stamps)) == total
     step = max(1, round(seconds * fps))
     # Keyframe -> its frame number: the rank of its timestamp among all packets'.
     key_index = [(bisect.bisect_left(stamps, pts), pts) for pts in keys] if unique else []
+    key_numbers = [index for index, _ in key_index]
     starts: list[tuple[int, int | None]] = [(0, None)]
     if warmup is not None:
         target = step
@@ -172,10 +206,15 @@ def plan_chunks(path: str, fps: float, seconds: float = DEFAULT_CHUNK_SECONDS, w
     for number, (first, start_pts) in enumerate(starts):
         last = starts[number + 1][0] if number + 1 < len(starts) else total
         seek_pts, seek_index = None, 0
-        if start_pts is not None:
-            earlier = [(i, pts) for i, pts in key_index if i <= first - warmup]
-            if earlier and earlier[-1][0] > 0:
-                seek_index, seek_pts = earlier[-1]
+        if start_pts is not None and warmup is not None:
+            before = bisect.bisect_right(key_numbers, first - warmup)  # keyframes at or before first - warmup
+            if before and key_index[before - 1][0] > 0:
+                seek_index, seek_pts = key_index[before - 1]
         stop_pts = starts[number + 1][1] if number + 1 < len(starts) else None
         chunks.append(Chunk(path, number, first, last - first, start_pts, stop_pts, seek_pts, seek_index))
     return chunks
+
+
+def _check_rates(fps: float, seconds: float) -> None:
+    if not (fps > 0 and seconds > 0):
+        raise ValueError(f"fps and seconds must be > 0; got {fps}, {seconds}")

@@ -11,6 +11,11 @@ imported only when a chunked run starts.
   and CUDA stream, so the GPU's NVDEC engines and its kernels are all busy.
 - ``--scheduler ADDRESS``: the workers of an existing cluster, which must reach the inputs and the
   output folders at the same paths (a shared file system).
+
+A local cluster's *slots*, the chunks it scans at once, are known before it starts
+(:func:`local_slots`), so a run balances its chunk length over them
+(:mod:`motiondetect.scaleout.balance`); an existing cluster's are not, and its runs keep the
+aimed length.
 """
 
 from __future__ import annotations
@@ -71,6 +76,48 @@ def dask_problem() -> str | None:
     return None
 
 
+def visible_gpus() -> int:
+    """CUDA devices this process sees (``CUDA_VISIBLE_DEVICES`` applies), counted with PyCUDA as
+    :func:`~motiondetect.gpu.platform.cuda_device_error` does; 1 when it cannot tell."""
+    from motiondetect.gpu.platform import cuda_device_error
+
+    if cuda_device_error() is not None:
+        return 1
+    import pycuda.driver as drv
+
+    try:
+        return max(1, drv.Device.count())
+    except drv.Error:
+        return 1
+
+
+def _cuda_cluster_class():
+    """dask-cuda's ``LocalCUDACluster``, or ``None`` when dask-cuda is not installed."""
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        return None
+    return LocalCUDACluster
+
+
+def local_slots(jobs: int | None, cuda: bool) -> int:
+    """Chunks the local cluster of :func:`open_client` scans at once (its worker threads), known
+    before it starts, for :func:`~motiondetect.scaleout.balance.balance_chunks`.
+
+    Args:
+        jobs: ``--jobs`` (``None``: auto).
+        cuda: the run uses the CUDA backend here.
+
+    Returns:
+        With ``cuda`` and dask-cuda installed: :func:`visible_gpus` times the threads per worker
+        (``jobs``, or :data:`GPU_THREADS`); otherwise the worker processes of one thread each
+        (``jobs``, or the CPU cores).
+    """
+    if cuda and _cuda_cluster_class() is not None:
+        return visible_gpus() * (jobs or GPU_THREADS)
+    return jobs or os.cpu_count() or 1
+
+
 @contextlib.contextmanager
 def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: bool = False) -> Iterator:
     """A ``distributed.Client`` on the cluster the run asked for; closes what it started.
@@ -104,15 +151,14 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
                 ) from None
         else:
             cluster = None
-            if cuda:
-                try:
-                    from dask_cuda import LocalCUDACluster
-                except ImportError:
+            if cuda:  # the same choice as local_slots
+                cuda_cluster = _cuda_cluster_class()
+                if cuda_cluster is None:
                     log.info("notice: dask-cuda is not installed (pip install dask-cuda); one worker process per job on the GPU")
                 else:
-                    cluster = stack.enter_context(LocalCUDACluster(threads_per_worker=jobs or GPU_THREADS, dashboard_address=address))
+                    cluster = stack.enter_context(cuda_cluster(threads_per_worker=jobs or GPU_THREADS, dashboard_address=address))
             if cluster is None:
-                workers = jobs or os.cpu_count() or 1
+                workers = jobs or os.cpu_count() or 1  # local_slots counts them the same way
                 cluster = stack.enter_context(
                     LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=address)
                 )

@@ -1,0 +1,177 @@
+"""Balancing a chunked run: the chunk length chosen so that the chunks fill the worker slots.
+
+``--chunk`` (config ``scan.chunk``) is the length a run aims at; the planner adjusts it to the
+run's worker *slots* (the chunks a cluster scans at once). With ``N`` chunks at the aimed length
+``C`` over all the inputs and ``S`` slots, the chunks run in ``ceil(N / S)`` waves and the last
+one may leave slots idle: 20 chunks over 8 slots run as 8, 8 and 4. The candidates are therefore
+
+- ``C`` itself, and
+- ``C * N / N'`` for ``N'`` the multiples of ``S`` just below and just above ``N``
+  (``S * floor(N / S)`` and ``S * ceil(N / S)``; only those >= 1; when ``N`` is a multiple of
+  ``S`` they are ``C`` again).
+
+Each candidate is planned on every input with the real keyframes
+(:func:`~motiondetect.scaleout.chunks.plan_from_stamps`: chunks start at keyframes, so their
+sizes are uneven) and its *makespan* estimated: each chunk costs its frames plus its planned
+warm-up frames (the frames its worker decodes), and the chunks, longest first, each go to the
+least-loaded of ``S`` slots (LPT, longest processing time first); the makespan is the busiest
+slot's load, in frames. The run takes the candidate with the smallest makespan; ties go to the
+candidate nearest ``C`` (then to the longer one). Everything is integer arithmetic on the plans,
+so the same inputs, settings and slots always give the same plan, as resuming needs (the plan is
+part of each input's manifest fingerprint).
+
+Measured example (an H200, 8 decoder threads): a 30,000-frame file at 25 fps in 60-s chunks is
+20 chunks of 1,500 frames, 3 waves; the default pipeline's warm-up is 500 frames, so the
+estimate is ``3 * (1,500 + 500) = 6,000`` frames. At ``60 * 20 / 16 = 75`` s it is 16 chunks of
+1,875 frames, 2 waves, ``2 * (1,875 + 500) = 4,750`` frames (26 % faster); at ``60 * 20 / 24 =
+50`` s, 24 chunks of 1,250 frames still need 3 waves (5,250). The planner takes 75 s.
+
+When a pipeline cannot be split (a warm-up of ``None``) every file stays one chunk, and when the
+slots are not known before the run (``--scheduler``: an existing cluster) the aimed length is
+kept.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from motiondetect.scaleout.chunks import Chunk, plan_from_stamps
+
+
+@dataclass(frozen=True)
+class Packets:
+    """One input's packet timestamps, as :func:`~motiondetect.scaleout.chunks.packet_timestamps`
+    reads them, read once and planned at any chunk length.
+
+    Attributes:
+        path: the video file (absolute, as the workers get it).
+        fps: its frame rate, frames/s (the run's, ``--fps`` included).
+        stamps: presentation timestamps of its packets, sorted.
+        keys: timestamps of its keyframes, sorted.
+    """
+
+    path: str
+    fps: float
+    stamps: Sequence[int]
+    keys: Sequence[int]
+
+    def plan(self, seconds: float, warmup: int | None) -> list[Chunk]:
+        """The file's chunks of about ``seconds`` (seconds > 0) with ``warmup`` frames (or
+        ``None``: one chunk); see :func:`~motiondetect.scaleout.chunks.plan_from_stamps`.
+
+        Raises:
+            ValueError: ``seconds`` or the frame rate is not > 0.
+        """
+        return plan_from_stamps(self.stamps, self.keys, self.fps, seconds, warmup, self.path)
+
+
+@dataclass(frozen=True)
+class Balance:
+    """The chunk plan of a run, balanced over its worker slots.
+
+    Attributes:
+        aimed: the chunk length asked for (``--chunk``), seconds.
+        seconds: the chunk length chosen, seconds (``aimed`` when not balanced).
+        slots: the worker slots it was balanced over; ``None``: not known, not balanced.
+        plans: each input's chunks, in the order of the inputs.
+        makespan: estimated frames decoded by the busiest slot (:func:`makespan`); ``None``
+            when ``slots`` is.
+    """
+
+    aimed: float
+    seconds: float
+    slots: int | None
+    plans: list[list[Chunk]]
+    makespan: int | None
+
+    @property
+    def chunks(self) -> int:
+        """Chunks of the whole run."""
+        return sum(len(plan) for plan in self.plans)
+
+
+def chunk_cost(chunk: Chunk) -> int:
+    """Frames a chunk's worker decodes: its own frames plus its planned warm-up frames."""
+    return chunk.frames + chunk.warmup
+
+
+def makespan(chunks: Iterable[Chunk], slots: int) -> int:
+    """Estimated load of the busiest slot, in decoded frames, when the chunks are given out
+    longest first, each to the least-loaded of ``slots`` slots (LPT scheduling).
+
+    Args:
+        chunks: the chunks of a run, any order; each costs :func:`chunk_cost` frames.
+        slots: chunks scanned at once, >= 1.
+
+    Returns:
+        The largest slot load, frames (0 for no chunks).
+
+    Raises:
+        ValueError: ``slots`` is below 1.
+    """
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1; got {slots}")
+    loads = [0] * slots  # a heap: the least-loaded slot first
+    for cost in sorted((chunk_cost(c) for c in chunks), reverse=True):
+        heapq.heapreplace(loads, loads[0] + cost)
+    return max(loads)
+
+
+def candidate_lengths(seconds: float, count: int, slots: int) -> list[float]:
+    """The chunk lengths tried for a run (module docstring): ``seconds`` first, then
+    ``seconds * count / n`` for ``n`` the multiples of ``slots`` just below and just above
+    ``count`` (those >= 1 and other than ``count``), longest first.
+
+    Args:
+        seconds: the aimed chunk length, seconds > 0.
+        count: the run's chunks at ``seconds``, >= 1.
+        slots: worker slots, >= 1.
+
+    Returns:
+        One to three lengths in seconds, no two alike.
+
+    Raises:
+        ValueError: an argument is out of its range.
+    """
+    if not (seconds > 0 and count >= 1 and slots >= 1):
+        raise ValueError(f"need seconds > 0, count >= 1 and slots >= 1; got {seconds}, {count}, {slots}")
+    below, above = count // slots * slots, -(-count // slots) * slots
+    return [seconds] + [seconds * count / n for n in sorted({below, above}) if n >= 1 and n != count]
+
+
+def balance_chunks(inputs: Sequence[Packets], warmup: int | None, seconds: float, slots: int | None) -> Balance:
+    """Choose the run's chunk length for ``slots`` worker slots and plan every input with it.
+
+    Args:
+        inputs: every input's packet timestamps, in the run's order.
+        warmup: frames a chunk needs before it
+            (:func:`~motiondetect.scaleout.chunks.warmup_frames`); ``None``: every file is one
+            chunk (nothing to balance).
+        seconds: the aimed chunk length (``--chunk``), seconds > 0.
+        slots: chunks the cluster scans at once; ``None`` when not known (an existing cluster):
+            the aimed length is kept.
+
+    Returns:
+        The chosen length and the plans (module docstring: smallest estimated makespan, ties to
+        the length nearest ``seconds``, then to the longer one).
+
+    Raises:
+        ValueError: ``seconds`` or an input's frame rate is not > 0, or ``slots`` is below 1.
+    """
+    if slots is not None and slots < 1:
+        raise ValueError(f"slots must be >= 1; got {slots}")
+    plans = [item.plan(seconds, warmup) for item in inputs]
+    if slots is None:
+        return Balance(seconds, seconds, None, plans, None)
+    best = (makespan((c for plan in plans for c in plan), slots), seconds, plans)
+    count = sum(len(plan) for plan in plans)
+    if warmup is not None and count:
+        for length in candidate_lengths(seconds, count, slots)[1:]:
+            tried = [item.plan(length, warmup) for item in inputs]
+            load = makespan((c for plan in tried for c in plan), slots)
+            if (load, abs(length - seconds), -length) < (best[0], abs(best[1] - seconds), -best[1]):
+                best = (load, length, tried)
+    load, length, plans = best
+    return Balance(seconds, length, slots, plans, load)

@@ -1,0 +1,217 @@
+"""The chunk plan of a run balanced over its worker slots (scaleout.balance), the keyframe cutting
+on timestamps alone (scaleout.chunks.plan_from_stamps) and the slots of a local cluster
+(scaleout.cluster.local_slots), on synthetic packet timestamps: no video, no Dask, no GPU."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+
+import pytest
+
+from motiondetect.scaleout import cluster
+from motiondetect.scaleout.balance import Packets, balance_chunks, candidate_lengths, chunk_cost, makespan
+from motiondetect.scaleout.chunks import Chunk, plan_from_stamps
+
+FPS = 25.0
+WARMUP = 500  # the default pipeline's (1 / alpha_foreground)
+TICKS = 512  # time-base ticks per frame, as in an MP4 at 12,800 Hz
+
+
+def _packets(frames: int, gops: int | list[int], name: str = "a.mp4") -> Packets:
+    """A file of ``frames`` frames at 25 fps whose GOPs are ``gops`` frames long (a list: repeated
+    in turn)."""
+    stamps = [i * TICKS for i in range(frames)]
+    cycle = itertools.cycle([gops] if isinstance(gops, int) else gops)
+    keys, at = [], 0
+    while at < frames:
+        keys.append(stamps[at])
+        at += next(cycle)
+    return Packets(name, FPS, stamps, keys)
+
+
+def _check_plan(packets: Packets, chunks: list[Chunk], warmup: int) -> None:
+    """Every frame in one chunk; each chunk after the first starts at a keyframe; decoding starts
+    at a keyframe at least ``warmup`` frames before it, or at the start of the file."""
+    assert sum(c.frames for c in chunks) == len(packets.stamps)
+    assert chunks[0].first_index == 0 and chunks[0].warmup == 0
+    for before, after in zip(chunks, chunks[1:]):
+        assert after.first_index == before.first_index + before.frames and before.frames > 0
+        assert after.start_pts in packets.keys and packets.stamps[after.first_index] == after.start_pts
+        assert after.seek_pts is None or (after.seek_pts in packets.keys and after.seek_index <= after.first_index - warmup)
+        assert after.seek_pts is not None or after.seek_index == 0
+
+
+# -- cutting on timestamps -----------------------------------------------------------------------
+def test_plan_from_stamps_cuts_at_the_first_keyframe_after_each_step():
+    packets = _packets(10_000, 300)
+    chunks = plan_from_stamps(packets.stamps, packets.keys, FPS, 70.0, WARMUP, "a.mp4")  # 1,750-frame steps
+    # cuts at the keyframe at or after 1750 (1800), then after 3500 (3600), 5250, 7000, 8750
+    assert [c.first_index for c in chunks] == [0, 1800, 3600, 5400, 7200, 9000]
+    assert [c.seek_index for c in chunks] == [0, 1200, 3000, 4800, 6600, 8400]  # last keyframe <= first - 500
+    assert [c.start_pts for c in chunks] == [None] + [i * TICKS for i in (1800, 3600, 5400, 7200, 9000)]
+    assert [c.stop_pts for c in chunks] == [c.start_pts for c in chunks[1:]] + [None]
+    assert all(c.source == "a.mp4" for c in chunks)
+    _check_plan(packets, chunks, WARMUP)
+    # A warm-up reaching back past the first keyframe after the start decodes from the start.
+    assert plan_from_stamps(packets.stamps, packets.keys, FPS, 70.0, 1900, "a.mp4")[1].seek_pts is None
+
+
+def test_plan_from_stamps_keeps_one_chunk_when_it_cannot_cut():
+    packets = _packets(10_000, 250)
+    assert len(plan_from_stamps(packets.stamps, packets.keys, FPS, 70.0, None, "a")) == 1  # warm-up None
+    assert len(plan_from_stamps(packets.stamps, packets.keys, FPS, 500.0, WARMUP, "a")) == 1  # shorter than a chunk
+    assert len(plan_from_stamps(packets.stamps, packets.keys[:1], FPS, 10.0, WARMUP, "a")) == 1  # one keyframe
+    doubled = sorted(packets.stamps + packets.stamps[:1])  # two packets share a timestamp
+    assert len(plan_from_stamps(doubled, packets.keys, FPS, 10.0, WARMUP, "a")) == 1
+    empty = plan_from_stamps([], [], FPS, 10.0, WARMUP, "a")
+    assert [(c.first_index, c.frames) for c in empty] == [(0, 0)]
+    for fps, seconds in ((0.0, 10.0), (FPS, 0.0), (FPS, -1.0)):
+        with pytest.raises(ValueError, match="must be > 0"):
+            plan_from_stamps(packets.stamps, packets.keys, fps, seconds, WARMUP, "a")
+
+
+# -- the estimate --------------------------------------------------------------------------------
+def _chunk(frames: int, warmup: int = 0) -> Chunk:
+    return Chunk("a", 0, warmup, frames, None, None, None, 0)
+
+
+def test_makespan_gives_the_longest_chunks_out_first_to_the_least_loaded_slot():
+    assert chunk_cost(_chunk(1500, 500)) == 2000
+    # LPT on costs 5, 4, 3, 3, 3 over 2 slots: 5 | 4, +3 -> 7 | 5 +3 -> 8 | 7 +3 -> 10.
+    assert makespan([_chunk(3), _chunk(5), _chunk(3), _chunk(4), _chunk(3)], 2) == 10
+    assert makespan([_chunk(3), _chunk(5)], 8) == 5  # more slots than chunks
+    assert makespan([_chunk(1000, 500)] * 4, 1) == 6000  # one slot: the sum
+    assert makespan([], 4) == 0
+    with pytest.raises(ValueError, match="slots must be >= 1"):
+        makespan([_chunk(3)], 0)
+
+
+def test_candidate_lengths_are_the_aim_and_the_multiples_of_the_slots_around_it():
+    assert candidate_lengths(60.0, 20, 8) == [60.0, 75.0, 50.0]  # 16 and 24 chunks
+    assert candidate_lengths(60.0, 16, 8) == [60.0]  # already a multiple
+    assert candidate_lengths(60.0, 1, 8) == [60.0, 7.5]  # 0 chunks is no candidate
+    assert candidate_lengths(60.0, 3, 2) == [60.0, 90.0, 45.0]
+    assert candidate_lengths(60.0, 5, 1) == [60.0]
+    for args in ((0.0, 20, 8), (60.0, 0, 8), (60.0, 20, 0)):
+        with pytest.raises(ValueError):
+            candidate_lengths(*args)
+
+
+# -- the balancer --------------------------------------------------------------------------------
+@pytest.mark.parametrize("gop", [25, 250])
+def test_thirty_thousand_frames_over_eight_slots_take_sixteen_chunks(gop):
+    """The issue's measurement: 20 chunks of 1,500 frames run in 3 waves on 8 slots (6,000
+    frames for the busiest); 16 chunks of about 1,875 in 2 (4,750); 24 of 1,250 still in 3."""
+    packets = _packets(30_000, gop)
+    assert len(packets.plan(60.0, WARMUP)) == 20
+    assert makespan(packets.plan(60.0, WARMUP), 8) == 6000
+    assert makespan(packets.plan(50.0, WARMUP), 8) == 5250
+    balance = balance_chunks([packets], WARMUP, 60.0, 8)
+    assert (balance.seconds, balance.chunks, balance.makespan, balance.slots, balance.aimed) == (75.0, 16, 4750, 8, 60.0)
+    assert makespan(balance.plans[0], 8) == balance.makespan
+    _check_plan(packets, balance.plans[0], WARMUP)
+    if gop == 25:  # keyframes at every 1,875th frame: chunks of the even size
+        assert {c.frames for c in balance.plans[0]} == {1875}
+    else:  # cut at the next keyframe: 2,000 and 1,750 frames in turn
+        assert {c.frames for c in balance.plans[0]} == {2000, 1750}
+
+
+def test_eight_files_in_sixteen_chunks_over_eight_slots_stay_as_they_are():
+    files = [_packets(3000, 250, f"{n}.mp4") for n in range(8)]
+    balance = balance_chunks(files, WARMUP, 60.0, 8)
+    assert (balance.seconds, balance.chunks) == (60.0, 16)
+    assert [[c.frames for c in plan] for plan in balance.plans] == [[1500, 1500]] * 8
+    assert [plan[0].source for plan in balance.plans] == [f"{n}.mp4" for n in range(8)]  # the inputs' order
+    assert balance.makespan == 1500 + 2000  # a first chunk and a warmed-up second one per slot
+
+
+def test_a_short_file_stays_one_chunk():
+    """400 frames, under the 500-frame warm-up: cut in 7.5-s pieces (8 slots) its last piece
+    still decodes from the start, 400 frames, so the tie goes to the aimed length."""
+    short = _packets(400, 25)
+    balance = balance_chunks([short], WARMUP, 60.0, 8)
+    assert (balance.seconds, balance.chunks, balance.makespan) == (60.0, 1, 400)
+    assert len(short.plan(7.5, WARMUP)) == 2 and makespan(short.plan(7.5, WARMUP), 8) == 400  # tried, no better
+
+
+def test_a_single_file_is_spread_over_idle_slots():
+    """3,000 frames are 2 chunks at 60 s; 8 chunks of 375 frames (+ their warm-up) finish sooner."""
+    packets = _packets(3000, 25)
+    balance = balance_chunks([packets], WARMUP, 60.0, 8)
+    assert (balance.seconds, balance.chunks) == (15.0, 8)
+    assert balance.makespan == 375 + WARMUP < makespan(packets.plan(60.0, WARMUP), 8) == 2000
+    _check_plan(packets, balance.plans[0], WARMUP)
+
+
+def test_uneven_gops_are_planned_with_their_real_keyframes():
+    """GOPs of 200 and 1,600 frames in turn: 17 chunks at 60 s. Cut evenly, 16 chunks would take 2
+    waves; cut at these keyframes the 63.75-s aim gives 19 uneven chunks and the 42.5-s one 19
+    too, both slower, so the aimed length stays."""
+    packets = _packets(30_000, [200, 1600])
+    assert [len(packets.plan(s, WARMUP)) for s in (60.0, 63.75, 42.5)] == [17, 19, 19]
+    spans = [makespan(packets.plan(s, WARMUP), 8) for s in (60.0, 63.75, 42.5)]
+    assert spans == [8000, 8600, 8600]
+    balance = balance_chunks([packets], WARMUP, 60.0, 8)
+    assert (balance.seconds, balance.chunks, balance.makespan) == (60.0, 17, 8000)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_choice_is_the_best_candidate_on_random_gops(seed):
+    rng = random.Random(seed)
+    files = [_packets(rng.randint(500, 20_000), [rng.randint(10, 900) for _ in range(7)], f"{n}.mp4") for n in range(rng.randint(1, 5))]
+    slots = rng.choice([2, 3, 8, 16])
+    balance = balance_chunks(files, WARMUP, 20.0, slots)
+    count = sum(len(f.plan(20.0, WARMUP)) for f in files)
+    spans = {s: makespan([c for f in files for c in f.plan(s, WARMUP)], slots) for s in candidate_lengths(20.0, count, slots)}
+    assert balance.seconds in spans and balance.makespan == spans[balance.seconds] == min(spans.values())
+    best = [s for s, span in spans.items() if span == balance.makespan]
+    assert abs(balance.seconds - 20.0) == min(abs(s - 20.0) for s in best)  # ties: nearest the aim
+    for packets, plan in zip(files, balance.plans):
+        assert plan == packets.plan(balance.seconds, WARMUP)
+        _check_plan(packets, plan, WARMUP)
+
+
+def test_balancing_is_deterministic():
+    files = [_packets(n, [250, 120, 300], f"{n}.mp4") for n in (30_000, 7_000, 12_345, 900)]
+    first = balance_chunks(files, WARMUP, 60.0, 8)
+    assert first.seconds != 60.0  # the case balances something
+    assert balance_chunks(list(files), WARMUP, 60.0, 8) == first
+    rebuilt = [Packets(f.path, f.fps, list(f.stamps), list(f.keys)) for f in files]
+    assert balance_chunks(rebuilt, WARMUP, 60.0, 8) == first
+    # The chosen length depends on the set of chunks, not on the inputs' order.
+    reordered = balance_chunks(files[::-1], WARMUP, 60.0, 8)
+    assert (reordered.seconds, reordered.makespan, reordered.plans) == (first.seconds, first.makespan, first.plans[::-1])
+
+
+def test_unknown_slots_and_unsplittable_pipelines_keep_the_aim():
+    packets = _packets(30_000, 25)
+    kept = balance_chunks([packets], WARMUP, 60.0, None)  # --scheduler
+    assert (kept.seconds, kept.chunks, kept.slots, kept.makespan) == (60.0, 20, None, None)
+    whole = balance_chunks([packets, _packets(900, 25, "b.mp4")], None, 60.0, 8)  # warm-up None
+    assert (whole.seconds, whole.chunks, whole.makespan) == (60.0, 2, 30_000)
+    assert balance_chunks([packets], WARMUP, 60.0, 1).seconds == 60.0  # one slot: nothing to fill
+    with pytest.raises(ValueError, match="slots must be >= 1"):
+        balance_chunks([packets], WARMUP, 60.0, 0)
+
+
+# -- slots ---------------------------------------------------------------------------------------
+def test_local_slots_count_what_open_client_starts(monkeypatch):
+    assert cluster.local_slots(3, cuda=False) == 3
+    assert cluster.local_slots(None, cuda=False) == (os.cpu_count() or 1)
+    monkeypatch.setattr(cluster, "_cuda_cluster_class", lambda: None)  # no dask-cuda: N single-threaded workers
+    assert cluster.local_slots(3, cuda=True) == 3
+    monkeypatch.setattr(cluster, "_cuda_cluster_class", lambda: object)  # dask-cuda: a worker per GPU
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: 2)
+    assert cluster.local_slots(None, cuda=True) == 2 * cluster.GPU_THREADS
+    assert cluster.local_slots(4, cuda=True) == 8
+
+
+def test_visible_gpus_is_one_when_it_cannot_tell():
+    from motiondetect.gpu.platform import cuda_device_error
+
+    count = cluster.visible_gpus()
+    assert count >= 1
+    if cuda_device_error() is not None:
+        assert count == 1
