@@ -1,98 +1,113 @@
-"""Camera jitter, a study for issue 15: how much pixel F does a shaking camera cost the default
-pipeline, and how much does registering each frame to the first by global translation recover?
+"""Camera jitter (issue 15): what a shaking camera costs the default pipeline, and what the
+``register`` filter (phase correlation, configs/jitter.yaml) wins back, on labelled clips.
 
-Each frame of a real CDnet clip (and its ground truth) is moved by a random whole-pixel
-translation of up to AMP pixels and cropped by MARGIN on every side (no border enters); the
-default pipeline is scored on it as it is and behind a prototype registration: the translation
-to the clip's first frame by phase correlation (``cv2.phaseCorrelate``, Hann window, rounded),
-the frame moved back before detection and the mask moved forward again for scoring. A prototype
-on the CPU to decide whether the product's registration stage (cuFFT on the GPU) pays; not the
-product. Usage::
+Each frame of a clip (and its ground truth) is moved by a random whole-pixel translation of up
+to AMP pixels each way (seeded, the same for every method) and cropped by MARGIN pixels on every
+side, so no border enters; the ROI is cropped alike. Each clip is scored steady and jittered,
+with the default pipeline and with ``register`` before its background model, by the same CDnet
+scorer as ``motiondetect evaluate`` (first 50 frames of the window unscored, CPU backend: the
+GPU gives the same masks). Prints one Markdown table and the means. Usage::
 
-    python benchmarks/jitter_study.py [SAMPLES]   # default: $MOTIONDETECT_SAMPLES or ../shared/samples
+    python benchmarks/jitter_study.py [FOLDER ...] [--amps 2,4] [--jobs 2]
+    # default folders: ../shared/samples/cdnet_* and samples/dev/*/ (after samples/dev/fetch_dev.py)
 """
 
-import os
+from __future__ import annotations
+
+import argparse
 import shutil
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-from motiondetect.evaluation.scoring import Method, detector_method, evaluate, load_folder
-from motiondetect.pipeline.config import build_filters, default_config
-from motiondetect.pipeline.detector import MotionDetector
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
+from motiondetect.evaluation.scoring import detector_method, evaluate, load_folder  # noqa: E402
+from motiondetect.filters.register import translate  # noqa: E402
+from motiondetect.pipeline.config import build_filters, default_config, load_config  # noqa: E402
+from motiondetect.pipeline.detector import MotionDetector  # noqa: E402
+
+#: Pixels cropped from every side of a jittered frame: more than the largest AMP.
 MARGIN = 6
 
 
-def shift(img, dx, dy, border):
-    h, w = img.shape[:2]
-    return cv2.warpAffine(img, np.float32([[1, 0, dx], [0, 1, dy]]), (w, h), flags=cv2.INTER_NEAREST, borderMode=border)
-
-
-def jittered(src: Path, dst: Path, amp: int, seed: int):
+def jittered(src: Path, dst: Path, amp: int, seed: int) -> Path:
+    """Write ``src`` (CDnet layout) moved frame by frame by up to ``amp`` pixels and cropped by
+    :data:`MARGIN` into ``dst``; return ``dst``."""
+    folder = load_folder(src)
     rng = np.random.default_rng(seed)
-    if dst.exists():
-        shutil.rmtree(dst)
     (dst / "input").mkdir(parents=True)
     (dst / "groundtruth").mkdir()
-    shutil.copy(src / "temporalROI.txt", dst)
-    roi = cv2.imread(str(src / "ROI.bmp"), cv2.IMREAD_GRAYSCALE)
-    for path in sorted((src / "input").iterdir()):
-        n = path.stem[2:]
+    if (src / "temporalROI.txt").is_file():
+        shutil.copy(src / "temporalROI.txt", dst)
+    crop = (slice(MARGIN, -MARGIN), slice(MARGIN, -MARGIN))
+    if folder.roi is not None:
+        cv2.imwrite(str(dst / "ROI.bmp"), (folder.roi[crop] * 255).astype(np.uint8))
+    for number, image_path, label_path in folder.frames:
         dx, dy = (int(v) for v in rng.integers(-amp, amp + 1, 2))
-        img = cv2.imread(str(path))
-        gt = cv2.imread(str(src / "groundtruth" / f"gt{n}.png"), cv2.IMREAD_GRAYSCALE)
-        crop = (slice(MARGIN, -MARGIN), slice(MARGIN, -MARGIN))
-        cv2.imwrite(str(dst / "input" / f"in{n}.png"), shift(img, dx, dy, cv2.BORDER_REPLICATE)[crop])
-        cv2.imwrite(str(dst / "groundtruth" / f"gt{n}.png"), shift(gt, dx, dy, cv2.BORDER_REPLICATE)[crop])
-    cv2.imwrite(str(dst / "ROI.bmp"), roi[MARGIN:-MARGIN, MARGIN:-MARGIN])
+        image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
+        moved = np.dstack([translate(image[..., c], dx, dy, -1, True) for c in range(3)])
+        cv2.imwrite(str(dst / "input" / f"in{number:06d}.png"), moved[crop])
+        if label_path is not None:
+            label = cv2.imread(str(label_path), cv2.IMREAD_GRAYSCALE)
+            cv2.imwrite(str(dst / "groundtruth" / f"gt{number:06d}.png"), translate(label, dx, dy, -1, True)[crop])
+    return dst
 
 
-def registered_method() -> Method:
-    detector = MotionDetector(build_filters(default_config()), annotate=False)
-    state = {}
-    window = None
-
-    def run(frame):
-        nonlocal window
-        grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY).astype(np.float32)
-        if "ref" not in state:
-            state["ref"] = grey
-            window = cv2.createHanningWindow(grey.shape[::-1], cv2.CV_32F)
-        (sx, sy), _ = cv2.phaseCorrelate(state["ref"], grey, window)
-        dx, dy = int(round(sx)), int(round(sy))
-        aligned = shift(frame, -dx, -dy, cv2.BORDER_REPLICATE)
-        mask = detector.process(aligned).mask
-        return shift(mask, dx, dy, cv2.BORDER_CONSTANT)
-
-    return Method("default + registration", run)
+def methods():
+    """The default pipeline and configs/jitter.yaml, fresh detectors."""
+    jitter = load_config(ROOT / "configs" / "jitter.yaml")
+    return [
+        detector_method(MotionDetector(build_filters(default_config()), annotate=False), "default"),
+        detector_method(MotionDetector(build_filters(jitter), annotate=False), "default + register"),
+    ]
 
 
-def main() -> None:
-    root = Path(__file__).resolve().parent.parent
-    default = os.environ.get("MOTIONDETECT_SAMPLES", str(root.parent / "shared" / "samples"))
-    samples = Path(sys.argv[1] if len(sys.argv) > 1 else default)
-    out = Path(tempfile.mkdtemp(prefix="jitter_"))
-    for clip in ("cdnet_highway", "cdnet_fall"):
-        src = samples / clip
-        plain = load_folder(src)
-        base = evaluate(
-            plain, [detector_method(MotionDetector(build_filters(default_config()), annotate=False), "default, steady")]
-        ).scores[0][1]
-        print(f"{clip} steady: pixel F {base.pixel.f_measure:.3f} frame F1 {base.frames.f1:.3f}")
-        for amp in (2, 4):
-            dst = out / f"{clip}_jitter{amp}"
-            jittered(src, dst, amp, seed=1)
-            folder = load_folder(dst)
-            methods = [detector_method(MotionDetector(build_filters(default_config()), annotate=False), "default"), registered_method()]
-            for method, score in evaluate(folder, methods).scores:
-                print(f"{clip} jitter ±{amp}px {method.name:24s}: pixel F {score.pixel.f_measure:.3f} frame F1 {score.frames.f1:.3f}")
-    shutil.rmtree(out)
+def score_clip(clip: Path, amps: list[int]) -> list[tuple[str, str, str, float, float]]:
+    """Rows (clip, camera, method, pixel F, frame F1) for ``clip`` steady and at each amplitude."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="jitter_") as scratch:
+        cases = [("steady", clip)] + [(f"+-{a} px", jittered(clip, Path(scratch) / f"j{a}", a, seed=1)) for a in amps]
+        for camera, folder in cases:
+            for method, score in evaluate(load_folder(folder), methods()).scores:
+                rows.append((clip.name, camera, method.name, score.pixel.f_measure, score.frames.f1))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="*", type=Path)
+    parser.add_argument("--amps", default="2,4", help="jitter amplitudes, pixels each way [2,4]")
+    parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
+    args = parser.parse_args(argv)
+    folders = args.folders or sorted((ROOT.parent / "shared" / "samples").glob("cdnet_*")) + sorted(
+        p.parent for p in (ROOT / "samples" / "dev").glob("*/groundtruth")
+    )
+    amps = [int(a) for a in args.amps.split(",")]
+    if max(amps) >= MARGIN:
+        parser.error(f"--amps must stay below the {MARGIN}-pixel crop")
+    with ProcessPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(score_clip, folders, [amps] * len(folders)))
+    print("| clip | camera | method | pixel F | frame F1 |\n| --- | --- | --- | ---: | ---: |")
+    rows = [row for clip_rows in results for row in clip_rows]
+    for clip, camera, method, pixel_f, frame_f1 in rows:
+        print(f"| {clip} | {camera} | {method} | {pixel_f:.3f} | {frame_f1:.3f} |")
+    print()
+    for camera in ["steady"] + [f"+-{a} px" for a in amps]:
+        for method in ("default", "default + register"):
+            chosen = [r for r in rows if r[1] == camera and r[2] == method]
+            pixel = np.mean([r[3] for r in chosen])
+            frames = [r[4] for r in chosen]
+            print(
+                f"mean over {len(chosen)} clips, {camera}, {method}: pixel F {pixel:.3f}, frame F1 {np.mean(frames):.3f} (min {min(frames):.3f})"
+            )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

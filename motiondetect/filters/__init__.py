@@ -16,6 +16,7 @@ from motiondetect.filters.gaussian_background import GaussianBackground
 from motiondetect.filters.gray import Gray
 from motiondetect.filters.median import Median
 from motiondetect.filters.red_blend import RedBlend
+from motiondetect.filters.register import Register
 from motiondetect.filters.running_average import RunningAverage
 from motiondetect.filters.subsense import Subsense
 from motiondetect.filters.threshold import Threshold
@@ -31,6 +32,7 @@ REGISTRY: dict[str, type[Filter]] = {
         Equalize,
         Blur,
         Downscale,
+        Register,
         Difference,
         RunningAverage,
         GaussianBackground,
@@ -61,6 +63,7 @@ __all__ = [
     "Median",
     "Param",
     "RedBlend",
+    "Register",
     "RunningAverage",
     "Subsense",
     "Threshold",

@@ -15,6 +15,9 @@ A :class:`Filter` is one step of the motion pipeline. Each subclass declares
   :meth:`Filter.halo`, which filters with a neighbourhood override).
 - ``RESAMPLE``: ``"down"`` for a filter whose output is smaller than its input, ``"up"`` for the
   one that brings a mask back to the frame's size, ``None`` (most filters) for same-size output.
+- ``ALIGNS``: it moves the frame onto a reference before the frame-pair filter that must follow
+  it (registration, :class:`~motiondetect.filters.register.Register`); the detector moves that
+  filter's output back with the filter's ``unshift`` (``unshift_reference`` on the CPU).
 - ``BATCHED``: its GPU engine also takes a batch, images with a leading frame axis ``(K, H, W)``
   (``(K, H, W, 3)`` for BGR), in one launch per pass, with the same bits as K single calls;
   filters without it are run frame by frame on views of the batch
@@ -120,6 +123,7 @@ class Filter(ABC):
     POINTWISE: ClassVar[bool] = False
     RESAMPLE: ClassVar[str | None] = None
     BATCHED: ClassVar[bool] = False
+    ALIGNS: ClassVar[bool] = False
     #: Parameters that are per-frame learning rates (fractions in [0, 1]) of a background model.
     LEARNING_RATES: ClassVar[tuple[str, ...]] = ()
     #: The parameter that sets how much change counts as motion, and the step the preview's

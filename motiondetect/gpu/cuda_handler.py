@@ -52,6 +52,7 @@ class CUDAHandler:
         self._buffers: dict[Hashable, Any] = {}
         self._pinned: dict[Hashable, np.ndarray] = {}
         self._blas = None
+        self._fft = None
 
     # -- lifetime -------------------------------------------------------------------------
     def __enter__(self) -> CUDAHandler:
@@ -91,6 +92,9 @@ class CUDAHandler:
             if self._blas is not None:
                 self._blas.close()
                 self._blas = None
+            if self._fft is not None:
+                self._fft.close()
+                self._fft = None
             self._functions.clear()
             self._modules.clear()
             for buf in self._buffers.values():
@@ -121,6 +125,19 @@ class CUDAHandler:
 
             self._blas = Cublas(self.stream)
         return self._blas
+
+    @property
+    def fft(self):
+        """The :class:`~motiondetect.gpu.fft.Cufft` plans on :attr:`stream`, created on first use.
+
+        Raises:
+            CudaUnavailable: scikit-cuda or libcufft cannot be loaded.
+        """
+        if self._fft is None:
+            from motiondetect.gpu.fft import Cufft
+
+            self._fft = Cufft(self.stream)
+        return self._fft
 
     # -- kernels ---------------------------------------------------------------------------
     def function(self, kernel: str, entry: str, arg_types: str, defines: dict[str, int] | None = None):

@@ -353,6 +353,10 @@ class BatchDetector:
                 m = n - skip
                 target = self._buffer(("stage", stage), (k, *shape))
                 image = self._apply(flt, src, frames_view(target, 0, m), side) if m else None
+                if m and detect[stage - 1].ALIGNS:  # the comparisons, back onto their frames' pixels
+                    unshifted = frames_view(self._buffer(("unshifted",), (k, *shape)), 0, m)
+                    detect[stage - 1].unshift(cuda, image, unshifted, offset=skip)
+                    image = unshifted
                 per = pair_buffer.nbytes // (k + 1)
                 drv.memcpy_dtod_async(
                     pair_buffer.gpudata, int(pair_buffer.gpudata) + n * per, per, cuda.stream

@@ -41,6 +41,8 @@ def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
     "reference"``), and a mask is produced. A filter that reduces the resolution (``RESAMPLE ==
     "down"``) must be followed by one that restores it (``"up"``) before any filter that needs
     the frame's size (``SIDE_INPUT == "frame"``) and before the end, and the two do not nest.
+    A filter that aligns the frame (``ALIGNS``, registration) comes right before the frame-pair
+    filter.
     """
     problems = []
     kind = Kind.BGR
@@ -68,6 +70,10 @@ def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
         problems.append(
             f"pipeline: the mask stays at the reduced size of pipeline[{reduced_at}] '{filters[reduced_at].NAME}'; add 'upscale' after the last mask filter"
         )
+    for i, cls in enumerate(filters):
+        if cls.ALIGNS and (i + 1 == len(filters) or filters[i + 1].SIDE_INPUT != "reference"):
+            following = f"'{filters[i + 1].NAME}'" if i + 1 < len(filters) else "nothing"
+            problems.append(f"pipeline[{i}]: '{cls.NAME}' must come right before the frame-pair filter it aligns; {following} follows it")
     pairs = [cls.NAME for cls in filters if cls.SIDE_INPUT == "reference"]
     if len(pairs) != 1:
         problems.append(f"pipeline: needs exactly one frame-pair filter (e.g. 'difference'); got {len(pairs)}")
@@ -426,6 +432,8 @@ class MotionDetector:
                     empty = np.zeros(frame.shape[:2], np.uint8) if self.masks else None
                     return FrameResult(empty, frame.copy() if self.annotate else frame, 0.0, None)
                 image = run.run(stage, flt, image, previous)
+                if self._detect[stage - 1].ALIGNS:  # the comparison, back onto this frame's pixels
+                    image = run.unshift(self._detect[stage - 1], image)
             else:
                 image = run.run(stage, flt, image, original if flt.SIDE_INPUT == "frame" else None)
         mask = image if geo.roi is None else run.and_mask(image, geo)
@@ -615,6 +623,9 @@ class _CpuExecutor:
     def keep(self, stage, image):
         return image  # filters return new arrays, so no later stage overwrites it
 
+    def unshift(self, flt, image):
+        return flt.unshift_reference(image)
+
     def synchronize(self):
         pass
 
@@ -671,6 +682,11 @@ class _CudaExecutor:
     def run(self, stage, flt, src, side):
         dst = self.cuda.buffer(("stage", stage), flt.output_shape(src.shape, None if side is None else side.shape))
         flt.apply(self.cuda, src, dst, side)
+        return dst
+
+    def unshift(self, flt, image):
+        dst = self.cuda.buffer("unshifted", image.shape)
+        flt.unshift(self.cuda, image, dst)
         return dst
 
     def keep(self, stage, image):

@@ -23,7 +23,9 @@ frames before them. :func:`warmup_frames` says how many:
 - the ``subsense`` model: not split either. Its sample sets are refreshed at random, one sample
   in ``T(x)`` frames (``T`` up to 256), so they never forget their start exactly: measured on the
   bundled clip, chunks after a 300-frame warm-up agree with the sequential run on 99.894 % of the
-  mask pixels, below the 99.9 % the chunked runs are held to.
+  mask pixels, below the 99.9 % the chunked runs are held to;
+- ``register`` (camera jitter): not split. It moves every frame onto the stream's first frame,
+  which a chunk does not decode.
 
 Decoding starts at the last keyframe at least that many frames before the chunk (or at the start
 of the file), and the pipeline runs over every frame from there; results are kept from the

@@ -21,6 +21,7 @@ def test_registry_lists_the_filters_in_pipeline_order():
         "equalize",
         "blur",
         "downscale",
+        "register",
         "difference",
         "running_average",
         "gaussian_background",

@@ -1,0 +1,109 @@
+// Registration of a grey frame to the stream's first frame (the anchor) by phase correlation,
+// global whole-pixel translation: the frame is windowed (Hann), transformed with cuFFT, its cross-
+// power spectrum with the anchor normalised to unit magnitude, transformed back, and the peak of
+// that correlation surface within +-max_shift pixels is the frame's shift (Kuglin and Hines
+// 1975). Every kernel takes a batch through blockIdx.z (batch.cuh) or blockIdx.x (the peak).
+
+#include "batch.cuh"
+
+// dst = src * window, as float32, for the forward FFT.
+__global__ void md_window_u8_f32(const unsigned char* __restrict__ src,
+                                 const float* __restrict__ window,
+                                 float* __restrict__ dst,
+                                 int width, int height)
+{
+    MD_IMAGE(src, width * height);
+    MD_IMAGE(dst, width * height);
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    size_t i = (size_t)y * width + x;
+    dst[i] = (float)src[i] * window[i];
+}
+
+// spectrum = spectrum * conj(anchor) / |spectrum * conj(anchor)| (0 where the product is 0),
+// in place, over an image of `bins` complex values; the anchor is one spectrum for every image.
+__global__ void md_cross_power_c64(float2* __restrict__ spectrum,
+                                   const float2* __restrict__ anchor,
+                                   int width, int height)
+{
+    MD_IMAGE(spectrum, width * height);
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    size_t i = (size_t)y * width + x;
+    float2 s = spectrum[i], a = anchor[i];
+    float re = s.x * a.x + s.y * a.y;  // s * conj(a)
+    float im = s.y * a.x - s.x * a.y;
+    float mag = sqrtf(re * re + im * im);
+    spectrum[i] = mag > 0.0f ? make_float2(re / mag, im / mag) : make_float2(0.0f, 0.0f);
+}
+
+// One block of MD_PEAK_THREADS threads per image (blockIdx.x): the largest value of the
+// correlation surface over shifts dx, dy in [-max_shift, max_shift] (indices wrap around), ties
+// to (0, 0), then to the first in row-major order of (dy, dx); NaN counts as -infinity, and a
+// surface with no finite value gives (0, 0), and so does a peak that does not exceed `ratio`
+// times the value at (0, 0). Writes shift[2 * image] = dx, [.. + 1] = dy.
+#define MD_PEAK_THREADS 256
+__device__ __forceinline__ int md_rank(int k, int centre) { return k == centre ? -1 : k; }
+
+__global__ void md_peak_shift_f32(const float* __restrict__ corr,
+                                  int* __restrict__ shift,
+                                  int width, int height, int max_shift, float ratio)
+{
+    __shared__ float best[MD_PEAK_THREADS];
+    __shared__ int where[MD_PEAK_THREADS];
+    corr += (size_t)blockIdx.x * width * height;
+    int side = 2 * max_shift + 1;
+    int count = side * side, centre = count / 2;
+    float value = -INFINITY;
+    int index = count;  // ranks after every candidate
+    for (int k = threadIdx.x; k < count; k += MD_PEAK_THREADS) {
+        int dy = k / side - max_shift, dx = k % side - max_shift;
+        float v = corr[(size_t)((dy + height) % height) * width + (dx + width) % width];
+        if (v > value || (v == value && md_rank(k, centre) < md_rank(index, centre))) { value = v; index = k; }
+    }
+    best[threadIdx.x] = value;
+    where[threadIdx.x] = index;
+    __syncthreads();
+    for (int half = MD_PEAK_THREADS / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) {
+            float v = best[threadIdx.x + half];
+            int k = where[threadIdx.x + half];
+            if (v > best[threadIdx.x] || (v == best[threadIdx.x] && md_rank(k, centre) < md_rank(where[threadIdx.x], centre))) {
+                best[threadIdx.x] = v;
+                where[threadIdx.x] = k;
+            }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        float still = corr[0];  // the value at (0, 0)
+        int k = best[0] > -INFINITY && best[0] > __fmul_rn(ratio, still) ? where[0] : centre;
+        shift[2 * blockIdx.x] = k % side - max_shift;
+        shift[2 * blockIdx.x + 1] = k / side - max_shift;
+    }
+}
+
+// dst(x, y) = src(x + sign * dx, y + sign * dy) with image blockIdx.z's shift (dx, dy): sign +1
+// moves a frame onto the anchor (replicate = 1: coordinates clamped to the frame, like OpenCV's
+// BORDER_REPLICATE); sign -1 moves a comparison back onto the frame (replicate = 0: 0 outside).
+__global__ void md_translate_u8(const unsigned char* __restrict__ src,
+                                unsigned char* __restrict__ dst,
+                                const int* __restrict__ shift,
+                                int width, int height, int sign, int replicate)
+{
+    MD_IMAGE(src, width * height);
+    MD_IMAGE(dst, width * height);
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    int sx = x + sign * shift[2 * blockIdx.z], sy = y + sign * shift[2 * blockIdx.z + 1];
+    unsigned char v;
+    if (replicate) {
+        v = src[(size_t)min(max(sy, 0), height - 1) * width + min(max(sx, 0), width - 1)];
+    } else {
+        v = (sx >= 0 && sx < width && sy >= 0 && sy < height) ? src[(size_t)sy * width + sx] : 0;
+    }
+    dst[(size_t)y * width + x] = v;
+}
