@@ -8,6 +8,7 @@ missing or broken install never breaks ``import motiondetect``.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import numpy as np
@@ -17,20 +18,28 @@ from motiondetect.core.errors import CudaUnavailable
 INSTALL_HINT = "pip install 'motiondetect[cublas]' (scikit-cuda 0.5.3 with setuptools<81)"
 
 
-def import_cublas():
-    """Import and return ``skcuda.cublas``.
+def import_skcuda(module: str, what: str):
+    """Import and return ``skcuda.<module>`` (``cublas``, ``cufft``).
+
+    Args:
+        module: the scikit-cuda module.
+        what: what needs it, for the message (``"cuBLAS engine"``).
 
     Raises:
-        CudaUnavailable: scikit-cuda is missing, needs ``pkg_resources``, or cannot load
-            ``libcublas.so``; the message names the fix.
+        CudaUnavailable: scikit-cuda is missing, needs ``pkg_resources``, or cannot load its
+            CUDA library (``libcublas.so``, ``libcufft.so``); the message names the fix.
     """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pkg_resources' deprecation warning on import
-            from skcuda import cublas
+            return importlib.import_module(f"skcuda.{module}")
     except (ImportError, OSError) as exc:
-        raise CudaUnavailable(f"cuBLAS engine unavailable: {exc}; install it with: {INSTALL_HINT}") from None
-    return cublas
+        raise CudaUnavailable(f"{what} unavailable: {exc}; install it with: {INSTALL_HINT}") from None
+
+
+def import_cublas():
+    """Import and return ``skcuda.cublas`` (:func:`import_skcuda`)."""
+    return import_skcuda("cublas", "cuBLAS engine")
 
 
 class Cublas:

@@ -10,26 +10,18 @@ missing install never breaks ``import motiondetect``.
 from __future__ import annotations
 
 import ctypes
-import warnings
 
-from motiondetect.core.errors import CudaUnavailable
-from motiondetect.gpu.blas import INSTALL_HINT
+from motiondetect.gpu.blas import import_skcuda
 
 
 def import_cufft():
-    """Import and return ``skcuda.cufft``.
+    """Import and return ``skcuda.cufft`` (:func:`~motiondetect.gpu.blas.import_skcuda`).
 
     Raises:
-        CudaUnavailable: scikit-cuda is missing, needs ``pkg_resources``, or cannot load
-            ``libcufft.so``; the message names the fix.
+        CudaUnavailable: scikit-cuda is missing or cannot load ``libcufft.so``; the message
+            names the fix.
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pkg_resources' deprecation warning on import
-            from skcuda import cufft
-    except (ImportError, OSError) as exc:
-        raise CudaUnavailable(f"cuFFT unavailable: {exc}; install it with: {INSTALL_HINT}") from None
-    return cufft
+    return import_skcuda("cufft", "cuFFT")
 
 
 class Cufft:

@@ -115,9 +115,10 @@ SCAN_SETTINGS: Settings = {
     "chunk": (
         {"type": "number", "minimum": 1.0, "maximum": 86400.0},
         60.0,
-        "seconds of video per chunk when a file is scanned in chunks (--jobs, --scheduler), cut at "
-        "the next keyframe; 60 (about a minute) keeps the default pipeline's 500-frame warm-up "
-        "small next to a chunk while an hour makes 60 tasks",
+        "seconds of video per chunk to aim for when a file is scanned in chunks (--jobs, "
+        "--scheduler), cut at the next keyframe; with --jobs the planner adjusts it so the chunks "
+        "fill the workers evenly (docs/scale-out.md); 60 (about a minute) keeps the default "
+        "pipeline's 500-frame warm-up small next to a chunk while an hour makes 60 tasks",
     ),
 }
 
