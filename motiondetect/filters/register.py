@@ -119,6 +119,7 @@ class Register(Filter):
 
     def reset(self) -> None:
         self._anchor: np.ndarray | None = None  # conj-free half spectrum of the windowed anchor
+        self._window: np.ndarray | None = None  # the Hann window of the anchor's size
         self._shift = (0, 0)
         self._device_anchor: tuple[int, int] | None = None  # (H, W) of the anchor on the device
 
@@ -137,15 +138,16 @@ class Register(Filter):
 
     def reference(self, src, side=None):
         height, width = src.shape
-        window = hann_window(height, width)
-        spectrum = np.fft.rfft2(src.astype(np.float32) * window)
-        if self._anchor is None or self._anchor.shape != spectrum.shape:
+        if self._window is None or self._window.shape != src.shape:
+            self._window, self._anchor = hann_window(height, width), None
+        spectrum = np.fft.rfft2(src.astype(np.float32) * self._window)
+        if self._anchor is None:
             self._anchor = spectrum
         product = spectrum * np.conj(self._anchor)
         magnitude = np.abs(product)
         cross = np.divide(product, magnitude, out=np.zeros_like(product), where=magnitude > 0)
         corr = np.fft.irfft2(cross, s=(height, width))
-        self._shift = peak_shift(corr.astype(np.float32), self._reach(height, width), self.params["peak_ratio"])
+        self._shift = peak_shift(corr.astype(np.float32, copy=False), self._reach(height, width), self.params["peak_ratio"])
         return translate(src, *self._shift, sign=1, replicate=True)
 
     def unshift_reference(self, image: np.ndarray) -> np.ndarray:
