@@ -11,7 +11,7 @@ import random
 import pytest
 
 from motiondetect.scaleout import cluster
-from motiondetect.scaleout.balance import Packets, balance_chunks, candidate_lengths, chunk_cost, makespan
+from motiondetect.scaleout.balance import MAX_STRETCH, Packets, balance_chunks, candidate_lengths, chunk_cost, makespan
 from motiondetect.scaleout.chunks import Chunk, plan_from_stamps
 
 FPS = 25.0
@@ -88,12 +88,15 @@ def test_makespan_gives_the_longest_chunks_out_first_to_the_least_loaded_slot():
         makespan([_chunk(3)], 0)
 
 
-def test_candidate_lengths_are_the_aim_and_the_multiples_of_the_slots_around_it():
-    assert candidate_lengths(60.0, 20, 8) == [60.0, 75.0, 50.0]  # 16 and 24 chunks
-    assert candidate_lengths(60.0, 16, 8) == [60.0]  # already a multiple
+def test_candidate_lengths_are_the_aim_the_multiples_of_the_slots_around_it_and_the_fewest_waves():
+    assert candidate_lengths(60.0, 20, 8) == [60.0, 150.0, 75.0, 50.0]  # 8, 16 and 24 chunks
+    assert candidate_lengths(60.0, 16, 8) == [60.0, 120.0]  # already a multiple; one wave of 8
     assert candidate_lengths(60.0, 1, 8) == [60.0, 7.5]  # 0 chunks is no candidate
     assert candidate_lengths(60.0, 3, 2) == [60.0, 90.0, 45.0]
-    assert candidate_lengths(60.0, 5, 1) == [60.0]
+    assert candidate_lengths(60.0, 5, 1) == [60.0, 150.0]  # 2 chunks: 1 would be 300 s, over 4 x 60
+    # 600 chunks over 8 slots: the fewest waves within MAX_STRETCH x the aim are 19, 152 chunks.
+    assert candidate_lengths(60.0, 600, 8) == [60.0, 60.0 * 600 / 152]
+    assert 60.0 * 600 / 152 <= MAX_STRETCH * 60.0 < 60.0 * 600 / 144
     for args in ((0.0, 20, 8), (60.0, 0, 8), (60.0, 20, 0)):
         with pytest.raises(ValueError):
             candidate_lengths(*args)
@@ -101,30 +104,31 @@ def test_candidate_lengths_are_the_aim_and_the_multiples_of_the_slots_around_it(
 
 # -- the balancer --------------------------------------------------------------------------------
 @pytest.mark.parametrize("gop", [25, 250])
-def test_thirty_thousand_frames_over_eight_slots_take_sixteen_chunks(gop):
+def test_thirty_thousand_frames_over_eight_slots_take_eight_chunks(gop):
     """The issue's measurement: 20 chunks of 1,500 frames run in 3 waves on 8 slots (6,000
-    frames for the busiest); 16 chunks of about 1,875 in 2 (4,750); 24 of 1,250 still in 3."""
+    frames for the busiest); 24 of 1,250 still in 3 (5,250); 16 of about 1,875 in 2 (4,750);
+    8 of 3,750 in one (4,250: the fewest warm-ups)."""
     packets = _packets(30_000, gop)
     assert len(packets.plan(60.0, WARMUP)) == 20
     assert makespan(packets.plan(60.0, WARMUP), 8) == 6000
     assert makespan(packets.plan(50.0, WARMUP), 8) == 5250
+    assert makespan(packets.plan(75.0, WARMUP), 8) == 4750
     balance = balance_chunks([packets], WARMUP, 60.0, 8)
-    assert (balance.seconds, balance.chunks, balance.makespan, balance.slots, balance.aimed) == (75.0, 16, 4750, 8, 60.0)
+    assert (balance.seconds, balance.chunks, balance.makespan, balance.slots, balance.aimed) == (150.0, 8, 4250, 8, 60.0)
     assert makespan(balance.plans[0], 8) == balance.makespan
     _check_plan(packets, balance.plans[0], WARMUP)
-    if gop == 25:  # keyframes at every 1,875th frame: chunks of the even size
-        assert {c.frames for c in balance.plans[0]} == {1875}
-    else:  # cut at the next keyframe: 2,000 and 1,750 frames in turn
-        assert {c.frames for c in balance.plans[0]} == {2000, 1750}
+    assert {c.frames for c in balance.plans[0]} == {3750}  # a multiple of both GOP lengths
 
 
-def test_eight_files_in_sixteen_chunks_over_eight_slots_stay_as_they_are():
+def test_eight_files_over_eight_slots_take_one_chunk_each():
+    """16 chunks of 60 s (two per file) cost a first chunk and a warmed-up second one per slot
+    (3,500 frames); one 120-s chunk per file costs its 3,000 frames and no warm-up."""
     files = [_packets(3000, 250, f"{n}.mp4") for n in range(8)]
+    assert makespan([c for f in files for c in f.plan(60.0, WARMUP)], 8) == 1500 + 2000
     balance = balance_chunks(files, WARMUP, 60.0, 8)
-    assert (balance.seconds, balance.chunks) == (60.0, 16)
-    assert [[c.frames for c in plan] for plan in balance.plans] == [[1500, 1500]] * 8
+    assert (balance.seconds, balance.chunks, balance.makespan) == (120.0, 8, 3000)
+    assert [[c.frames for c in plan] for plan in balance.plans] == [[3000]] * 8
     assert [plan[0].source for plan in balance.plans] == [f"{n}.mp4" for n in range(8)]  # the inputs' order
-    assert balance.makespan == 1500 + 2000  # a first chunk and a warmed-up second one per slot
 
 
 def test_a_short_file_stays_one_chunk():
@@ -148,13 +152,14 @@ def test_a_single_file_is_spread_over_idle_slots():
 def test_uneven_gops_are_planned_with_their_real_keyframes():
     """GOPs of 200 and 1,600 frames in turn: 17 chunks at 60 s. Cut evenly, 16 chunks would take 2
     waves; cut at these keyframes the 63.75-s aim gives 19 uneven chunks and the 42.5-s one 19
-    too, both slower, so the aimed length stays."""
+    too, both slower than the aim; the one-wave aim (8 chunks, 127.5 s) gives 10 uneven chunks
+    whose busiest slot still decodes the least."""
     packets = _packets(30_000, [200, 1600])
-    assert [len(packets.plan(s, WARMUP)) for s in (60.0, 63.75, 42.5)] == [17, 19, 19]
-    spans = [makespan(packets.plan(s, WARMUP), 8) for s in (60.0, 63.75, 42.5)]
-    assert spans == [8000, 8600, 8600]
+    lengths = (60.0, 63.75, 42.5, 127.5)
+    assert [len(packets.plan(s, WARMUP)) for s in lengths] == [17, 19, 19, 10]
+    assert [makespan(packets.plan(s, WARMUP), 8) for s in lengths] == [8000, 8600, 8600, 7000]
     balance = balance_chunks([packets], WARMUP, 60.0, 8)
-    assert (balance.seconds, balance.chunks, balance.makespan) == (60.0, 17, 8000)
+    assert (balance.seconds, balance.chunks, balance.makespan) == (127.5, 10, 7000)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -191,7 +196,9 @@ def test_unknown_slots_and_unsplittable_pipelines_keep_the_aim():
     assert (kept.seconds, kept.chunks, kept.slots, kept.makespan) == (60.0, 20, None, None)
     whole = balance_chunks([packets, _packets(900, 25, "b.mp4")], None, 60.0, 8)  # warm-up None
     assert (whole.seconds, whole.chunks, whole.makespan) == (60.0, 2, 30_000)
-    assert balance_chunks([packets], WARMUP, 60.0, 1).seconds == 60.0  # one slot: nothing to fill
+    # One slot has no idle slots to fill; fewer, longer chunks (up to MAX_STRETCH x) spare warm-ups.
+    alone = balance_chunks([packets], WARMUP, 60.0, 1)
+    assert (alone.seconds, alone.chunks, alone.makespan) == (MAX_STRETCH * 60.0, 5, 30_000 + 4 * WARMUP)
     with pytest.raises(ValueError, match="slots must be >= 1"):
         balance_chunks([packets], WARMUP, 60.0, 0)
 
