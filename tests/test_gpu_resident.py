@@ -93,6 +93,23 @@ def test_batches_with_a_roi_and_without_outputs(cuda):
         assert got.mask is None and (got.motion_fraction, got.bbox) == (want.motion_fraction, want.bbox), frame.index
 
 
+def test_results_dropped_at_once_reuse_their_pinned_buffers(cuda):
+    """Masks and pictures are handed out from pinned buffers, not copied: a consumer that drops
+    each result (an encoder writing it) keeps the pools at the batches in flight, while the
+    results kept by the test above all stayed intact."""
+    frames = pictures(h264(H264[0]), 120)
+    batched = BatchDetector(build_filters(default_config()), cuda, batch=8)
+    from motiondetect.core.types import Frame
+
+    seen = 0
+    for _, result in batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)):
+        assert result.mask is not None and isinstance(result.frame, Picture)
+        seen += 1
+    assert seen == len(frames)
+    sizes = {key: pool.allocated for key, pool in batched._pools.items() if key in (("masks",), ("yuv",))}
+    assert sizes and all(count <= 3 for count in sizes.values()), sizes  # 15 batches through 3 buffers
+
+
 @pytest.mark.parametrize("size", [(7, 13), (8, 12), (33, 65), (360, 480)], ids=lambda s: f"{s[1]}x{s[0]}")
 @pytest.mark.parametrize("full_range", [False, True])
 def test_yuv_blend_kernel_equals_its_cpu_reference(cuda, rng, size, full_range):

@@ -7,15 +7,20 @@ thread fills ring slots of K frames while the main thread runs the previous batc
 - NVDEC frames (:class:`~motiondetect.sources.nvdec.DeviceFrame`) are copied device to device into the
   slot by the decode thread, on the decoder's own stream; host-decoded pictures are copied by
   the main thread (on 4 threads) into the slot's page-locked (pinned) buffers and uploaded with
-  one asynchronous copy per plane. The kernels run on the handler's stream: decode, uploads and
-  kernels overlap.
+  one asynchronous copy per plane on an upload stream of their own. The kernels run on the
+  handler's stream after the upload's event: decode, uploads, kernels and downloads overlap.
 - The grey stage reads the luma in place (``md_luma_to_gray_u8``, cropped to the ROI's box by
   addressing), every filter runs once per batch on a (K, H, W) grid (``BATCHED`` filters; the
   others frame by frame on views), the background model carries its state through the batch in
   registers, and the mask statistics of all K frames come from one reduction.
 - Only what is needed comes back, once per batch: the K motion counts and boxes; the masks when
   an output needs them; the annotated frames as yuv420p pictures (the red blend applied in
-  Y'CbCr on the device) when video is written.
+  Y'CbCr on the device) when video is written. Masks and pictures are handed out as views of
+  the page-locked buffers they were downloaded into (no host copy); a buffer is used again only
+  once no view of it is left (:class:`PinnedPool`).
+- Batch n + 1 is uploaded and queued before batch n's results are handed out, so the host's
+  staging copies and the upload of one batch overlap the kernels and the download of the one
+  before (one batch of latency; files only).
 
 Results with any K equal K = 1 and equal :class:`MotionDetector`'s, bit for bit (GPU tests).
 One synchronisation per batch; device buffers are allocated once (memory stays flat).
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
@@ -48,8 +54,9 @@ from motiondetect.sources.nvdec import DeviceFrame
 #: Frames per batch. Measured on an H200 at 1080p (benchmarks/bench_throughput.py --batches):
 #: 32 reaches the on-device plateau; larger batches only add latency and memory.
 DEFAULT_BATCH = 32
-#: Batches in flight: one being filled by the decode thread, one being processed, one spare.
-RING_SLOTS = 3
+#: Batches in flight: one being filled by the decode thread, one queued on the GPU, one whose
+#: results are being handed out, one spare.
+RING_SLOTS = 4
 #: Threads copying host-decoded pictures into pinned memory: one core copies about 700 2160p
 #: luma planes a second on the GPU machine, 4 threads 1,900 (NumPy copies without the GIL).
 STAGING_THREADS = 4
@@ -62,6 +69,54 @@ def frames_view(array, start: int, stop: int):
 
     per = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
     return gpuarray.GPUArray((stop - start, *array.shape[1:]), array.dtype, gpudata=int(array.gpudata) + start * per, base=array)
+
+
+class _Lease:
+    """One hand-out of a pooled buffer, as an object NumPy makes an array of (its array
+    interface): the array's views all refer to that array, which refers to this."""
+
+    def __init__(self, buffer: np.ndarray) -> None:
+        self.__array_interface__ = buffer.__array_interface__
+        self.buffer = buffer  # the memory stays while the lease does
+
+
+class PinnedPool:
+    """Page-locked (pinned) host buffers of one shape, handed out as arrays callers may keep.
+
+    :meth:`take` returns a fresh array over a free buffer; the buffer goes back to the pool when
+    that array and every view of it (slices, reshapes, the planes of a picture) are gone
+    (``weakref.finalize`` on the array, which all its views refer to). The pool grows only while
+    callers keep results (an encoder's queue, a clip's pre-roll), so memory stays flat once that
+    is filled.
+
+    Args:
+        shape: each buffer's shape.
+        dtype: their dtype.
+        allocate: makes one buffer from (shape, dtype); default ``pycuda.driver.pagelocked_empty``
+            (the tests without a GPU pass ``numpy.empty``).
+    """
+
+    def __init__(self, shape: tuple[int, ...], dtype=np.uint8, allocate=None) -> None:
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.allocated = 0  # buffers made so far
+        self._allocate = allocate
+        self._free: list[np.ndarray] = []
+
+    def take(self) -> np.ndarray:
+        """An array of :attr:`shape` over a free buffer (allocated when none is); its contents
+        are undefined."""
+        if self._free:
+            buffer = self._free.pop()
+        else:
+            if self._allocate is None:
+                import pycuda.driver as drv
+
+                self._allocate = drv.pagelocked_empty
+            buffer = self._allocate(self.shape, self.dtype)
+            self.allocated += 1
+        lease = np.asarray(_Lease(buffer))
+        weakref.finalize(lease, self._free.append, buffer)
+        return lease
 
 
 @dataclass
@@ -77,6 +132,21 @@ class _Slot:
     layout: str = "nv12"
     full_range: bool = False
     geo: Geometry | None = None
+
+
+@dataclass
+class _Queued:
+    """A batch whose work is queued on the GPU: what :meth:`BatchDetector._collect` needs to
+    hand out its results once ``done`` has fired."""
+
+    slot: _Slot
+    geo: Geometry
+    skip: int
+    done: object  # pycuda.driver.Event recorded after the batch's downloads
+    totals: np.ndarray | None = None
+    boxes: np.ndarray | None = None
+    masks: np.ndarray | None = None
+    pictures: np.ndarray | None = None
 
 
 class BatchDetector:
@@ -127,6 +197,9 @@ class BatchDetector:
         self._started = False  # the stream's first frame has been seen
         #: Threads that copy host pictures into the pinned ring, while a stream of them runs.
         self._stagers: ThreadPoolExecutor | None = None
+        #: Pinned buffers the results are downloaded into and handed out from, by what they hold.
+        self._pools: dict[tuple, PinnedPool] = {}
+        self._upload_stream = None  # host pictures' uploads, beside the kernels' stream
 
     def reset(self) -> None:
         """Start a new stream: the next frame has no predecessor, every model starts afresh."""
@@ -140,6 +213,13 @@ class BatchDetector:
 
     def _pinned(self, key, shape, dtype=np.uint8):
         return self.cuda.pinned(("batch", key), shape, dtype)
+
+    def _pooled(self, key, shape, dtype=np.uint8) -> np.ndarray:
+        """A free pinned buffer of ``shape`` from the pool ``key`` (:class:`PinnedPool`)."""
+        pool = self._pools.get(key)
+        if pool is None or pool.shape != tuple(shape) or pool.dtype != np.dtype(dtype):
+            pool = self._pools[key] = PinnedPool(shape, dtype)
+        return pool.take()
 
     def _make_ring(self, geo: Geometry, layout: str) -> list[_Slot]:
         height, width = geo.shape
@@ -241,9 +321,16 @@ class BatchDetector:
         else:
             for k in range(n):
                 stage(k)
-        drv.memcpy_htod_async(slot.luma.gpudata, slot.luma_host[:n], self.cuda.stream)
+        if self._upload_stream is None:
+            self._upload_stream = drv.Stream()
+        # On a stream of their own, so they overlap the kernels and the download of the batch
+        # before; the kernels' stream waits for them.
+        drv.memcpy_htod_async(slot.luma.gpudata, slot.luma_host[:n], self._upload_stream)
         if slot.chroma_host is not None:
-            drv.memcpy_htod_async(slot.chroma.gpudata, slot.chroma_host[:n], self.cuda.stream)
+            drv.memcpy_htod_async(slot.chroma.gpudata, slot.chroma_host[:n], self._upload_stream)
+        uploaded = drv.Event()
+        uploaded.record(self._upload_stream)
+        self.cuda.stream.wait_for_event(uploaded)
 
     # -- the main thread -----------------------------------------------------------------------
     def stream(self, frames: Iterable[Frame]) -> Iterator[tuple[Frame, FrameResult]]:
@@ -279,17 +366,22 @@ class BatchDetector:
             self._stagers = ThreadPoolExecutor(STAGING_THREADS, thread_name_prefix="motiondetect-stage")
         thread.start()
         try:
+            # Batch n + 1 is queued before batch n's results are handed out (module docstring).
+            waiting: _Queued | None = None
             while True:
                 item = ready.get()
-                if item is _END:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
+                if item is _END or isinstance(item, BaseException):
+                    break
                 if item.luma_host is not None:
                     self._upload(item)
-                results = self._run(item, geo)
-                free.release()
-                yield from results
+                queued = self._queue(item, geo)
+                if waiting is not None:
+                    yield from self._collect(waiting, free)
+                waiting = queued
+            if waiting is not None:
+                yield from self._collect(waiting, free)
+            if isinstance(item, BaseException):
+                raise item
         finally:
             stop.set()
             thread.join(timeout=5.0)
@@ -314,17 +406,17 @@ class BatchDetector:
             self._copy_in(slot, k, frame.image)
         slot.frames, slot.geo = list(frames), geo
         self._upload(slot)
-        self.cuda.synchronize()
+        self._upload_stream.synchronize()
         return slot
 
     def process_batch(self, batch: _Slot) -> list[tuple[Frame, FrameResult]]:
         """Run the pipeline on a batch from :meth:`load_batch`, continuing the stream (the
         first call has no previous frame); return each frame with its result."""
-        return list(self._run(batch, batch.geo))
+        return list(self._collect(self._queue(batch, batch.geo)))
 
-    def _run(self, slot: _Slot, geo: Geometry) -> Iterator[tuple[Frame, FrameResult]]:
-        """Queue the pipeline on one batch and wait once; return an iterator over its results
-        (:meth:`_results`), to be exhausted before the next batch runs."""
+    def _queue(self, slot: _Slot, geo: Geometry) -> _Queued:
+        """Queue the pipeline on one batch, its downloads and an event after them; nothing
+        waits here."""
         import pycuda.driver as drv
 
         cuda = self.cuda
@@ -371,16 +463,17 @@ class BatchDetector:
             side = SizeOnly((w_h, w_w, 3)) if flt.SIDE_INPUT == "frame" else None
             image = self._apply(flt, image, dst, side)
         m = n - skip
-        counts = np.zeros(n, np.int64)
-        boxes: list = [None] * n
-        masks_host = frames_host = None
+        queued = _Queued(slot, geo, skip, drv.Event())
         if m:
             mask = image
             if geo.roi is not None:
                 mask = device_and_mask(cuda, mask, geo, frames_view(self._buffer(("roi",), (k, w_h, w_w)), 0, m))
             total, box = queue_mask_stats(cuda, mask, key="batch")
-            total_host = cuda.download(("batch", "total"), total)
-            box_host = cuda.download(("batch", "box"), box)
+            # Pooled: the next batch downloads its counts before these are read.
+            queued.totals = self._pooled(("totals",), total.shape, total.dtype)
+            queued.boxes = self._pooled(("boxes",), box.shape, box.dtype)
+            total.get_async(stream=cuda.stream, ary=queued.totals)
+            box.get_async(stream=cuda.stream, ary=queued.boxes)
         full = None
         if self.masks or self.annotate:
             full_all = self._buffer(("full",), (k, height, width))
@@ -394,8 +487,8 @@ class BatchDetector:
                     device_expand(cuda, mask, geo, full)
             full = frames_view(full_all, 0, n)
             if self.masks:
-                masks_host = self._pinned(("masks",), (k, height, width))[:n]
-                drv.memcpy_dtoh_async(masks_host, full.gpudata, cuda.stream)
+                queued.masks = self._pooled(("masks",), (k, height, width))[:n]
+                drv.memcpy_dtoh_async(queued.masks, full.gpudata, cuda.stream)
         if self.annotate:
             ch, cw = chroma_shape(height, width)
             planar = height * width + 2 * ch * cw
@@ -418,27 +511,28 @@ class BatchDetector:
                 out_all,
                 slot.full_range,
             )
-            frames_host = self._pinned(("yuv",), (k, planar))[:n]
-            drv.memcpy_dtoh_async(frames_host, out_all.gpudata, cuda.stream)
-        cuda.synchronize()  # once per batch
-        if m:
-            counts[skip:] = total_host[:m]
-            for j in range(m):
-                boxes[skip + j] = box_from_corners(int(total_host[j]), box_host[j])
-        return self._results(batch, counts, boxes, masks_host, frames_host, geo, slot.full_range)
+            queued.pictures = self._pooled(("yuv",), (k, planar))[:n]
+            drv.memcpy_dtoh_async(queued.pictures, out_all.gpudata, cuda.stream)
+        queued.done.record(cuda.stream)
+        return queued
 
-    @staticmethod
-    def _results(batch, counts, boxes, masks_host, frames_host, geo: Geometry, full_range: bool) -> Iterator[tuple[Frame, FrameResult]]:
-        """Each frame's result, its arrays copied out of the pinned buffers one frame at a time
-        as the consumer asks: the copies spread between the encoder's frames instead of
-        starving its queue while a whole batch is copied (the buffers are reused by the next
-        batch, which runs only after this iterator is exhausted)."""
+    def _collect(self, queued: _Queued, free: threading.Semaphore | None = None) -> Iterator[tuple[Frame, FrameResult]]:
+        """Wait for a queued batch (the one synchronisation per batch), give its ring slot back
+        to the decode thread (``free``), then yield each frame with its result: the masks and
+        pictures are views of the pinned buffers they were downloaded into (:class:`PinnedPool`
+        keeps a buffer while any view of it lives)."""
+        queued.done.synchronize()
+        slot, geo, skip = queued.slot, queued.geo, queued.skip
+        batch, full_range = slot.frames, slot.full_range  # the decode thread refills the slot
+        if free is not None:
+            free.release()
         height, width = geo.shape
         for j, frame in enumerate(batch):
-            count = int(counts[j])
-            mask_j = masks_host[j].copy() if masks_host is not None else None
-            image_j = unpack_planes(frames_host[j].copy(), height, width, full_range) if frames_host is not None else frame.image
-            yield frame, FrameResult(mask_j, image_j, count / geo.area, geo.map_box(boxes[j]) if count else None)
+            count = int(queued.totals[j - skip]) if j >= skip else 0
+            box = box_from_corners(count, queued.boxes[j - skip]) if count else None
+            mask_j = queued.masks[j] if queued.masks is not None else None
+            image_j = unpack_planes(queued.pictures[j], height, width, full_range) if queued.pictures is not None else frame.image
+            yield frame, FrameResult(mask_j, image_j, count / geo.area, geo.map_box(box) if count else None)
 
     def _single_shape(self, stage: int, geo: Geometry) -> tuple[int, ...]:
         """Output shape of detection stage ``stage`` for one frame at the work size."""
