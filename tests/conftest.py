@@ -1,9 +1,11 @@
-"""Shared fixtures: the bundled real clip, random frames, and the CUDA handler for GPU tests."""
+"""Shared fixtures: the bundled real clip, random frames, the CUDA handler for GPU tests, and a
+jittered H.264 copy of the clip."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
@@ -66,3 +68,31 @@ def cuda():
 
     with CUDAHandler() as handler:
         yield handler
+
+
+@pytest.fixture(scope="module")
+def jittered_video(tmp_path_factory, sample_clip) -> Path:
+    """The bundled clip (748 frames) with each frame moved by a random whole-pixel shift of up to
+    4 pixels each way (seeded) and cropped by 8 on every side, as H.264 (x264 veryfast: a keyframe
+    every 250 frames, so chunks start 250 and 500 frames after the anchor)."""
+    from motiondetect.outputs.writer import VideoWriter
+
+    rng = np.random.default_rng(11)
+    path = tmp_path_factory.mktemp("jitter") / "jittered.mp4"
+    capture = cv2.VideoCapture(str(sample_clip))
+    writer = None
+    while True:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        dx, dy = (int(v) for v in rng.integers(-4, 5, 2))
+        height, width = frame.shape[:2]
+        moved = cv2.warpAffine(frame, np.float32([[1, 0, dx], [0, 1, dy]]), (width, height), flags=cv2.INTER_NEAREST)
+        moved = np.ascontiguousarray(moved[8:-8, 8:-8])
+        if writer is None:
+            writer = VideoWriter(path, 25.0, (moved.shape[1], moved.shape[0]))
+        writer.write(moved)
+    capture.release()
+    assert writer is not None
+    writer.close()
+    return path

@@ -33,6 +33,22 @@ def test_cuda_chunks_equal_the_sequential_cpu_run(cuda, path):
     assert [r.box(j) for r in results for j in range(r.frames)] == boxes
 
 
+def test_registered_cuda_chunks_equal_the_sequential_cpu_run(cuda, jittered_video):
+    """register + frame pairs on a jittered H.264 file: each CUDA chunk task (NVDEC, batched path)
+    anchors on the file's first frame, so the stitched results equal the sequential CPU run's."""
+    config = _config("seed")
+    pair = next(i for i, e in enumerate(config["pipeline"]) if e["filter"] == "difference")
+    config["pipeline"].insert(pair, {"filter": "register"})
+    fractions, boxes, _ = _sequential(jittered_video, config)
+    config["backend"] = "cuda"
+    chunks, results = _chunked(jittered_video, config, 1.0)
+    assert len(chunks) >= 3 and {r.backend for r in results} == {"cuda"}
+    if nvdec_problem() is None:
+        assert {r.decoder for r in results} == {"NVDEC (H264)"}
+    assert np.array_equal(np.concatenate([r.fractions for r in results]), fractions)
+    assert [r.box(j) for r in results for j in range(r.frames)] == boxes
+
+
 def test_jobs_on_the_gpu_equals_the_sequential_run(cuda, monkeypatch, capsys, tmp_path):
     args = [BUNDLED, "-c", SEED_YAML, "--no-video", "--chunk", "5", "--events", "report.json", "-q"]
     for name, extra in (("seq", ["--backend", "cpu"]), ("gpu", ["--backend", "cuda", "--jobs", "2"])):

@@ -27,7 +27,9 @@ A filter may keep state from frame to frame (a background model): it then overri
 :meth:`Filter.reset`, which the detector calls when a new stream starts, and names the
 parameters that are its learning rates in ``LEARNING_RATES`` (how fast it forgets its start,
 which sets the warm-up of a chunk scanned on its own: :meth:`Filter.chunk_warmup`, which a model
-that forgets otherwise overrides).
+that forgets otherwise overrides). A filter whose state is fixed by the stream's first frame for
+good (registration's anchor) sets ``ANCHORED``: a chunk scanned on its own first runs the file's
+first frame through the pipeline, then :meth:`Filter.seek` keeps that state and forgets the rest.
 
 and implements the same function on the CPU with NumPy/OpenCV (:meth:`Filter.reference`) and on
 the GPU through a :class:`~motiondetect.gpu.cuda_handler.CUDAHandler` (:meth:`Filter.apply_kernel`,
@@ -124,6 +126,8 @@ class Filter(ABC):
     RESAMPLE: ClassVar[str | None] = None
     BATCHED: ClassVar[bool] = False
     ALIGNS: ClassVar[bool] = False
+    #: Keeps state taken from the stream's first frame for good, which :meth:`seek` keeps.
+    ANCHORED: ClassVar[bool] = False
     #: Parameters that are per-frame learning rates (fractions in [0, 1]) of a background model.
     LEARNING_RATES: ClassVar[tuple[str, ...]] = ()
     #: The parameter that sets how much change counts as motion, and the step the preview's
@@ -175,6 +179,12 @@ class Filter(ABC):
         <motiondetect.pipeline.detector.MotionDetector.reset>` calls it so that the next frame starts a
         new stream on both backends.
         """
+
+    def seek(self) -> None:
+        """The stream goes on from another frame (a chunk's warm-up, after the file's first frame
+        ran): forget the state that follows the frames, keep what the stream's first frame fixed
+        for good (``ANCHORED`` filters). Without such state: :meth:`reset`."""
+        self.reset()
 
     def chunk_warmup(self) -> int | None:
         """Frames this filter needs before a chunk's first frame so its state is a sequential

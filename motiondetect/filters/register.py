@@ -76,15 +76,16 @@ class Register(Filter):
     Both backends compute the surface in float32 with different FFTs, so its values differ in
     the last bits; the shift, its peak, is the same unless two candidates tie within rounding,
     which on camera footage a sharp correlation peak makes rare (the GPU tests compare every
-    frame's shift on real clips). The anchor is the stream's first frame for good: a chunk
-    scanned on its own could not know it, so a file with this filter is scanned as one chunk
-    (:meth:`chunk_warmup`).
+    frame's shift on real clips). The anchor is the stream's first frame for good
+    (``ANCHORED``): a chunk scanned on its own first runs the file's first frame, then
+    :meth:`seek` keeps the anchor, so its shifts are a sequential run's (:meth:`chunk_warmup`).
     """
 
     NAME = "register"
     KERNEL = "register"
     BATCHED = True
     ALIGNS = True
+    ANCHORED = True
     INPUT = Kind.GRAY
     OUTPUT = Kind.GRAY
     PARAMS = (
@@ -123,9 +124,14 @@ class Register(Filter):
         self._shift = (0, 0)
         self._device_anchor: tuple[int, int] | None = None  # (H, W) of the anchor on the device
 
+    def seek(self) -> None:
+        """Keep the anchor (and its window), forget the last frame's shift."""
+        self._shift = (0, 0)
+
     def chunk_warmup(self) -> int | None:
-        """``None``: the anchor is the stream's first frame, which a chunk cannot know."""
-        return None
+        """0: each frame's shift depends only on the frame and the anchor, which a chunk task
+        takes from the file's first frame (``ANCHORED``), not on the frames before it."""
+        return 0
 
     @property
     def shift(self) -> tuple[int, int]:

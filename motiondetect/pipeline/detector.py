@@ -343,6 +343,16 @@ class MotionDetector:
         for flt in self.filters:
             flt.reset()
 
+    def seek(self) -> None:
+        """Go on from another frame of the same stream (a chunk's warm-up, after the file's first
+        frame ran): the next frame has no reference and the background models start afresh, but
+        what the stream's first frame fixed for good is kept (:meth:`Filter.seek
+        <motiondetect.filters.base.Filter.seek>`: registration's anchor)."""
+        self._shape = None
+        self._reference = None
+        for flt in self.filters:
+            flt.seek()
+
     def geometry(self, shape: tuple[int, ...]) -> Geometry:
         """The processing plan for frames of ``shape`` ((H, W) or (H, W, 3)), made once per size.
 

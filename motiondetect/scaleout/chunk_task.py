@@ -4,8 +4,9 @@
 pipeline from the run's config on the worker (the CUDA backend when the worker has a GPU and the
 config allows it, with the batched GPU path where a sequential run would take it), decodes the
 chunk's file from its warm-up keyframe (:mod:`motiondetect.scaleout.chunks`), runs the warm-up frames
-through the pipeline and drops their results, and returns the per-frame motion fractions and
-boxes of the chunk's own frames. The annotated video and the mask video of the chunk are written
+through the pipeline (after the file's first frame, when the pipeline registers frames onto it)
+and drops their results, and returns the per-frame motion fractions and boxes of the chunk's own
+frames. The annotated video and the mask video of the chunk are written
 as part files (joined later by stream copy), mask images straight into their folder.
 """
 
@@ -228,6 +229,25 @@ def chunk_frames(video: VideoHandler, chunk: Chunk, first_index: int, pairs: boo
         )
 
 
+def anchor_on_first_frame(detector, source: str, fps: float | None, threads: int | None) -> None:
+    """Give a chunk's pipeline the state a sequential run takes from the file's first frame
+    (``ANCHORED`` filters: registration's anchor): decode that frame on the CPU (exact codecs
+    decode to the same picture on NVDEC), run it through ``detector`` (a
+    :class:`~motiondetect.pipeline.detector.MotionDetector`; its result is dropped), then
+    :meth:`~motiondetect.pipeline.detector.MotionDetector.seek`, so the chunk's warm-up starts
+    afresh with the anchor kept.
+
+    Raises:
+        VideoOpenFailure: the file has no decodable frame.
+    """
+    with VideoHandler(source, fps=fps, threads=threads) as video:
+        first = next(iter(video), None)
+    if first is None:
+        raise VideoOpenFailure(f"{source!r}: no frame to anchor the registration on")
+    detector.process(first.image)
+    detector.seek()
+
+
 def _injected_worker_death(chunk: Chunk) -> None:
     """Test-only: end this process at once on the first attempt at the chunk named by
     :data:`KILL_WORKER_ENV` (nothing happens when it is unset)."""
@@ -291,12 +311,14 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
             raise ConfigError([f"roi: {exc}"]) from None
         detector = checked_on_device(detector, cuda, config["backend"], video.size)
         cuda = cuda if detector.backend == "cuda" else None
+        if job.chunk.start_pts is not None and any(f.ANCHORED for f in filters):
+            anchor_on_first_frame(detector, job.chunk.source, job.fps, job.threads)
         batched = batched_path_problem(config, video, cuda, detector, False, wants_frames)
         # NVDEC when the run allows it (as a whole-file run chooses); it seeks to the chunk's
         # keyframe like the CPU decoder, and decodes exact codecs to the same pictures.
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack)
         if batched is None:
-            detector.reset()
+            detector.seek()  # the anchor, if any, stays
             detector = BatchDetector(
                 detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"]
             )

@@ -153,8 +153,8 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     if warmup is None:
         for one in opened:
             log.info(
-                "notice: the pipeline keeps the stream's start for good (a learning rate of 0, the subsense model,"
-                " or register's anchor, the first frame); %s is scanned as one chunk",
+                "notice: the pipeline keeps the stream's start for good (a learning rate of 0, the subsense model);"
+                " %s is scanned as one chunk",
                 one.source,
             )
     # The slots of a local cluster are known before it starts; an existing one's are not.

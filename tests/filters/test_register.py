@@ -104,11 +104,23 @@ def test_reset_forgets_the_anchor(sample_frames):
     assert flt.shift == (0, 0)
 
 
-def test_pipeline_rules_and_one_chunk_per_file():
+def test_seek_keeps_the_anchor(sample_frames):
+    grey = cv2.cvtColor(sample_frames[30], cv2.COLOR_BGR2GRAY)
+    flt = Register()
+    flt.reference(grey)
+    flt.reference(moved(grey, 4, 0))
+    flt.seek()
+    assert flt.shift == (0, 0)
+    flt.reference(moved(grey, 0, 3))  # still measured against the first anchor
+    assert flt.shift == (0, 3)
+
+
+def test_pipeline_rules_and_chunk_warmup():
     names = ["gray", "register", "gaussian_background", "upscale"]
     filters = build_filters(load_config(PRESET))
     assert not pipeline_problems([type(f) for f in filters])
-    assert warmup_frames(filters) is None  # the anchor is the stream's first frame: one chunk per file
+    # The anchor comes from the file's first frame in every chunk: only the model's warm-up counts.
+    assert warmup_frames(filters) == warmup_frames([f for f in filters if f.NAME != "register"]) == 500
     from motiondetect.filters import REGISTRY
 
     wrong = [REGISTRY[n] for n in ("gray", "register", "median", "gaussian_background")]
