@@ -22,6 +22,14 @@ FgSegNet's repository (``SBI2015_dataset/<sequence>/``), already in a CDnet-like
 labels ``groundtruth/gtNNNNNN.png`` and, where the sequence has them, ``ROI.bmp`` and
 ``temporalROI.txt`` keep their names; frames named ``<Sequence>_NNNNNN.png`` there become
 ``input/inNNNNNN.png`` (same bytes, same number).
+
+The three COL780 clips (CDnet ``dynamicBackground/canoe``, ``PTZ/zoomInZoomOut`` and
+``cameraJitter/badminton``) come from an IIT Delhi course repository that holds the sequences in
+CDnet's layout (``Assignment1/data/<folder>/``) with CDnet's frames but labels the course
+binarised (CDnet's 255 kept, its 50, 85 and 170 turned to 0; README.md). Frames and labels keep
+their names; the only extra file is the temporal ROI: ``temporalROI.txt`` where the course kept
+CDnet's, otherwise the course's ``eval_frames.txt``, which holds the same two numbers, saved as
+``temporalROI.txt`` (same bytes, new name).
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ HERE = Path(__file__).resolve().parent
 
 #: Snapshot of lim-anggun/FgSegNet that the SBI2015 clips are copied from.
 FGSEGNET = "7aa31e2eba2bbe29f4725c040288e0090c453316"
+#: Snapshot of surajiitd/Computer-Vision-COL780 that the three COL780 clips are copied from.
+COL780 = "17bca25098c586c3f72fd6af39cbcb85aeac2284"
 
 #: folder -> (repository, commit, path of the sequence in it, first frame, last frame); frames inclusive.
 CLIPS = {
@@ -54,9 +64,19 @@ CLIPS = {
     "sbi_cavignal": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/CaVignal", 58, 257),
     "sbi_highway_i": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/HighwayI", 0, 149),
     "sbi_board": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/Board", 0, 149),
+    "dynamicbackground_canoe": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/moving_bg", 800, 1189),
+    # zoomInZoomOut's label images after 814 are blank although a person walks there (README.md): not copied.
+    "ptz_zoominzoomout": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/ptz", 500, 814),
+    "camerajitter_badminton": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/jitter", 800, 1150),
 }
 #: Files copied besides the frames (CDnet's own, unmodified).
 EXTRAS = ("ROI.bmp", "ROI.jpg", "temporalROI.txt")
+#: COL780 clips (CDnet layout, no ROI files): folder -> (upstream name, name here) of the temporal ROI file.
+COL780_EXTRAS = {
+    "dynamicbackground_canoe": (("eval_frames.txt", "temporalROI.txt"),),
+    "ptz_zoominzoomout": (("temporalROI.txt", "temporalROI.txt"),),
+    "camerajitter_badminton": (("eval_frames.txt", "temporalROI.txt"),),
+}
 #: Wallflower clips: folder -> the frame number of the one hand-segmented label image.
 WALLFLOWER_LABELS = {"wallflower_wavingtrees_0_247": 247}
 #: SBI2015 clips: folder -> (upstream frame name prefix, frame extension, extra files the sequence has).
@@ -70,11 +90,11 @@ SBI = {
 }
 
 
-def clip_files(first: int, last: int) -> list[str]:
-    """Relative paths of one CDnet clip's files: frames, labels and the CDnet extras."""
+def clip_files(first: int, last: int, extras: tuple[str, ...] = EXTRAS) -> list[str]:
+    """Relative paths of one CDnet clip's files: frames, labels and ``extras`` (by default the CDnet extras)."""
     names = [f"input/in{n:06d}.jpg" for n in range(first, last + 1)]
     names += [f"groundtruth/gt{n:06d}.png" for n in range(first, last + 1)]
-    return names + list(EXTRAS)
+    return names + list(extras)
 
 
 def wallflower_files(first: int, last: int, label: int) -> list[tuple[str, str]]:
@@ -97,6 +117,8 @@ def file_pairs(folder: str) -> list[tuple[str, str]]:
         return wallflower_files(first, last, WALLFLOWER_LABELS[folder])
     if folder in SBI:
         return sbi_files(first, last, *SBI[folder])
+    if folder in COL780_EXTRAS:
+        return [(name, name) for name in clip_files(first, last, extras=())] + list(COL780_EXTRAS[folder])
     return [(name, name) for name in clip_files(first, last)]
 
 
