@@ -233,9 +233,8 @@ def anchor_on_first_frame(detector, source: str, fps: float | None, threads: int
     """Give a chunk's pipeline the state a sequential run takes from the file's first frame
     (``ANCHORED`` filters: registration's anchor): decode that frame on the CPU (exact codecs
     decode to the same picture on NVDEC), run it through ``detector`` (a
-    :class:`~motiondetect.pipeline.detector.MotionDetector`; its result is dropped), then
-    :meth:`~motiondetect.pipeline.detector.MotionDetector.seek`, so the chunk's warm-up starts
-    afresh with the anchor kept.
+    :class:`~motiondetect.pipeline.detector.MotionDetector`; its result is dropped). The
+    chunk's :meth:`~motiondetect.pipeline.detector.MotionDetector.seek` then keeps the anchor.
 
     Raises:
         VideoOpenFailure: the file has no decodable frame.
@@ -245,7 +244,6 @@ def anchor_on_first_frame(detector, source: str, fps: float | None, threads: int
     if first is None:
         raise VideoOpenFailure(f"{source!r}: no frame to anchor the registration on")
     detector.process(first.image)
-    detector.seek()
 
 
 def _injected_worker_death(chunk: Chunk) -> None:
@@ -313,12 +311,12 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         cuda = cuda if detector.backend == "cuda" else None
         if job.chunk.start_pts is not None and any(f.ANCHORED for f in filters):
             anchor_on_first_frame(detector, job.chunk.source, job.fps, job.threads)
+            detector.seek()  # the warm-up starts afresh, the anchor kept
         batched = batched_path_problem(config, video, cuda, detector, False, wants_frames)
         # NVDEC when the run allows it (as a whole-file run chooses); it seeks to the chunk's
         # keyframe like the CPU decoder, and decodes exact codecs to the same pictures.
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack)
         if batched is None:
-            detector.seek()  # the anchor, if any, stays
             detector = BatchDetector(
                 detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"]
             )
