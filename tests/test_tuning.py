@@ -22,7 +22,7 @@ from motiondetect.pipeline.detector import MotionDetector
 from tests.helpers import SEED_YAML, make_folder, one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = {("gaussian_background", "sigmas"): [2.5, 3.0], ("median", "kernel_size"): [3, 5]}
+TINY = {("gaussian_background", "sigmas"): [2.5, 3.0], ("median", "kernel_size"): [5, 7]}
 
 
 # -- leave-one-clip-out -------------------------------------------------------------------------
@@ -67,9 +67,9 @@ def test_grid_axes_keep_the_pipelines_filters_and_add_the_configs_own_value():
     gauss["sigmas"] = 3.2  # not a grid value: it joins the axis, so the config is a grid point
     grid = {**TINY, ("blur", "kernel_size"): [3, 5], ("median", "no_such_parameter"): [1]}
     axes = tuning.grid_axes(grid, base)
-    assert axes == {("gaussian_background", "sigmas"): [2.5, 3.0, 3.2], ("median", "kernel_size"): [3, 5]}
+    assert axes == {("gaussian_background", "sigmas"): [2.5, 3.0, 3.2], ("median", "kernel_size"): [5, 7]}
     points = tuning.grid_points(axes)
-    assert len(points) == 6 and {("gaussian_background", "sigmas"): 3.2, ("median", "kernel_size"): 5} in points
+    assert len(points) == 6 and {("gaussian_background", "sigmas"): 3.2, ("median", "kernel_size"): 7} in points
     # The seed pipeline (gray, difference, threshold, erosion) has none of the small grid's filters.
     with pytest.raises(UsageError, match="the pipeline has none of them"):
         tuning.grid_axes(tuning.GRIDS["small"], load_config(SEED_YAML))
@@ -77,10 +77,10 @@ def test_grid_axes_keep_the_pipelines_filters_and_add_the_configs_own_value():
 
 def test_config_for_sets_only_the_named_parameters():
     base = default_config()
-    config = tuning.config_for(base, {("median", "kernel_size"): 3, ("gaussian_background", "sigmas"): 2.5})
+    config = tuning.config_for(base, {("median", "kernel_size"): 3, ("gaussian_background", "sigmas"): 3.0})
     changed = [(a, b) for a, b in zip(base["pipeline"], config["pipeline"]) if a != b]
     assert changed == [
-        ({**base["pipeline"][2]}, {**base["pipeline"][2], "sigmas": 2.5}),
+        ({**base["pipeline"][2]}, {**base["pipeline"][2], "sigmas": 3.0}),
         ({**base["pipeline"][3]}, {**base["pipeline"][3], "kernel_size": 3}),
     ]
     assert base == default_config()  # the base is not touched
@@ -136,10 +136,10 @@ def test_tune_scores_every_point_as_a_hand_count_and_chooses_without_the_clip(th
     cache = tmp_path / "cache.json"
     result = tuning.tune([str(r) for r in three_clips], default_config(), grid="test", skip=4, jobs=1, cache_path=cache)
     assert list(result.scores) == ["one", "two", "three"] and len(result.keys) == 4
-    assert result.base == "gaussian_background.sigmas=3.0,median.kernel_size=5"
+    assert result.base == "gaussian_background.sigmas=2.5,median.kernel_size=7"
     for root in three_clips:
         for sigmas in (2.5, 3.0):
-            for median in (3, 5):
+            for median in (5, 7):
                 key = f"gaussian_background.sigmas={sigmas},median.kernel_size={median}"
                 assert result.scores[root.name][key]["pixel_f"] == pytest.approx(
                     hand_pixel_f(hand_config(sigmas, median), root, 4), abs=1e-12
@@ -318,7 +318,7 @@ def test_loo_on_real_dev_frames(tmp_path, monkeypatch):
     for root in roots:
         for sigmas in (2.5, 3.0):
             key = f"gaussian_background.sigmas={sigmas}"
-            assert result.scores[root.name][key]["pixel_f"] == pytest.approx(hand_pixel_f(hand_config(sigmas, 5), root, 4), abs=1e-12)
+            assert result.scores[root.name][key]["pixel_f"] == pytest.approx(hand_pixel_f(hand_config(sigmas, 7), root, 4), abs=1e-12)
     assert any(v["pixel"]["tp"] > 0 for by in result.scores.values() for v in by.values())
     assert set(result.chosen.values()) <= set(result.keys)
 

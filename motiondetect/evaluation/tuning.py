@@ -51,7 +51,7 @@ GRIDS: dict[str, dict[Axis, list]] = {
     },
     "tiny": {
         ("gaussian_background", "sigmas"): [2.5, 3.0],
-        ("median", "kernel_size"): [3, 5],
+        ("median", "kernel_size"): [5, 7],
     },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
