@@ -72,27 +72,21 @@ def cuda():
 
 @pytest.fixture(scope="module")
 def jittered_video(tmp_path_factory, sample_clip) -> Path:
-    """The bundled clip (748 frames) with each frame moved by a random whole-pixel shift of up to
-    4 pixels each way (seeded) and cropped by 8 on every side, as H.264 (x264 veryfast: a keyframe
-    every 250 frames, so chunks start 250 and 500 frames after the anchor)."""
+    """The bundled clip (748 frames) jittered by up to 4 pixels each way (:func:`helpers.jitter`,
+    cropped by 8 on every side), as H.264 (x264 veryfast: a keyframe every 250 frames, so chunks
+    start 250 and 500 frames after the anchor)."""
+    from helpers import jitter
+
     from motiondetect.outputs.writer import VideoWriter
 
-    rng = np.random.default_rng(11)
-    path = tmp_path_factory.mktemp("jitter") / "jittered.mp4"
     capture = cv2.VideoCapture(str(sample_clip))
-    writer = None
-    while True:
-        ok, frame = capture.read()
-        if not ok:
-            break
-        dx, dy = (int(v) for v in rng.integers(-4, 5, 2))
-        height, width = frame.shape[:2]
-        moved = cv2.warpAffine(frame, np.float32([[1, 0, dx], [0, 1, dy]]), (width, height), flags=cv2.INTER_NEAREST)
-        moved = np.ascontiguousarray(moved[8:-8, 8:-8])
-        if writer is None:
-            writer = VideoWriter(path, 25.0, (moved.shape[1], moved.shape[0]))
-        writer.write(moved)
+    frames = []
+    while (read := capture.read())[0]:
+        frames.append(read[1])
     capture.release()
-    assert writer is not None
-    writer.close()
+    moved, _ = jitter(frames, seed=11)
+    path = tmp_path_factory.mktemp("jitter") / "jittered.mp4"
+    with VideoWriter(path, 25.0, (moved[0].shape[1], moved[0].shape[0])) as writer:
+        for frame in moved:
+            writer.write(frame)
     return path

@@ -1,5 +1,5 @@
-"""Helpers shared by several test modules: independent references (no package code in them) and
-the in-process command runner."""
+"""Helpers shared by several test modules: independent references (no package code in them), the
+in-process command runner, synthetic camera jitter, and the CPU/GPU detector comparison."""
 
 from __future__ import annotations
 
@@ -186,3 +186,45 @@ GAUSSIAN_FROZEN = {
     "warmup": 0,
 }
 GAUSSIAN_TIE = {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0}
+
+
+def jitter(frames, amp: int = 4, seed: int = 7, margin: int = 8) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
+    """Synthetic camera jitter: each (H, W, 3) BGR frame moved by a random whole-pixel shift
+    (dx, dy) of up to ``amp`` pixels each way (the first frame by none; seeded), borders
+    replicated, then cropped by ``margin`` on every side; and the shifts."""
+    rng = np.random.default_rng(seed)
+    out, shifts = [], []
+    for frame in frames:
+        dx, dy = (0, 0) if not shifts else tuple(int(v) for v in rng.integers(-amp, amp + 1, 2))
+        height, width = frame.shape[:2]
+        moved = cv2.warpAffine(
+            frame, np.float32([[1, 0, dx], [0, 1, dy]]), (width, height), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE
+        )
+        out.append(np.ascontiguousarray(moved[margin:-margin, margin:-margin]))
+        shifts.append((dx, dy))
+    return out, shifts
+
+
+def assert_gpu_paths_equal_cpu(cuda, config: dict, images: list, batch: int, min_moving: int = 100) -> None:
+    """The CPU detector, the frame-at-a-time GPU detector and the BatchDetector (``batch`` frames
+    a batch) give the same masks and motion fractions on ``images`` (BGR frames or pictures),
+    and at least ``min_moving`` frames move (>= 0.1 % of the pixels)."""
+    from motiondetect.core.types import Frame
+    from motiondetect.pipeline.batch import BatchDetector
+    from motiondetect.pipeline.config import build_filters
+    from motiondetect.pipeline.detector import MotionDetector
+
+    cpu = MotionDetector(build_filters(config))
+    one = MotionDetector(build_filters(config), cuda=cuda)
+    batched = BatchDetector(build_filters(config), cuda, batch=batch, annotate=False)
+    stream = list(batched.stream(Frame(i, i / 25, image) for i, image in enumerate(images)))
+    assert len(stream) == len(images)
+    moving = 0
+    for (frame, got), image in zip(stream, images):
+        want = cpu.process(image)
+        single = one.process(image)
+        assert np.array_equal(single.mask, want.mask), f"frame {frame.index} (one at a time)"
+        assert np.array_equal(got.mask, want.mask), f"frame {frame.index} (batch {batch})"
+        assert got.motion_fraction == single.motion_fraction == want.motion_fraction
+        moving += want.motion_fraction > 0.001
+    assert moving > min_moving

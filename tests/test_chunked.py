@@ -74,6 +74,21 @@ def _chunked(path: Path, config: dict, seconds: float, masks_dir: Path | None = 
     return chunks, results
 
 
+def _mask_agreement(masks: list, folder: Path, stem: str) -> float:
+    """Share of the sequential masks' pixels that the chunks' mask images in ``folder`` equal."""
+    same = sum(
+        int(np.count_nonzero(cv2.imread(str(folder / f"{stem}_{i:06d}.png"), cv2.IMREAD_GRAYSCALE) == mask)) for i, mask in enumerate(masks)
+    )
+    return same / (len(masks) * masks[0].size)
+
+
+def _registered(config: dict) -> dict:
+    """``config`` with ``register`` (its defaults) right before the frame-pair filter."""
+    pair = next(i for i, e in enumerate(config["pipeline"]) if e["filter"] in ("difference", "gaussian_background"))
+    config["pipeline"].insert(pair, {"filter": "register"})
+    return config
+
+
 def _quarter(path: Path) -> float:
     """Seconds of a quarter of the clip (at least 1): about four chunks, so several boundaries."""
     with VideoHandler(path) as video:
@@ -177,11 +192,7 @@ def test_background_model_agrees_after_the_warmup(path, config, tmp_path):
     assert len(chunks) >= 3
     stitched = np.concatenate([r.fractions for r in results])
     assert len(stitched) == len(fractions)
-    same = sum(
-        int(np.count_nonzero(cv2.imread(str(tmp_path / f"{path.stem}_{i:06d}.png"), cv2.IMREAD_GRAYSCALE) == mask))
-        for i, mask in enumerate(masks)
-    )
-    assert same / (len(masks) * masks[0].size) >= 0.999
+    assert _mask_agreement(masks, tmp_path, path.stem) >= 0.999
     with VideoHandler(path) as video:
         fps, (w, h) = video.fps, video.size
     expected = _events(fractions, boxes, config, fps, w * h)
@@ -196,9 +207,7 @@ def test_registered_chunks_keep_the_first_frame_as_anchor(jittered_video, name, 
     as the sequential run does, so frame pairs stitch to the sequential run's results exactly and
     the background model agrees after its warm-up. Registering onto a chunk's own first frame
     would move its frames elsewhere."""
-    config = _config(name)
-    pair = next(i for i, e in enumerate(config["pipeline"]) if e["filter"] in ("difference", "gaussian_background"))
-    config["pipeline"].insert(pair, {"filter": "register", "max_shift": 8, "peak_ratio": 3.0})
+    config = _registered(_config(name))
     fractions, boxes, masks = _sequential(jittered_video, config)
     chunks, results = _chunked(jittered_video, config, 1.0, masks_dir=tmp_path)
     assert len(chunks) >= 3 and chunks[-1].seek_pts is not None  # a chunk decoded from a later keyframe
@@ -207,11 +216,7 @@ def test_registered_chunks_keep_the_first_frame_as_anchor(jittered_video, name, 
         assert np.array_equal(stitched, fractions)
         assert [r.box(j) for r in results for j in range(r.frames)] == boxes
         return
-    same = sum(
-        int(np.count_nonzero(cv2.imread(str(tmp_path / f"{jittered_video.stem}_{i:06d}.png"), cv2.IMREAD_GRAYSCALE) == mask))
-        for i, mask in enumerate(masks)
-    )
-    assert same / (len(masks) * masks[0].size) >= 0.999
+    assert _mask_agreement(masks, tmp_path, jittered_video.stem) >= 0.999
 
 
 # -- the command ---------------------------------------------------------------------------------

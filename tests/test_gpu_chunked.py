@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 from helpers import SEED_YAML, run_cli
-from test_chunked import BUNDLED, SAMPLES, _chunked, _config, _sequential
+from test_chunked import BUNDLED, SAMPLES, _chunked, _config, _registered, _sequential
 
 from motiondetect.sources.nvdec import nvdec_problem
 
@@ -36,9 +36,7 @@ def test_cuda_chunks_equal_the_sequential_cpu_run(cuda, path):
 def test_registered_cuda_chunks_equal_the_sequential_cpu_run(cuda, jittered_video):
     """register + frame pairs on a jittered H.264 file: each CUDA chunk task (NVDEC, batched path)
     anchors on the file's first frame, so the stitched results equal the sequential CPU run's."""
-    config = _config("seed")
-    pair = next(i for i, e in enumerate(config["pipeline"]) if e["filter"] == "difference")
-    config["pipeline"].insert(pair, {"filter": "register"})
+    config = _registered(_config("seed"))
     fractions, boxes, _ = _sequential(jittered_video, config)
     config["backend"] = "cuda"
     chunks, results = _chunked(jittered_video, config, 1.0)

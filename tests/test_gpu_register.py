@@ -13,13 +13,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from helpers import assert_gpu_paths_equal_cpu, jitter
 
 from motiondetect.core.picture import Picture, as_bgr
-from motiondetect.core.types import Frame
 from motiondetect.filters import Register
-from motiondetect.pipeline.batch import BatchDetector
-from motiondetect.pipeline.config import build_filters, load_config
-from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.config import load_config
 from motiondetect.sources.video import VideoHandler
 
 pytestmark = pytest.mark.gpu
@@ -30,20 +28,11 @@ MARGIN = 8
 
 
 def jittered_clip(path, count: int, amp: int = 4, seed: int = 7) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
-    """The clip's first ``count`` BGR frames, each moved by a random shift of up to ``amp``
-    pixels (the first by none) and cropped by MARGIN on every side; and the shifts."""
-    rng = np.random.default_rng(seed)
+    """The clip's first ``count`` BGR frames, jittered by :func:`helpers.jitter` (cropped by
+    MARGIN); and the shifts."""
     with VideoHandler(path) as video:
         frames = [as_bgr(f.image) for _, f in zip(range(count), video)]
-    shifts = [(0, 0)] + [tuple(int(v) for v in rng.integers(-amp, amp + 1, 2)) for _ in frames[1:]]
-    out = []
-    for frame, (dx, dy) in zip(frames, shifts):
-        height, width = frame.shape[:2]
-        warped = cv2.warpAffine(
-            frame, np.float32([[1, 0, dx], [0, 1, dy]]), (width, height), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE
-        )
-        out.append(np.ascontiguousarray(warped[MARGIN:-MARGIN, MARGIN:-MARGIN]))
-    return out, shifts
+    return jitter(frames, amp, seed, MARGIN)
 
 
 @pytest.mark.parametrize("batch", [1, 7])
@@ -78,18 +67,4 @@ def test_preset_pipeline_gpu_equals_cpu_on_a_jittered_clip(cuda, sample_clip, ba
     """configs/jitter.yaml on 300 jittered frames (as decoded pictures): the CPU detector, the
     frame-at-a-time GPU detector and the BatchDetector give the same masks and fractions."""
     frames, _ = jittered_clip(sample_clip, 300)
-    pictures = [Picture.from_bgr(f) for f in frames]
-    config = load_config(PRESET)
-    cpu = MotionDetector(build_filters(config))
-    one = MotionDetector(build_filters(config), cuda=cuda)
-    batched = BatchDetector(build_filters(config), cuda, batch=batch, annotate=False)
-    stream = list(batched.stream(Frame(i, i / 25, p) for i, p in enumerate(pictures)))
-    moving = 0
-    for (frame, got), picture in zip(stream, pictures):
-        want = cpu.process(picture)
-        single = one.process(picture)
-        assert np.array_equal(single.mask, want.mask), f"frame {frame.index} (one at a time)"
-        assert np.array_equal(got.mask, want.mask), f"frame {frame.index} (batch {batch})"
-        assert got.motion_fraction == single.motion_fraction == want.motion_fraction
-        moving += want.motion_fraction > 0.001
-    assert moving > 100
+    assert_gpu_paths_equal_cpu(cuda, load_config(PRESET), [Picture.from_bgr(f) for f in frames], batch)

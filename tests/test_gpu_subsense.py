@@ -12,13 +12,11 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from helpers import assert_gpu_paths_equal_cpu
 
 from motiondetect.core.picture import as_bgr
-from motiondetect.core.types import Frame
 from motiondetect.filters import Subsense
-from motiondetect.pipeline.batch import BatchDetector
-from motiondetect.pipeline.config import build_filters, load_config
-from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.config import load_config
 from motiondetect.sources.video import VideoHandler
 
 pytestmark = pytest.mark.gpu
@@ -109,19 +107,6 @@ def test_kernels_equal_the_cpu_at_1080p(cuda, sample_clip):
 def test_preset_pipeline_gpu_equals_cpu(cuda, sample_clip, batch):
     """configs/subsense.yaml on the bundled clip: the CPU detector, the frame-at-a-time GPU
     detector and the BatchDetector (K frames per batch) give the same masks and fractions."""
-    config = load_config(PRESET)
-    cpu = MotionDetector(build_filters(config))
-    one = MotionDetector(build_filters(config), cuda=cuda)
-    batched = BatchDetector(build_filters(config), cuda, batch=batch, annotate=False)
     with VideoHandler(sample_clip) as video:
         frames = [f.image for _, f in zip(range(300), video)]
-    stream = list(batched.stream(Frame(i, i / 25, image) for i, image in enumerate(frames)))
-    moving = 0
-    for (frame, got), image in zip(stream, frames):
-        want = cpu.process(image)
-        single = one.process(image)
-        assert np.array_equal(single.mask, want.mask), f"frame {frame.index} (one at a time)"
-        assert np.array_equal(got.mask, want.mask), f"frame {frame.index} (batch {batch})"
-        assert got.motion_fraction == single.motion_fraction == want.motion_fraction
-        moving += want.motion_fraction > 0.001
-    assert moving > 100
+    assert_gpu_paths_equal_cpu(cuda, load_config(PRESET), frames, batch)
