@@ -29,6 +29,7 @@ from motiondetect.core.progress import progress_bar
 from motiondetect.core.safety import quiet_native_logs
 from motiondetect.core.signals import StopSignals, exit_code
 from motiondetect.filters import REGISTRY, Threshold
+from motiondetect.gpu import early_start
 from motiondetect.gpu.backend import open_backend
 from motiondetect.gpu.platform import feature_report
 from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink
@@ -336,6 +337,7 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     if args.jobs is not None or args.scheduler is not None:
         from motiondetect.scaleout.chunked import run_chunked
 
+        early_start.finish()  # the workers open their own contexts (an abbreviated --jobs got past wanted())
         return run_chunked(args, config, inputs, stop)
     groups = [inputs] if args.concat else [[source] for source in inputs]
     taken: set[Path] = set()

@@ -6,6 +6,7 @@ import logging
 from contextlib import ExitStack
 
 from motiondetect.core.errors import CudaUnavailable, UsageError
+from motiondetect.gpu import early_start
 from motiondetect.gpu.cuda_handler import CUDAHandler
 from motiondetect.gpu.platform import cuda_device_error
 
@@ -22,6 +23,13 @@ def open_backend(requested: str, filters, stack: ExitStack):
         UsageError: a cuBLAS engine is selected with ``--backend cpu``.
         CudaUnavailable: CUDA (or cuBLAS, when selected) is needed but cannot be used.
     """
+    cuda = _open(requested, filters, stack)
+    if cuda is None:
+        early_start.finish()  # a driver started early for nothing: its context goes now
+    return cuda
+
+
+def _open(requested: str, filters, stack: ExitStack):
     cublas = [f.NAME for f in filters if f.engine == "cublas"]
     if requested == "cpu":
         if cublas:

@@ -12,6 +12,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from motiondetect.core.errors import CudaUnavailable
+from motiondetect.gpu import early_start
 from motiondetect.gpu.kernel_sources import kernel_dir, kernel_source
 from motiondetect.gpu.platform import cuda_device_error
 
@@ -77,6 +78,8 @@ class CUDAHandler:
                 self.context.pop()
                 self.context = None
             raise CudaUnavailable(f"CUDA backend unavailable: cannot create a context ({exc})") from exc
+        finally:
+            early_start.finish()  # the context is retained here now (or could not be made)
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -5,10 +5,11 @@ from Python per frame and waits for each frame: on the GPU that is launch-bound.
 thread fills ring slots of K frames while the main thread runs the previous batch:
 
 - NVDEC frames (:class:`~motiondetect.sources.nvdec.DeviceFrame`) are copied device to device into the
-  slot by the decode thread, on the decoder's own stream; host-decoded pictures are copied by
-  the main thread (on 4 threads) into the slot's page-locked (pinned) buffers and uploaded with
-  one asynchronous copy per plane on an upload stream of their own. The kernels run on the
-  handler's stream after the upload's event: decode, uploads, kernels and downloads overlap.
+  slot by the decode thread, on the decoder's own stream; host-decoded pictures are copied into
+  the slot's page-locked (pinned) buffers by a pool of staging threads as soon as the slot is
+  full, while the main thread hands out earlier results, and uploaded with one asynchronous
+  copy per plane on an upload stream of their own. The kernels run on the handler's stream
+  after the upload's event: decode, staging, uploads, kernels and downloads overlap.
 - The grey stage reads the luma in place (``md_luma_to_gray_u8``, cropped to the ROI's box by
   addressing), every filter runs once per batch on a (K, H, W) grid (``BATCHED`` filters; the
   others frame by frame on views), the background model carries its state through the batch in
@@ -28,6 +29,7 @@ One synchronisation per batch; device buffers are allocated once (memory stays f
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import weakref
@@ -57,9 +59,11 @@ DEFAULT_BATCH = 32
 #: Batches in flight: one being filled by the decode thread, one queued on the GPU, one whose
 #: results are being handed out, one spare.
 RING_SLOTS = 4
-#: Threads copying host-decoded pictures into pinned memory: one core copies about 700 2160p
-#: luma planes a second on the GPU machine, 4 threads 1,900 (NumPy copies without the GIL).
-STAGING_THREADS = 4
+#: Threads copying host-decoded pictures into pinned memory (NumPy copies without the GIL).
+#: Measured on the GPU machine (H200, 16 cores), 1080p pictures in -> annotated pictures + masks
+#: out: 2 threads 2,718 fps, 4 threads 4,152, 8 threads 4,862 (one core copies about 700 2160p
+#: luma planes a second). Fewer where there are fewer cores.
+STAGING_THREADS = max(1, min(8, os.cpu_count() or 1))
 _END = object()
 
 
@@ -129,6 +133,8 @@ class _Slot:
     luma_host: np.ndarray | None = None
     chroma_host: np.ndarray | None = None
     frames: list | None = None
+    #: The staging threads' copies of ``frames`` into the pinned buffers, while they run.
+    staging: list | None = None
     layout: str = "nv12"
     full_range: bool = False
     geo: Geometry | None = None
@@ -294,33 +300,27 @@ class BatchDetector:
 
     def _hand_over(self, slot: _Slot, batch: list[Frame], ready: queue.Queue) -> None:
         slot.frames = batch
+        if slot.luma_host is not None and self._stagers is not None:
+            # Host pictures start their copy into pinned memory now, on the staging threads: it
+            # overlaps the decoding of the next batch and the main thread's handing out of the
+            # batch before (the slot's last upload is done: its batch was collected).
+            stagers, n = self._stagers, len(batch)
+            step = -(-n // STAGING_THREADS)
+            slot.staging = [stagers.submit(_stage, slot, lo, min(n, lo + step)) for lo in range(0, n, step)]
         ready.put(slot)
 
     def _upload(self, slot: _Slot) -> None:
-        """Main thread: copy a slot's host pictures into its pinned buffers and queue one
-        asynchronous upload per plane on the kernels' stream.
-
-        Here rather than on the decode thread because the copy (0.3 ms a 1080p luma plane,
-        measured on the GPU machine) would otherwise add to every frame's decode time, while
-        the main thread waits for the decoder anyway."""
+        """Main thread: wait for a slot's host pictures to be in its pinned buffers (staged now
+        when no staging thread did), then queue one asynchronous upload per plane."""
         import pycuda.driver as drv
 
         n = len(slot.frames)
-
-        def stage(k: int) -> None:
-            picture = slot.frames[k].image
-            slot.luma_host[k] = picture.y
-            if slot.chroma_host is not None:
-                slot.chroma_host[k, 0] = picture.u
-                slot.chroma_host[k, 1] = picture.v
-
-        # Copies on several threads: 1,900 fps of 2160p luma planes on 4 threads against 707 on
-        # one (measured on the GPU machine); the decode thread keeps running beside them.
-        if self._stagers is not None:
-            list(self._stagers.map(stage, range(n)))
+        if slot.staging is None:
+            _stage(slot, 0, n)
         else:
-            for k in range(n):
-                stage(k)
+            for copy in slot.staging:
+                copy.result()  # re-raises a failed copy here
+            slot.staging = None
         if self._upload_stream is None:
             self._upload_stream = drv.Stream()
         # On a stream of their own, so they overlap the kernels and the download of the batch
@@ -554,6 +554,16 @@ class BatchDetector:
                 self.cuda, frames_view(src, j, j + 1).reshape(src.shape[1:]), frames_view(dst, j, j + 1).reshape(dst.shape[1:]), one_side
             )
         return dst
+
+
+def _stage(slot: _Slot, lo: int, hi: int) -> None:
+    """Copy the planes of host pictures ``lo:hi`` of a slot's batch into its pinned buffers."""
+    for k in range(lo, hi):
+        picture = slot.frames[k].image
+        slot.luma_host[k] = picture.y
+        if slot.chroma_host is not None:
+            slot.chroma_host[k, 0] = picture.u
+            slot.chroma_host[k, 1] = picture.v
 
 
 def _copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, height: int, stream) -> None:

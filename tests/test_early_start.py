@@ -1,0 +1,154 @@
+"""The CUDA driver started on a thread during the imports (motiondetect.gpu.early_start), and
+the lazy package namespace that lets it start first."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+import textwrap
+from contextlib import ExitStack
+
+import pytest
+
+import motiondetect
+from motiondetect.gpu import backend, early_start
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["video.mp4"], True),
+        (["video.mp4", "--backend", "cuda", "--no-video"], True),
+        (["--camera", "0"], True),
+        (["--help"], False),
+        (["-h"], False),
+        (["--version"], False),
+        (["evaluate", "samples/dev"], False),
+        (["video.mp4", "--backend", "cpu"], False),
+        (["video.mp4", "--backend=cpu"], False),
+        (["video.mp4", "--jobs", "8"], False),
+        (["video.mp4", "--jobs=auto"], False),
+        (["video.mp4", "--scheduler", "tcp://10.0.0.1:8786"], False),
+    ],
+)
+def test_wanted_only_where_this_process_may_enter_a_cuda_handler(argv, expected):
+    assert early_start.wanted(argv) is expected
+
+
+class FakeDriver:
+    """libcuda's four calls, recorded; ``fail`` names one that returns an error."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.calls: list[str] = []
+        self.fail = fail
+
+    def __getattr__(self, name: str):
+        if not name.startswith("cuDevicePrimaryCtx") and name not in ("cuInit", "cuDeviceGet"):
+            raise AttributeError(name)
+
+        def call(*args) -> int:
+            self.calls.append(name)
+            return 1 if name == self.fail else 0
+
+        return call
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """early_start as in a new process, with ctypes.CDLL answering ``driver``."""
+    monkeypatch.setattr(early_start, "_thread", None)
+    monkeypatch.setattr(early_start, "_retained", None)
+
+    def use(driver) -> None:
+        def cdll(name):
+            if driver is None:
+                raise OSError(f"{name}: cannot open shared object file")
+            return driver
+
+        monkeypatch.setattr(ctypes, "CDLL", cdll)
+
+    return use
+
+
+def test_the_retain_is_released_once_by_finish(fresh):
+    driver = FakeDriver()
+    fresh(driver)
+    early_start.start(0)
+    early_start.start(0)  # once per process
+    early_start.finish()
+    early_start.finish()
+    assert driver.calls == ["cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2"]
+
+
+@pytest.mark.parametrize("fail", ["cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain"])
+def test_a_driver_that_fails_is_never_released(fresh, fail):
+    driver = FakeDriver(fail)
+    fresh(driver)
+    early_start.start(0)
+    early_start.finish()
+    assert driver.calls[-1] == fail and "cuDevicePrimaryCtxRelease_v2" not in driver.calls
+
+
+def test_no_driver_no_error(fresh):
+    fresh(None)
+    early_start.start()
+    early_start.finish()
+    assert early_start._retained is None
+
+
+def test_the_cpu_backend_drops_an_early_context(fresh, monkeypatch):
+    finished = []
+    monkeypatch.setattr(early_start, "finish", lambda: finished.append(True))
+    with ExitStack() as stack:
+        assert backend.open_backend("cpu", [], stack) is None
+    assert finished == [True]
+
+
+def test_import_motiondetect_loads_no_heavy_module():
+    probe = "import sys, motiondetect; print(sorted(m for m in ('numpy', 'cv2', 'av', 'pycuda', 'jsonschema') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_public_names_load_on_first_use():
+    from motiondetect.pipeline.detector import MotionDetector
+
+    assert motiondetect.MotionDetector is MotionDetector
+    assert set(motiondetect.__all__) <= set(dir(motiondetect))
+    for name in motiondetect.__all__:
+        assert getattr(motiondetect, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        motiondetect.Nope  # noqa: B018
+
+
+@pytest.mark.gpu
+def test_the_early_context_is_the_handlers_and_is_gone_after_it():
+    """In a fresh process: the driver started early, a handler entered and closed; the primary
+    context is active inside the handler and inactive after it (no retain left behind)."""
+    from motiondetect.gpu.platform import cuda_device_error
+
+    if cuda_device_error():
+        pytest.skip(f"no CUDA: {cuda_device_error()}")
+    script = textwrap.dedent(
+        """
+        import ctypes
+        from motiondetect.gpu import early_start
+        from motiondetect.gpu.cuda_handler import CUDAHandler
+
+        def active():
+            cuda = ctypes.CDLL("libcuda.so.1")
+            flags, state, device = ctypes.c_uint(), ctypes.c_int(), ctypes.c_int()
+            assert cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+            assert cuda.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(state)) == 0
+            return state.value
+
+        early_start.start(0)
+        with CUDAHandler(0) as handler:
+            assert early_start._retained is None
+            inside = active()
+        print(inside, active())
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1", "0"]
