@@ -61,8 +61,9 @@ DEFAULT_BATCH = 32
 RING_SLOTS = 4
 #: Threads copying host-decoded pictures into pinned memory (NumPy copies without the GIL).
 #: Measured on the GPU machine (H200, 16 cores), 1080p pictures in -> annotated pictures + masks
-#: out: 2 threads 2,718 fps, 4 threads 4,152, 8 threads 4,862 (one core copies about 700 2160p
-#: luma planes a second). Fewer where there are fewer cores.
+#: out, K = 32, copies started as each batch fills: 4 threads 4,424 fps, 8 threads 5,642-6,792,
+#: 12 threads 6,277, 16 threads 5,985 (PCIe for the same bytes: about 10,000). Fewer where there
+#: are fewer cores.
 STAGING_THREADS = max(1, min(8, os.cpu_count() or 1))
 _END = object()
 
