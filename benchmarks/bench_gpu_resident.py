@@ -46,7 +46,7 @@ from motiondetect.core.picture import Picture  # noqa: E402
 from motiondetect.core.types import Frame
 from motiondetect.gpu.cuda_handler import CUDAHandler  # noqa: E402
 from motiondetect.outputs.writer import VideoWriter  # noqa: E402
-from motiondetect.pipeline.batch import BatchDetector  # noqa: E402
+from motiondetect.pipeline.batch import BatchDetector, auto_batch  # noqa: E402
 from motiondetect.pipeline.config import build_filters, default_config  # noqa: E402
 from motiondetect.sources.nvdec import NvdecSource, nvdec_problem  # noqa: E402
 from motiondetect.sources.video import VideoHandler  # noqa: E402
@@ -255,8 +255,8 @@ def main() -> None:
             add(
                 (
                     label,
-                    "host pictures in -> annotated + masks out",
-                    host_to_host_rate(cuda, pictures, 32, args.repeats),
+                    f"host pictures in -> annotated + masks out, K={auto_batch(size)}",
+                    host_to_host_rate(cuda, pictures, auto_batch(size), args.repeats),
                     "PCIe, same bytes",
                     pcie_rate(cuda, size, args.repeats),
                 )

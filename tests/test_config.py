@@ -83,7 +83,7 @@ def test_default_config_contents():
         "time_after": 2.0,
         "max_area": 1.0,
     }
-    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 32, "chunk": 60.0}
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 0, "chunk": 60.0}
     assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
     assert cfg["roi"] is None
     assert validate(cfg) == []
@@ -107,7 +107,7 @@ def test_seed_preset_is_the_case_study_pipeline():
         "time_after": 2.0,
         "max_area": 1.0,
     }
-    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 32, "chunk": 60.0}
+    assert cfg["scan"] == {"downscale": 1, "frame_skip": 0, "batch": 0, "chunk": 60.0}
     assert cfg["overlays"] == {"blend": True, "boxes": False, "timecode": False, "fraction": False, "box_min_area": 0.0005}
     assert cfg["roi"] is None
     assert validate(cfg) == []
@@ -482,7 +482,7 @@ def test_presets_move_the_way_their_names_say():
     assert threshold_of(high) < threshold_of(seed) < threshold_of(low)
     assert high["events"]["min_area"] < default["events"]["min_area"] < low["events"]["min_area"]
     assert low["events"]["min_event_length"] > default["events"]["min_event_length"] and low["events"]["max_area"] < 1.0
-    assert fast["scan"] == {"downscale": 2, "frame_skip": 1, "batch": 32, "chunk": 60.0}
+    assert fast["scan"] == {"downscale": 2, "frame_skip": 1, "batch": 0, "chunk": 60.0}
     assert high["scan"] == low["scan"] == default["scan"]
 
 
@@ -509,3 +509,15 @@ def test_event_setting_errors(tmp_path):
         "events.merge_gap: -1 is out of range (allowed 0.0..86400.0)",
         "events.min_pixels: 0 is out of range (allowed >= 1)",
     ]
+
+
+@pytest.mark.parametrize(
+    "size, frames",
+    [((320, 240), 32), ((1920, 1080), 32), ((2560, 1440), 18), ((3840, 2160), 8), ((7680, 4320), 2), ((100_000, 100_000), 1)],
+)
+def test_auto_batch_holds_32_frames_of_1080p(size, frames):
+    """scan.batch 0 (the default): the batch size the frame size gives."""
+    from motiondetect.pipeline.batch import auto_batch
+
+    assert auto_batch(size) == frames
+    assert frames * size[0] * size[1] <= 32 * 1920 * 1080 or frames == 1

@@ -175,3 +175,25 @@ def test_nvdec_corrupt_stream_keeps_what_was_processed(tmp_path, monkeypatch, ca
     report = json.loads((tmp_path / "broken_motion.json").read_text())
     assert report["frame_count"] > 50 and report["decoder"].startswith("NVDEC")
     assert rc in (0, 1) and report["complete"] is (rc == 0)
+
+
+def test_nvdec_file_with_no_decodable_frame_fails_before_any_output(tmp_path, monkeypatch, capsys):
+    """Every H.264 slice zeroed (the headers kept): NVDEC decodes no frame, so auto falls back
+    to the CPU decoder, which refuses the file in one line; nvdec refuses it itself. Either
+    way before any output exists (the first frame is checked by the decoder chosen)."""
+    import av
+
+    needs_nvdec()
+    blank = tmp_path / "blank.mp4"
+    with av.open(str(h264(H264[1]))) as source, av.open(str(blank), "w") as out:
+        stream = out.add_stream_from_template(source.streams.video[0])
+        for packet in source.demux(source.streams.video[0]):
+            if packet.size:
+                zeroed = av.Packet(bytes(packet.size))
+                zeroed.pts, zeroed.dts, zeroed.time_base, zeroed.stream = packet.pts, packet.dts, packet.time_base, stream
+                out.mux(zeroed)
+    for decoder, expected in (("auto", "no frames could be decoded"), ("nvdec", "NVDEC decoded no frame")):
+        rc, _, err = run_cli(monkeypatch, capsys, tmp_path, str(blank), "--backend", "cuda", "--decoder", decoder)
+        assert rc == 1 and "Traceback" not in err
+        assert expected in err.strip().splitlines()[-1], err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["blank.mp4"]

@@ -430,7 +430,7 @@ def test_speed_knobs_keep_the_input_size(tmp_path, sample_clip, monkeypatch, cap
     )
     assert rc == 0
     report = json.loads((tmp_path / "highway_traffic_320x240_motion.json").read_text())
-    assert report["config"]["scan"] == {"downscale": 2, "frame_skip": 1, "batch": 32, "chunk": 60.0} and report["frame_count"] == 40
+    assert report["config"]["scan"] == {"downscale": 2, "frame_skip": 1, "batch": 0, "chunk": 60.0} and report["frame_count"] == 40
     mask = cv2.imread(str(tmp_path / "m" / "highway_traffic_320x240_000010.png"), cv2.IMREAD_GRAYSCALE)
     assert mask.shape == (240, 320) and mask.any()
     # Frames 0, 2, 4... are processed; 11 holds 10's mask.

@@ -103,6 +103,31 @@ def test_fps_override_on_a_file(sample_clip):
     assert [f.time for f in frames] == [0.0, 0.1, 0.2, 0.3]
 
 
+def test_first_frame_decoded_on_demand(sample_clip):
+    """decode_first=False (a run that may decode on NVDEC) reads the same frames, numbers and
+    times; the size is the header's until check_decodable decodes the first frame."""
+    with VideoHandler(str(sample_clip)) as eager:
+        expected = [(f.index, f.time, f.image.y.copy()) for _, f in zip(range(5), eager)]
+    for check in (False, True):
+        with VideoHandler(str(sample_clip), decode_first=False) as lazy:
+            assert lazy._pending is None and lazy.size == (320, 240)
+            if check:
+                lazy.check_decodable()
+                assert lazy._pending is not None
+                lazy.check_decodable()  # once only
+            got = [(f.index, f.time, f.image.y) for _, f in zip(range(5), lazy)]
+        assert [g[:2] for g in got] == [e[:2] for e in expected]
+        assert all(np.array_equal(g[2], e[2]) for g, e in zip(got, expected))
+
+
+def test_check_decodable_refuses_a_header_that_disagrees(sample_clip):
+    with VideoHandler(str(sample_clip), decode_first=False) as lazy:
+        lazy.size = (640, 480)  # what a header that lies would have announced
+        with pytest.raises(VideoOpenFailure) as caught:
+            lazy.check_decodable()
+    assert_one_line(caught.value, "first frame is 320x240", "header says 640x480", "--decoder cpu")
+
+
 def test_close_is_idempotent(sample_clip):
     video = VideoHandler(sample_clip)
     video.close()

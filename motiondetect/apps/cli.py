@@ -41,7 +41,7 @@ from motiondetect.outputs.plot import MotionPlotSink, require_matplotlib
 from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
 from motiondetect.outputs.writer import VideoWriter
 from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
-from motiondetect.pipeline.batch import BatchDetector
+from motiondetect.pipeline.batch import BatchDetector, auto_batch
 from motiondetect.pipeline.config import (
     BACKENDS,
     DECODERS,
@@ -359,7 +359,10 @@ def _run_one(
 ) -> int:
     """Process one input (or several joined with --concat) into its outputs; return the exit code."""
     with ExitStack() as stack:
-        handlers = [stack.enter_context(VideoHandler(source, fps=args.fps)) for source in sources]
+        # Where NVDEC may decode the file, PyAV's decoder (16 threads) is not started to probe it:
+        # choose_decoder checks the first frame with the decoder it chooses.
+        maybe_nvdec = len(sources) == 1 and config["decoder"] != "cpu" and config["backend"] != "cpu"
+        handlers = [stack.enter_context(VideoHandler(source, fps=args.fps, decode_first=not maybe_nvdec)) for source in sources]
         try:
             video = handlers[0] if len(handlers) == 1 else ConcatSource(handlers)
         except ValueError as exc:
@@ -399,10 +402,11 @@ def _run_one(
         cuda = cuda if detector.backend == "cuda" else None
         batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
+        batch = config["scan"]["batch"] or auto_batch(video.size)
         log.debug(
             "decoder: %s; %s",
             decoder,
-            "batches of %d frames on the GPU" % config["scan"]["batch"] if batched is None else f"one frame at a time ({batched})",
+            f"batches of {batch} frames on the GPU" if batched is None else f"one frame at a time ({batched})",
         )
         if batched is None:
             detector.reset()  # the warm-up's state
@@ -412,7 +416,7 @@ def _run_one(
                 roi=roi,
                 annotate=detector.annotate,
                 masks=detector.masks,
-                batch=config["scan"]["batch"],
+                batch=batch,
             )
         events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
         header: dict[str, Any] = {

@@ -47,34 +47,50 @@ def batched_path_problem(
     return None
 
 
-def choose_decoder(requested: str, video, cuda: CUDAHandler | None, batched: str | None, fps: float | None, stack: ExitStack):
+def choose_decoder(
+    requested: str, video, cuda: CUDAHandler | None, batched: str | None, fps: float | None, stack: ExitStack, check: bool = True
+):
     """The frame source for the run and its decoder's name: NVDEC for a video file on the GPU
-    when ``requested`` allows and it can run, else ``video`` itself (PyAV or OpenCV).
+    when ``requested`` allows and it can run, else ``video`` itself (PyAV or OpenCV). With
+    ``check``, the source returned has decoded its first frame (``check_decodable``), so an
+    input none of whose frames decodes fails here, before any output exists; a chunk task,
+    which seeks before it reads, passes ``False`` (the planner has read the file).
 
     Raises:
         UsageError: ``--decoder nvdec`` on the CPU backend or for an input that is not a video file.
         NvdecUnavailable: ``--decoder nvdec`` where NVDEC cannot run (no PyNvVideoCodec, an
-            unsupported stream).
+            unsupported stream, no frame it decodes).
+        VideoOpenFailure: no frame of the input decodes on the CPU decoder.
     """
     is_file = getattr(video, "decodes_pictures", False)
     cpu_name = "PyAV (CPU threads)" if is_file else "OpenCV"
+
+    def checked(source):
+        if check:
+            source.check_decodable()
+        return source
+
     if requested == "cpu" or (requested == "auto" and (batched is not None or not is_file)):
-        return video, cpu_name
+        return checked(video), cpu_name
     if not is_file:
         raise UsageError("--decoder nvdec decodes video files; this input is an image sequence, a camera or a stream")
     if cuda is None:
         raise UsageError("--decoder nvdec decodes on the GPU: it needs the CUDA backend (--backend cuda or auto on a machine with a GPU)")
+    source = None
     try:
         source = stack.enter_context(NvdecSource(video.source, cuda, fps=fps, host=batched is not None))
         if requested == "auto" and not source.exact:
             # Only exact codecs under auto: the results must not depend on the decoder.
             source.close()
-            return video, cpu_name + f", since {source.codec} decoding is not exact across decoders"
+            return checked(video), cpu_name + f", since {source.codec} decoding is not exact across decoders"
+        checked(source)
     except NvdecUnavailable as exc:
         if requested == "nvdec":
             raise
+        if source is not None:
+            source.close()
         log.info("notice: %s; decoding on the CPU", str(exc).split(";")[0])
-        return video, cpu_name
+        return checked(video), cpu_name
     video.close()
     return source, f"NVDEC ({source.codec})"
 

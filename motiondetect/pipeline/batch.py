@@ -53,9 +53,15 @@ from motiondetect.pipeline.detector import (
 )
 from motiondetect.sources.nvdec import DeviceFrame
 
-#: Frames per batch. Measured on an H200 at 1080p (benchmarks/bench_throughput.py --batches):
-#: 32 reaches the on-device plateau; larger batches only add latency and memory.
+#: Frames per batch at 1080p and below. Measured on an H200 at 1080p
+#: (benchmarks/bench_throughput.py --batches): 32 reaches the on-device plateau; larger batches
+#: only add latency and memory.
 DEFAULT_BATCH = 32
+#: Pixels per batch that :func:`auto_batch` aims at: DEFAULT_BATCH frames of 1080p. Larger
+#: frames take fewer per batch: on the H200 (16 cores) the CPU decoder fed 2160p batches of 32 at
+#: 62-64 % of its own rate (the pinned ring then holds 1 GB and 128 decoded frames wait in it)
+#: and batches of 8 at 83-95 %; at 1080p, batches of 32 ran at 95 %.
+BATCH_PIXELS = DEFAULT_BATCH * 1920 * 1080
 #: Batches in flight: one being filled by the decode thread, one queued on the GPU, one whose
 #: results are being handed out, one spare.
 RING_SLOTS = 4
@@ -66,6 +72,14 @@ RING_SLOTS = 4
 #: are fewer cores.
 STAGING_THREADS = max(1, min(8, os.cpu_count() or 1))
 _END = object()
+
+
+def auto_batch(size: tuple[int, int]) -> int:
+    """Frames per batch for frames of ``size`` (width, height in pixels) when the config leaves
+    it to the program (``scan.batch`` 0): as many as hold :data:`BATCH_PIXELS`, 1 to
+    :data:`DEFAULT_BATCH` (32 at 1080p and below, 8 at 2160p)."""
+    width, height = size
+    return max(1, min(DEFAULT_BATCH, BATCH_PIXELS // max(1, width * height)))
 
 
 def frames_view(array, start: int, stop: int):
@@ -262,6 +276,7 @@ class BatchDetector:
                         if stop.is_set():
                             return
                     slot = slots[turn % RING_SLOTS]
+                    slot.staging = []
                     turn += 1
                     batch = []
                 self._copy_in(slot, len(batch), frame.image)
@@ -280,9 +295,14 @@ class BatchDetector:
             self.cuda.context.pop()
 
     def _copy_in(self, slot: _Slot, k: int, image) -> None:
-        """Decode thread: copy frame ``k``'s device planes into the slot (NVDEC frames, on the
-        decoder's stream, after its writes); host pictures are only checked here and staged by
-        the main thread (:meth:`_upload`), so the decode thread does nothing but decode."""
+        """Decode thread: copy frame ``k``'s planes into the slot as soon as it is decoded.
+
+        NVDEC frames are copied device to device on the decoder's stream, after its writes.
+        Host pictures are copied into the slot's pinned buffers by a staging thread, started
+        now, while the picture is fresh in the CPU's caches; the decode thread goes back to the
+        decoder at once (:meth:`_upload` waits for the copies). Without staging threads
+        (:meth:`load_batch`) the copy is made here.
+        """
         if isinstance(image, DeviceFrame):
             stream = image.stream
             width, height = image.size
@@ -298,30 +318,24 @@ class BatchDetector:
         if not isinstance(image, Picture):
             raise TypeError(f"the batched GPU path takes decoded video pictures; got {type(image).__name__}")
         slot.full_range = image.full_range
+        if self._stagers is None:
+            _stage(slot, k, image)
+        else:
+            slot.staging.append(self._stagers.submit(_stage, slot, k, image))
 
     def _hand_over(self, slot: _Slot, batch: list[Frame], ready: queue.Queue) -> None:
         slot.frames = batch
-        if slot.luma_host is not None and self._stagers is not None:
-            # Host pictures start their copy into pinned memory now, on the staging threads: it
-            # overlaps the decoding of the next batch and the main thread's handing out of the
-            # batch before (the slot's last upload is done: its batch was collected).
-            stagers, n = self._stagers, len(batch)
-            step = -(-n // STAGING_THREADS)
-            slot.staging = [stagers.submit(_stage, slot, lo, min(n, lo + step)) for lo in range(0, n, step)]
         ready.put(slot)
 
     def _upload(self, slot: _Slot) -> None:
-        """Main thread: wait for a slot's host pictures to be in its pinned buffers (staged now
-        when no staging thread did), then queue one asynchronous upload per plane."""
+        """Main thread: wait for a slot's host pictures to be in its pinned buffers, then queue
+        one asynchronous upload per plane."""
         import pycuda.driver as drv
 
         n = len(slot.frames)
-        if slot.staging is None:
-            _stage(slot, 0, n)
-        else:
-            for copy in slot.staging:
-                copy.result()  # re-raises a failed copy here
-            slot.staging = None
+        for copy in slot.staging or ():
+            copy.result()  # re-raises a failed copy here
+        slot.staging = None
         if self._upload_stream is None:
             self._upload_stream = drv.Stream()
         # On a stream of their own, so they overlap the kernels and the download of the batch
@@ -557,14 +571,12 @@ class BatchDetector:
         return dst
 
 
-def _stage(slot: _Slot, lo: int, hi: int) -> None:
-    """Copy the planes of host pictures ``lo:hi`` of a slot's batch into its pinned buffers."""
-    for k in range(lo, hi):
-        picture = slot.frames[k].image
-        slot.luma_host[k] = picture.y
-        if slot.chroma_host is not None:
-            slot.chroma_host[k, 0] = picture.u
-            slot.chroma_host[k, 1] = picture.v
+def _stage(slot: _Slot, k: int, picture: Picture) -> None:
+    """Copy the planes of a host picture into image ``k`` of a slot's pinned buffers."""
+    slot.luma_host[k] = picture.y
+    if slot.chroma_host is not None:
+        slot.chroma_host[k, 0] = picture.u
+        slot.chroma_host[k, 1] = picture.v
 
 
 def _copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, height: int, stream) -> None:

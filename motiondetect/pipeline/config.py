@@ -106,11 +106,13 @@ SCAN_SETTINGS: Settings = {
         "input frames and times; 0 (off) is DVR-Scan's default",
     ),
     "batch": (
-        {"type": "integer", "minimum": 1, "maximum": 1024},
-        32,
+        {"type": "integer", "minimum": 0, "maximum": 1024},
+        0,
         "frames per batch on the GPU path for video files (one launch per filter per batch; "
-        "results equal one frame at a time); 32 reached the on-device plateau at 1080p on an H200 "
-        "(benchmarks/bench_throughput.py); cameras, --live and --preview run one frame at a time",
+        "results equal one frame at a time); 0 (auto) takes as many as hold 32 frames of 1080p, "
+        "at most 32: 32 reached the on-device plateau at 1080p on an H200 and 2160p runs faster "
+        "in batches of 8 (benchmarks/bench_throughput.py, docs/performance.md); cameras, --live "
+        "and --preview run one frame at a time",
     ),
     "chunk": (
         {"type": "number", "minimum": 1.0, "maximum": 86400.0},

@@ -275,7 +275,7 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
     from motiondetect.outputs.sinks import VideoSink
     from motiondetect.outputs.writer import VideoWriter
     from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
-    from motiondetect.pipeline.batch import BatchDetector
+    from motiondetect.pipeline.batch import BatchDetector, auto_batch
     from motiondetect.pipeline.config import build_filters
     from motiondetect.pipeline.detector import MotionDetector
     from motiondetect.pipeline.roi import rasterize
@@ -315,10 +315,15 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         batched = batched_path_problem(config, video, cuda, detector, False, wants_frames)
         # NVDEC when the run allows it (as a whole-file run chooses); it seeks to the chunk's
         # keyframe like the CPU decoder, and decodes exact codecs to the same pictures.
-        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack)
+        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, job.fps, stack, check=False)
         if batched is None:
             detector = BatchDetector(
-                detector.filters, cuda, roi=roi, annotate=detector.annotate, masks=detector.masks, batch=config["scan"]["batch"]
+                detector.filters,
+                cuda,
+                roi=roi,
+                annotate=detector.annotate,
+                masks=detector.masks,
+                batch=config["scan"]["batch"] or auto_batch(video.size),
             )
         collector = _Collector()
         sinks: list[Sink] = []

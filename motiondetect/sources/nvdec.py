@@ -248,6 +248,21 @@ class NvdecSource:
                 log.debug("%r: NVDEC rejected a packet after frame %d: %s", self.source, self._position, exc)
         return self._pending.pop(0)
 
+    def check_decodable(self) -> None:
+        """Decode the file's first frame now (it is still yielded first), so that a file NVDEC
+        decodes nothing of fails before any output exists, as ``VideoHandler`` fails at open.
+        Nothing is checked once reading has begun.
+
+        Raises:
+            NvdecUnavailable: no frame decodes (``--decoder auto`` then tries the CPU decoder).
+        """
+        if self._position or self._pending:
+            return
+        first = self._next_decoded()
+        if first is None:
+            raise NvdecUnavailable(f"NVDEC decoded no frame of {self.source!r}")
+        self._pending.insert(0, first)
+
     @property
     def pts(self) -> int | None:
         """Presentation timestamp of the frame last yielded, in the stream's time base, as the

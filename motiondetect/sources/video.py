@@ -235,6 +235,9 @@ class VideoHandler:
             default: the container's, or :data:`DEFAULT_SEQUENCE_FPS` for image sequences and
             sources that report none.
         threads: decoder threads for a video file (``None``: one per core, FFmpeg's choice).
+        decode_first: decode a video file's first frame when it is opened (below); ``False``
+            leaves that to :meth:`check_decodable` or the first read, for a run that may decode
+            the file elsewhere (NVDEC) and need not pay for starting PyAV's decoder threads.
 
     Attributes:
         is_live: the source is a camera (its frames arrive in real time).
@@ -252,7 +255,8 @@ class VideoHandler:
             decoded when more than :attr:`announced_slack` are missing (truncated or damaged).
 
     Frames keep one size: the first frame's (a video file's first frame is decoded when it is
-    opened, so a file with no decodable frame fails there, before any output exists). A frame of
+    opened, so a file with no decodable frame fails there, before any output exists; with
+    ``decode_first=False`` the size is the stream header's until :meth:`check_decodable`). A frame of
     another size (an image of another size in a sequence, a file whose resolution changes
     mid-stream) raises :class:`VideoOpenFailure` from the iteration, after the frames before it.
 
@@ -279,7 +283,7 @@ class VideoHandler:
     #: rejects, not on the file) before it is taken to end there.
     damaged_run_limit = 250
 
-    def __init__(self, source: str | int, fps: float | None = None, threads: int | None = None) -> None:
+    def __init__(self, source: str | int, fps: float | None = None, threads: int | None = None, decode_first: bool = True) -> None:
         if fps is not None and not (math.isfinite(fps) and fps > 0):
             raise ValueError(f"fps must be a positive number of frames per second; got {fps}")
         self.source = str(source)
@@ -295,6 +299,7 @@ class VideoHandler:
         self._pts_steps: list[float] = []
         self._pts_step: float | None = None  # 0: the timestamps are irregular, not checked
         self._ended = False
+        self._first_checked = False  # a file's first frame was decoded (or need not be)
         text = self.source
         self.is_stream = "://" in text
         if text.isdigit() or self.is_stream:
@@ -344,14 +349,14 @@ class VideoHandler:
                 if not self._capture.isOpened():
                     raise VideoOpenFailure(f"cannot open {text!r}: not a video FFmpeg can decode")
                 self.name = path.stem
-        self._probe(fps)
+        self._probe(fps, decode_first)
 
     def _open_stream(self):
         """Open the network stream with bounded open and read times (:attr:`open_timeout_ms`)."""
         params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, self.open_timeout_ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, self.open_timeout_ms]
         return cv2.VideoCapture(self.source, cv2.CAP_ANY, params)
 
-    def _probe(self, fps: float | None) -> None:
+    def _probe(self, fps: float | None, decode_first: bool) -> None:
         if self._files is not None:
             # The first image that decodes sets the size; the iteration counts the others.
             first = next((image for image in map(read_image, self._files) if image is not None), None)
@@ -370,13 +375,39 @@ class VideoHandler:
         self.frame_count = count if count > 0 and not self.is_live else None
         container_fps = cap.get(cv2.CAP_PROP_FPS)
         self.fps = fps if fps is not None else (container_fps if 0 < container_fps < 1000 else DEFAULT_SEQUENCE_FPS)
-        if not (self.is_live or self.is_stream):
-            ok, first = cap.read()
-            if not ok:
-                raise VideoOpenFailure(f"no frames could be decoded from {self.source!r}")
-            self._note_timestamp()
-            self._pending = first
-            self.size = (first.shape[1], first.shape[0])
+        self._first_checked = self.is_live or self.is_stream
+        if decode_first:
+            self._read_first(adopt_size=True)
+
+    def check_decodable(self) -> None:
+        """Decode a video file's first frame now, if it was not decoded when the file was opened
+        (``decode_first=False``) and nothing was read yet; other sources have nothing to check.
+
+        Raises:
+            VideoOpenFailure: no frame of the file decodes; or, after ``decode_first=False``,
+                the first frame's size differs from the stream header's, which the run was
+                planned with.
+        """
+        self._read_first(adopt_size=False)
+
+    def _read_first(self, adopt_size: bool) -> None:
+        if self._first_checked or self._files is not None or self._position or self._pending is not None:
+            return
+        self._first_checked = True
+        cap = self._capture
+        assert cap is not None  # a file is open until close()
+        ok, first = cap.read()
+        if not ok:
+            raise VideoOpenFailure(f"no frames could be decoded from {self.source!r}")
+        self._note_timestamp()
+        self._pending = first
+        size = (first.shape[1], first.shape[0])
+        if size != self.size and not adopt_size:
+            raise VideoOpenFailure(
+                f"{self.source!r}: its first frame is {size[0]}x{size[1]} but its stream header says "
+                f"{self.size[0]}x{self.size[1]}; run it with --decoder cpu"
+            )
+        self.size = size
 
     @property
     def decodes_pictures(self) -> bool:
@@ -653,6 +684,11 @@ class ConcatSource:
     def decode_errors(self) -> int:
         """Frames of all inputs that could not be decoded (:attr:`VideoHandler.decode_errors`)."""
         return sum(h.decode_errors for h in self.handlers)
+
+    def check_decodable(self) -> None:
+        """:meth:`VideoHandler.check_decodable` for every input."""
+        for handler in self.handlers:
+            handler.check_decodable()
 
     def __enter__(self) -> ConcatSource:
         return self

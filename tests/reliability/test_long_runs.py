@@ -36,7 +36,7 @@ class SyntheticSource:
     decode_errors = 0
     samples: dict[int, int] = {}
 
-    def __init__(self, source, fps=None):
+    def __init__(self, source, fps=None, decode_first=True):
         self.source = self.name = str(source)
         base = np.full((24, 32, 3), 50, np.uint8)
         self._frames = []
@@ -56,6 +56,9 @@ class SyntheticSource:
 
     def skip(self, count):
         return 0
+
+    def check_decodable(self):
+        pass
 
     def writer(self, path):
         return VideoWriter(path, self.fps, self.size)
