@@ -6,8 +6,9 @@ thread fills ring slots of K frames while the main thread runs the previous batc
 
 - NVDEC frames (:class:`~motiondetect.sources.nvdec.DeviceFrame`) are copied device to device into the
   slot by the decode thread, on the decoder's own stream; host-decoded pictures are copied into
-  the slot's page-locked (pinned) buffers by a pool of staging threads as soon as the slot is
-  full, while the main thread hands out earlier results, and uploaded with one asynchronous
+  the slot's page-locked (pinned) buffers by a pool of staging threads, each as soon as it is
+  decoded (fresh in the CPU's caches), while the main thread hands out earlier results, and
+  uploaded once the slot is full with one asynchronous
   copy per plane on an upload stream of their own. The kernels run on the handler's stream
   after the upload's event: decode, staging, uploads, kernels and downloads overlap.
 - The grey stage reads the luma in place (``md_luma_to_gray_u8``, cropped to the ROI's box by
@@ -67,9 +68,9 @@ BATCH_PIXELS = DEFAULT_BATCH * 1920 * 1080
 RING_SLOTS = 4
 #: Threads copying host-decoded pictures into pinned memory (NumPy copies without the GIL).
 #: Measured on the GPU machine (H200, 16 cores), 1080p pictures in -> annotated pictures + masks
-#: out, K = 32, copies started as each batch fills: 4 threads 4,424 fps, 8 threads 5,642-6,792,
-#: 12 threads 6,277, 16 threads 5,985 (PCIe for the same bytes: about 10,000). Fewer where there
-#: are fewer cores.
+#: out, K = 32, copies of a batch started as it filled: 4 threads 4,424 fps, 8 threads
+#: 5,642-6,792, 12 threads 6,277, 16 threads 5,985 (PCIe for the same bytes: about 10,000);
+#: copies started frame by frame (now), 8 threads: 5,481-6,094. Fewer where there are fewer cores.
 STAGING_THREADS = max(1, min(8, os.cpu_count() or 1))
 _END = object()
 
@@ -148,7 +149,7 @@ class _Slot:
     luma_host: np.ndarray | None = None
     chroma_host: np.ndarray | None = None
     frames: list | None = None
-    #: The staging threads' copies of ``frames`` into the pinned buffers, while they run.
+    #: The staging threads' copies of the batch's pictures into the pinned buffers (futures).
     staging: list | None = None
     layout: str = "nv12"
     full_range: bool = False
