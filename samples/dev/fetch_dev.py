@@ -20,8 +20,10 @@ new names; README.md lists the mapping).
 The SBI2015 clips come from the copy of the SBI2015 sequences with per-frame foreground labels in
 FgSegNet's repository (``SBI2015_dataset/<sequence>/``), already in a CDnet-like layout: their
 labels ``groundtruth/gtNNNNNN.png`` and, where the sequence has them, ``ROI.bmp`` and
-``temporalROI.txt`` keep their names; frames named ``<Sequence>_NNNNNN.png`` there become
-``input/inNNNNNN.png`` (same bytes, same number).
+``temporalROI.txt`` keep their names; frames named ``<Sequence>_NNNNNN.png`` there (``CaVignal``,
+``Candela_m1.10``, ``PeopleAndFoliage``) become ``input/inNNNNNN.png`` (same bytes, same number).
+Twelve of SBI2015's fourteen sequences are used (all but ``IBMtest2``, 90 frames, too short for
+``evaluate``'s 50 unscored frames, and ``Toscana``, 6 frames).
 
 The three COL780 clips (CDnet ``dynamicBackground/canoe``, ``PTZ/zoomInZoomOut`` and
 ``cameraJitter/badminton``) come from an IIT Delhi course repository that holds the sequences in
@@ -64,6 +66,12 @@ CLIPS = {
     "sbi_cavignal": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/CaVignal", 58, 257),
     "sbi_highway_i": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/HighwayI", 0, 149),
     "sbi_board": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/Board", 0, 149),
+    "sbi_caviar1": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/CAVIAR1", 0, 149),
+    "sbi_candela_m1_10": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/Candela_m1.10", 0, 149),
+    "sbi_hallandmonitor": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/HallAndMonitor", 0, 149),
+    "sbi_highway_ii": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/HighwayII", 0, 149),
+    "sbi_humanbody2": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/HumanBody2", 100, 249),
+    "sbi_peopleandfoliage": ("lim-anggun/FgSegNet", FGSEGNET, "SBI2015_dataset/PeopleAndFoliage", 0, 149),
     "dynamicbackground_canoe": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/moving_bg", 800, 1189),
     # zoomInZoomOut's label images after 814 are blank although a person walks there (README.md): not copied.
     "ptz_zoominzoomout": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/ptz", 500, 814),
@@ -87,6 +95,12 @@ SBI = {
     "sbi_cavignal": ("CaVignal_", "png", ()),
     "sbi_highway_i": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
     "sbi_board": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
+    "sbi_caviar1": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
+    "sbi_candela_m1_10": ("Candela_m1.10_", "png", ()),
+    "sbi_hallandmonitor": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
+    "sbi_highway_ii": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
+    "sbi_humanbody2": ("in", "png", ("ROI.bmp", "temporalROI.txt")),
+    "sbi_peopleandfoliage": ("PeopleAndFoliage_", "png", ()),
 }
 
 
