@@ -299,7 +299,6 @@ class VideoHandler:
         self._pts_steps: list[float] = []
         self._pts_step: float | None = None  # 0: the timestamps are irregular, not checked
         self._ended = False
-        self._first_checked = False  # a file's first frame was decoded (or need not be)
         text = self.source
         self.is_stream = "://" in text
         if text.isdigit() or self.is_stream:
@@ -375,7 +374,6 @@ class VideoHandler:
         self.frame_count = count if count > 0 and not self.is_live else None
         container_fps = cap.get(cv2.CAP_PROP_FPS)
         self.fps = fps if fps is not None else (container_fps if 0 < container_fps < 1000 else DEFAULT_SEQUENCE_FPS)
-        self._first_checked = self.is_live or self.is_stream
         if decode_first:
             self._read_first(adopt_size=True)
 
@@ -391,11 +389,10 @@ class VideoHandler:
         self._read_first(adopt_size=False)
 
     def _read_first(self, adopt_size: bool) -> None:
-        if self._first_checked or self._files is not None or self._position or self._pending is not None:
-            return
-        self._first_checked = True
+        # Only a video file, open and not read yet (a frame read or held means it decodes).
         cap = self._capture
-        assert cap is not None  # a file is open until close()
+        if not isinstance(cap, PyAVCapture) or self._position or self._pending is not None:
+            return
         ok, first = cap.read()
         if not ok:
             raise VideoOpenFailure(f"no frames could be decoded from {self.source!r}")
