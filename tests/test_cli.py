@@ -422,6 +422,31 @@ def test_normal_run_prints_a_summary(tmp_path, sequence, monkeypatch, capsys):
     assert "8 frames" in err and "1 event," in err
 
 
+@pytest.mark.parametrize("verbose", [False, True])
+def test_library_chatter_only_with_verbose(tmp_path, sequence, monkeypatch, capsys, verbose):
+    # PyNvVideoCodec 2.2 sets its logger to INFO on import and logs "Using NVENC 13.0 version":
+    # a library that does so mid-run, here on the first frame.
+    import logging
+
+    from motiondetect.pipeline.detector import MotionDetector
+
+    real = MotionDetector.process
+
+    def chatty(self, frame, *args, **kwargs):
+        library = logging.getLogger("PyNvVideoCodec")
+        library.setLevel(logging.INFO)
+        library.info("Using NVENC 13.0 version")
+        library.warning("a library warning")
+        monkeypatch.setattr(MotionDetector, "process", real)
+        return real(self, frame, *args, **kwargs)
+
+    monkeypatch.setattr(MotionDetector, "process", chatty)
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", *(["-v"] if verbose else []))
+    assert rc == 0 and "8 frames" in err  # the command's own INFO summary either way
+    assert "a library warning" in err
+    assert ("Using NVENC" in err) == verbose
+
+
 def test_interrupt_keeps_partial_outputs(tmp_path, sequence, monkeypatch, capsys):
     from motiondetect.pipeline.detector import MotionDetector
 

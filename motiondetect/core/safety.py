@@ -10,6 +10,7 @@ is read and written by Python and only the bytes go through OpenCV.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -102,16 +103,28 @@ def writable_problem(folder: str | Path) -> str | None:
 
 
 def quiet_native_logs(verbose: bool) -> None:
-    """Keep OpenCV's and its FFmpeg's own messages off the console unless ``verbose``.
+    """Keep OpenCV's and its FFmpeg's own messages, and other libraries' chatter, off the console
+    unless ``verbose``.
 
     Failures are reported by motiondetect in one line each; without this, opening a missing
     camera prints a dozen OpenCV lines and a damaged video prints one FFmpeg line per bad
     block. An ``OPENCV_FFMPEG_LOGLEVEL`` or ``OPENCV_LOG_LEVEL`` set by the user is kept. Must
-    run before the first capture is opened (OpenCV reads the FFmpeg level once).
+    run before the first capture is opened (OpenCV reads the FFmpeg level once) and after
+    ``logging.basicConfig``: the root handlers then pass other loggers' records only from
+    WARNING up. A library may set its own logger's level on import (PyNvVideoCodec 2.2 sets INFO
+    and logs "Using NVENC 13.0 version", on GPUs without NVENC too), which the root's level
+    cannot hold back.
     """
     if verbose:
         return
     os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # AV_LOG_QUIET
-    logging = getattr(getattr(cv2, "utils", None), "logging", None)
-    if "OPENCV_LOG_LEVEL" not in os.environ and logging is not None:
-        logging.setLogLevel(logging.LOG_LEVEL_SILENT)
+    cv_logging = getattr(getattr(cv2, "utils", None), "logging", None)
+    if "OPENCV_LOG_LEVEL" not in os.environ and cv_logging is not None:
+        cv_logging.setLogLevel(cv_logging.LOG_LEVEL_SILENT)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_own_or_warning)
+
+
+def _own_or_warning(record: logging.LogRecord) -> bool:
+    """motiondetect's own records at any level; other loggers' from WARNING up."""
+    return record.levelno >= logging.WARNING or record.name == "motiondetect" or record.name.startswith("motiondetect.")
