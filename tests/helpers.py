@@ -27,6 +27,18 @@ SHARED_SAMPLES = _shared_samples()
 SHARED_VIDEOS = SHARED_SAMPLES / "videos" if (SHARED_SAMPLES / "videos").is_dir() else None
 
 
+def square_frames(count=8, height=48, width=64, step=6) -> list[np.ndarray]:
+    """``count`` BGR frames (height, width, 3), uint8: a 16-pixel green square on grey 40 that
+    moves ``step`` pixels right each frame. At the default 6 the strips a step changes are wider
+    than half the default 9x9 median's window, so the vote keeps them from the first moved frame."""
+    frames = []
+    for i in range(count):
+        f = np.full((height, width, 3), 40, np.uint8)
+        f[10:26, 4 + step * i : 20 + step * i] = (60, 200, 90)
+        frames.append(f)
+    return frames
+
+
 def video_grey(path) -> list[np.ndarray]:
     """The grey frames of a video file by the luma-first definition, without package code: the
     Y' planes as plain PyAV decodes them (no threads), limited range expanded to full by

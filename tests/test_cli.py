@@ -12,7 +12,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from helpers import offline_events, one_line_error, video_grey
+from helpers import offline_events, one_line_error, square_frames, video_grey
 from helpers import run_cli as run_main
 
 import motiondetect
@@ -188,15 +188,6 @@ def test_clip_red_where_motion(clip_run, clip_truth):
 
 
 # -- small inputs --------------------------------------------------------------------------
-
-
-def square_frames(count=8, height=48, width=64):
-    frames = []
-    for i in range(count):
-        f = np.full((height, width, 3), 40, np.uint8)
-        f[10:26, 4 + 4 * i : 20 + 4 * i] = (60, 200, 90)
-        frames.append(f)
-    return frames
 
 
 @pytest.fixture

@@ -60,15 +60,15 @@ def test_default_config_contents():
         {"filter": "downscale", "height": 240},
         {
             "filter": "gaussian_background",
-            "sigmas": 2.5,
-            "min_sigma": 6.0,
+            "sigmas": 2.0,
+            "min_sigma": 8.0,
             "alpha": 0.01,
             "alpha_foreground": 0.002,
             "variance_alpha": 0.02,
             "variance_alpha_foreground": 0.0025,
             "warmup": 50,
         },
-        {"filter": "median", "kernel_size": 7},
+        {"filter": "median", "kernel_size": 9},
         {"filter": "erosion", "kernel_size": 3, "iterations": 1},
         {"filter": "dilation", "kernel_size": 5, "iterations": 1},
         {"filter": "upscale"},
@@ -116,7 +116,7 @@ def test_seed_preset_is_the_case_study_pipeline():
 def test_default_config_is_a_fresh_copy():
     cfg = default_config()
     cfg["pipeline"][2]["sigmas"] = 9.0
-    assert default_config()["pipeline"][2]["sigmas"] == 2.5
+    assert default_config()["pipeline"][2]["sigmas"] == 2.0
 
 
 def test_default_yaml_matches_builtin_defaults():

@@ -42,6 +42,23 @@ def test_every_setting_and_filter_parameter_is_in_the_configuration_page():
     assert not missing, f"missing from docs/configuration.md: {missing}"
 
 
+def test_the_configuration_page_gives_each_filter_parameters_default():
+    """The default column of a parameter's own row is the value the filter uses (it went stale once)."""
+    page = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    defaults = {f"{name}.{p.name}": p.default for name, cls in REGISTRY.items() for p in cls.PARAMS}
+    wrong, checked = [], 0
+    for row in page.splitlines():
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        key = cells[0].strip("`") if len(cells) >= 3 else ""
+        if key not in defaults or not isinstance(defaults[key], (int, float)) or isinstance(defaults[key], bool):
+            continue
+        checked += 1
+        if float(cells[2]) != float(defaults[key]):
+            wrong.append(f"{key}: page {cells[2]}, filter {defaults[key]}")
+    assert checked >= 20
+    assert not wrong, f"docs/configuration.md disagrees with the filters: {wrong}"
+
+
 def test_the_readme_is_the_front_door():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 150

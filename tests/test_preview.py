@@ -173,8 +173,8 @@ def test_preview_window_overlay_keys_and_outputs(preview, tmp_path):
 
     # Sensitivity up and down, resume, quit.
     # The default pipeline's sensitivity is the Gaussian model's sigmas (0.1 a key press).
-    preview.key("plus", until="sigmas 2.5 -> 2.6")
-    preview.key("minus", until="sigmas 2.6 -> 2.5")
+    preview.key("plus", until="sigmas 2 -> 2.1")
+    preview.key("minus", until="sigmas 2.1 -> 2")
     preview.key("space", until="resumed\n")
     time.sleep(0.5)
     assert preview.quit("q") == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from helpers import offline_events, one_line_error, run_cli, video_grey
+from helpers import offline_events, one_line_error, run_cli, square_frames, video_grey
 
 from motiondetect.apps.cli import main
 from motiondetect.outputs.writer import VideoWriter
@@ -223,15 +223,6 @@ def test_only_motion_without_events_writes_no_video(sequence, tmp_path, monkeypa
 # -- small inputs --------------------------------------------------------------------------
 
 
-def square_frames(count=8, height=48, width=64, step=4):
-    frames = []
-    for i in range(count):
-        f = np.full((height, width, 3), 40, np.uint8)
-        f[10:26, 4 + step * i : 20 + step * i] = (60, 200, 90)
-        frames.append(f)
-    return frames
-
-
 @pytest.fixture
 def sequence(tmp_path) -> Path:
     folder = tmp_path / "seq"
@@ -360,7 +351,7 @@ def test_roi_polygons_from_yaml(tmp_path, sequence, monkeypatch, capsys):
     masks = [cv2.imread(str(p), cv2.IMREAD_GRAYSCALE) for p in sorted((tmp_path / "m").iterdir())]
     assert all(not m[:, :40].any() for m in masks)  # nothing outside the region
     moving = [i for i, m in enumerate(masks) if m.any()]
-    assert moving and moving[0] >= 5  # the square's right edge reaches x = 40 at frame 5
+    assert moving and moving[0] >= 4  # the square (x 4 + 6i .. 19 + 6i) first crosses x = 40 at frame 4
     assert report["events"][0]["motion_start_frame"] == moving[0]
     x, _, w, _ = report["events"][0]["bbox"]
     assert x >= 40 and x + w <= 64

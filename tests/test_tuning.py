@@ -22,7 +22,7 @@ from motiondetect.pipeline.detector import MotionDetector
 from tests.helpers import SEED_YAML, make_folder, one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = {("gaussian_background", "sigmas"): [2.5, 3.0], ("median", "kernel_size"): [5, 7]}
+TINY = {("gaussian_background", "sigmas"): [2.0, 3.0], ("median", "kernel_size"): [7, 9]}
 
 
 # -- leave-one-clip-out -------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def test_grid_axes_keep_the_pipelines_filters_and_add_the_configs_own_value():
     gauss["sigmas"] = 3.2  # not a grid value: it joins the axis, so the config is a grid point
     grid = {**TINY, ("blur", "kernel_size"): [3, 5], ("median", "no_such_parameter"): [1]}
     axes = tuning.grid_axes(grid, base)
-    assert axes == {("gaussian_background", "sigmas"): [2.5, 3.0, 3.2], ("median", "kernel_size"): [5, 7]}
+    assert axes == {("gaussian_background", "sigmas"): [2.0, 3.0, 3.2], ("median", "kernel_size"): [7, 9]}
     points = tuning.grid_points(axes)
     assert len(points) == 6 and {("gaussian_background", "sigmas"): 3.2, ("median", "kernel_size"): 7} in points
     # The seed pipeline (gray, difference, threshold, erosion) has none of the small grid's filters.
@@ -136,10 +136,10 @@ def test_tune_scores_every_point_as_a_hand_count_and_chooses_without_the_clip(th
     cache = tmp_path / "cache.json"
     result = tuning.tune([str(r) for r in three_clips], default_config(), grid="test", skip=4, jobs=1, cache_path=cache)
     assert list(result.scores) == ["one", "two", "three"] and len(result.keys) == 4
-    assert result.base == "gaussian_background.sigmas=2.5,median.kernel_size=7"
+    assert result.base == "gaussian_background.sigmas=2.0,median.kernel_size=9"
     for root in three_clips:
-        for sigmas in (2.5, 3.0):
-            for median in (5, 7):
+        for sigmas in (2.0, 3.0):
+            for median in (7, 9):
                 key = f"gaussian_background.sigmas={sigmas},median.kernel_size={median}"
                 assert result.scores[root.name][key]["pixel_f"] == pytest.approx(
                     hand_pixel_f(hand_config(sigmas, median), root, 4), abs=1e-12
@@ -318,7 +318,7 @@ def test_loo_on_real_dev_frames(tmp_path, monkeypatch):
     for root in roots:
         for sigmas in (2.5, 3.0):
             key = f"gaussian_background.sigmas={sigmas}"
-            assert result.scores[root.name][key]["pixel_f"] == pytest.approx(hand_pixel_f(hand_config(sigmas, 7), root, 4), abs=1e-12)
+            assert result.scores[root.name][key]["pixel_f"] == pytest.approx(hand_pixel_f(hand_config(sigmas, 9), root, 4), abs=1e-12)
     assert any(v["pixel"]["tp"] > 0 for by in result.scores.values() for v in by.values())
     assert set(result.chosen.values()) <= set(result.keys)
 

@@ -43,15 +43,15 @@ Axis = tuple[str, str]
 #: values the README's one-at-a-time sweep found to matter (216 points); "tiny" is for tests.
 GRIDS: dict[str, dict[Axis, list]] = {
     "small": {
-        ("gaussian_background", "sigmas"): [2.5, 3.0, 3.5, 4.0],
-        ("gaussian_background", "min_sigma"): [4.0, 6.0, 8.0],
+        ("gaussian_background", "sigmas"): [1.5, 2.0, 2.5, 3.0],
+        ("gaussian_background", "min_sigma"): [6.0, 8.0, 10.0],
         ("downscale", "height"): [160, 240, 320],
-        ("median", "kernel_size"): [3, 5, 7],
+        ("median", "kernel_size"): [7, 9, 11],
         ("dilation", "kernel_size"): [3, 5],
     },
     "tiny": {
-        ("gaussian_background", "sigmas"): [2.5, 3.0],
-        ("median", "kernel_size"): [5, 7],
+        ("gaussian_background", "sigmas"): [2.0, 3.0],
+        ("median", "kernel_size"): [7, 9],
     },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.

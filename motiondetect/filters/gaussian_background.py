@@ -62,23 +62,24 @@ class GaussianBackground(Filter):
         Param(
             "sigmas",
             float,
-            2.5,
+            2.0,
             0.5,
             10.0,
             "standard deviations",
-            "a pixel moves when it is further than this from its background mean; 2.5 (with a 7x7 "
-            "median) was the leave-one-clip-out choice of 8 of the 14 dev clips "
-            "(docs/evaluation.md); OpenCV MOG2's varThreshold 16 is 4",
+            "a pixel moves when it is further than this from its background mean; 2.0 (with "
+            "min_sigma 8 and a 9x9 median) was the leave-one-clip-out choice of 19 of the 20 dev "
+            "clips (docs/evaluation.md); OpenCV MOG2's varThreshold 16 is 4",
         ),
         Param(
             "min_sigma",
             float,
-            6.0,
+            8.0,
             0.5,
             64.0,
             "grey levels",
-            "floor of the standard deviation, so a perfectly still pixel does not flag noise; 6 (with "
-            "sigmas 2.5: at least 15 grey levels) was every leave-one-clip-out fold's choice but two",
+            "floor of the standard deviation, so a perfectly still pixel does not flag noise; 8 (with "
+            "sigmas 2.0: at least 16 grey levels) was every leave-one-clip-out fold's choice over the "
+            "20 dev clips on a grid of 4..8; wider grids score lower held out (docs/evaluation.md)",
         ),
         Param(
             "alpha",

@@ -207,10 +207,15 @@ def test_gaussian_ignores_noise_detects_objects_and_absorbs_them_slowly(rng):
 
     flt = GaussianBackground(alpha_foreground=0.05)
     previous = noisy()
+    flagged = []
     for _ in range(60):  # static scene with sensor noise: nothing moves
         frame = noisy()
-        assert not flt.reference(frame, previous).any()
+        flagged.append(np.count_nonzero(flt.reference(frame, previous)))
         previous = frame
+    # The defaults flag a pixel at 16 grey levels (sigmas 2 x min_sigma 8): against a mean seeded
+    # by one noisy frame that is a 3.8-sigma tail, so the warm-up may flag a stray pixel (measured:
+    # 0 to 2 of the 24,000 samples over six seeds); the learnt mean leaves noise under it.
+    assert sum(flagged) <= 3 and not any(flagged[30:])
     parked = noisy()
     parked[5:10, 5:10] = 255  # an object stops in the scene
     first = flt.reference(parked, previous)

@@ -141,11 +141,14 @@ def highway_scores(config) -> tuple[float, float]:
 
 def test_detects_the_cars_in_cdnet_highway():
     """The preset on CDnet highway (frames 50-119 scored, CDnet rules): measured precision
-    0.959, recall 0.897, more of the cars than the default pipeline finds (precision 0.983, recall
-    0.876); the raw model alone (no median) finds them too (precision 0.765, recall 0.879)."""
+    0.959, recall 0.897, close to the default pipeline (precision 0.990, recall 0.931 since its
+    20-clip defaults; it was 0.983 / 0.876 before); the raw model alone (no median) finds the cars
+    too (precision 0.765, recall 0.879)."""
     precision, recall = highway_scores(load_config(PRESET))
     assert precision > 0.93 and recall > 0.87
-    assert recall > highway_scores(default_config())[1] + 0.01
+    default_precision, default_recall = highway_scores(default_config())
+    assert default_precision > 0.97 and default_recall > 0.91
+    assert recall > default_recall - 0.06
     raw = load_config(PRESET)
     raw["pipeline"] = [e for e in raw["pipeline"] if e["filter"] != "median"]
     precision, recall = highway_scores(raw)
@@ -164,9 +167,9 @@ def waving_masks(folder: Path, config) -> list[np.ndarray]:
 
 def test_waving_tree_flags_less_than_the_default_pipeline():
     """Wallflower WavingTrees, frames 200-247 (a tree waves; a person enters at about 242): over
-    the tree-only frames the preset flags less area than the default pipeline (measured 0.96 %
-    against 2.26 %), and on the labelled frame 247 it outlines the person better (F 0.80 against
-    0.74)."""
+    the tree-only frames the preset flags under half the area of the default pipeline (measured
+    0.96 % against 3.49 %), and on the labelled frame 247 it still outlines the person (F 0.80; the
+    default pipeline's 0.88 since its 20-clip defaults, 0.74 before)."""
     folder = need(WAVING)
     truth = cv2.imread(str(next(folder.glob("hand_segmented_*"))), cv2.IMREAD_GRAYSCALE) > 127
     results = {}
@@ -177,7 +180,7 @@ def test_waving_tree_flags_less_than_the_default_pipeline():
         f = 2 * np.count_nonzero(last & truth) / (np.count_nonzero(last) + np.count_nonzero(truth))
         results[name] = (np.mean([m.mean() for m in masks[1:42]]), f)
     assert results["subsense"][0] < 0.5 * results["default"][0]
-    assert results["subsense"][1] > results["default"][1] + 0.04
+    assert results["subsense"][1] > 0.75 and results["default"][1] > 0.75
 
 
 def test_waving_tree_long_stretch_is_quiet():
