@@ -521,3 +521,15 @@ def test_auto_batch_holds_32_frames_of_1080p(size, frames):
 
     assert auto_batch(size) == frames
     assert frames * size[0] * size[1] <= 32 * 1920 * 1080 or frames == 1
+
+
+@pytest.mark.parametrize(
+    "size, frames",
+    [((320, 240), 8), ((1920, 1080), 8), ((2560, 1440), 8), ((3840, 2160), 4), ((7680, 4320), 1), ((100_000, 100_000), 1)],
+)
+def test_auto_batch_for_host_decoded_frames_holds_4_frames_of_2160p(size, frames):
+    """The CPU decoder's frames: at most 8 a batch, and no more pixels than 4 frames of 2160p."""
+    from motiondetect.pipeline.batch import auto_batch
+
+    assert auto_batch(size, host_decoded=True) == frames
+    assert frames * size[0] * size[1] <= 4 * 3840 * 2160 or frames == 1

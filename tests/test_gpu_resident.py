@@ -151,6 +151,8 @@ def test_nvdec_and_cpu_decoder_give_identical_masks_and_events(tmp_path, monkeyp
         )
         assert rc == 0, err
         assert ("NVDEC" in err) == (decoder == "nvdec")
+        # Auto batch sizes: 32 frames of up to 1080p for NVDEC frames, 8 for host-decoded ones.
+        assert f"batches of {32 if decoder == 'nvdec' else 8} frames" in err
         runs[decoder] = folder
     reports = {d: json.loads((f / f"{path.stem}_motion.json").read_text()) for d, f in runs.items()}
     assert reports["nvdec"]["events"] == reports["cpu"]["events"]

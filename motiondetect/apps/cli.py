@@ -59,6 +59,7 @@ from motiondetect.pipeline.roi import rasterize, roi_from_file
 from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
 from motiondetect.sources.live import LatestFrameReader
+from motiondetect.sources.nvdec import NvdecSource
 from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
 from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
@@ -402,7 +403,7 @@ def _run_one(
         cuda = cuda if detector.backend == "cuda" else None
         batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
-        batch = config["scan"]["batch"] or auto_batch(video.size)
+        batch = config["scan"]["batch"] or auto_batch(video.size, host_decoded=not isinstance(video, NvdecSource))
         log.debug(
             "decoder: %s; %s",
             decoder,

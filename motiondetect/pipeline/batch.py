@@ -72,14 +72,30 @@ RING_SLOTS = 4
 #: 5,642-6,792, 12 threads 6,277, 16 threads 5,985 (PCIe for the same bytes: about 10,000);
 #: copies started frame by frame (now), 8 threads: 5,481-6,094. Fewer where there are fewer cores.
 STAGING_THREADS = max(1, min(8, os.cpu_count() or 1))
+#: Frames per batch for host-decoded video (the CPU decoder), at most :data:`HOST_BATCH` and
+#: :data:`HOST_BATCH_PIXELS`: 8 at 1080p, 4 at 2160p. Their pinned ring is then a quarter or a
+#: half of the on-device one (66 MB at 1080p instead of 265 MB), allocated and freed in a few
+#: milliseconds. Measured on an H200 (16 cores), `--no-video --decoder cpu`, whole processes,
+#: three runs each: 1080p K = 32 934-979 fps, 16 959-1,027, 8 1,007-1,184, 4 1,019-1,177 (PyAV
+#: decode-only processes 1,354-1,497); 2160p K = 32 163, 16 197, 8 241, 4 257 (decode-only 317).
+HOST_BATCH = 8
+HOST_BATCH_PIXELS = 4 * 3840 * 2160
 _END = object()
 
 
-def auto_batch(size: tuple[int, int]) -> int:
+def auto_batch(size: tuple[int, int], host_decoded: bool = False) -> int:
     """Frames per batch for frames of ``size`` (width, height in pixels) when the config leaves
-    it to the program (``scan.batch`` 0): as many as hold :data:`BATCH_PIXELS`, 1 to
-    :data:`DEFAULT_BATCH` (32 at 1080p and below, 8 at 2160p)."""
+    it to the program (``scan.batch`` 0).
+
+    Frames decoded on the device (NVDEC) take as many as hold :data:`BATCH_PIXELS`, 1 to
+    :data:`DEFAULT_BATCH` (32 at 1080p and below, 8 at 2160p): the on-device rate grows with K.
+    Host-decoded frames (``host_decoded``) take as many as hold :data:`HOST_BATCH_PIXELS`, 1 to
+    :data:`HOST_BATCH` (8 at 1080p and below, 4 at 2160p): the CPU decoder is the limit there,
+    and smaller batches start sooner and pin less memory.
+    """
     width, height = size
+    if host_decoded:
+        return max(1, min(HOST_BATCH, HOST_BATCH_PIXELS // max(1, width * height)))
     return max(1, min(DEFAULT_BATCH, BATCH_PIXELS // max(1, width * height)))
 
 

@@ -109,10 +109,11 @@ SCAN_SETTINGS: Settings = {
         {"type": "integer", "minimum": 0, "maximum": 1024},
         0,
         "frames per batch on the GPU path for video files (one launch per filter per batch; "
-        "results equal one frame at a time); 0 (auto) takes as many as hold 32 frames of 1080p, "
-        "at most 32: 32 reached the on-device plateau at 1080p on an H200 and 2160p runs faster "
-        "in batches of 8 (benchmarks/bench_throughput.py, docs/performance.md); cameras, --live "
-        "and --preview run one frame at a time",
+        "results equal one frame at a time); 0 (auto): NVDEC frames as many as hold 32 frames of "
+        "1080p, at most 32 (32 reached the on-device plateau at 1080p on an H200; 8 at 2160p), "
+        "CPU-decoded frames as many as hold 4 frames of 2160p, at most 8 (the CPU decoder sets "
+        "the pace; they ran faster so: docs/performance.md); cameras, --live and --preview run "
+        "one frame at a time",
     ),
     "chunk": (
         {"type": "number", "minimum": 1.0, "maximum": 86400.0},

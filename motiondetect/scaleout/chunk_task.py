@@ -25,7 +25,7 @@ from motiondetect.core.files import atomic_write
 from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.sinks import RunSummary, Sink
 from motiondetect.scaleout.chunks import Chunk
-from motiondetect.sources.nvdec import DeviceFrame
+from motiondetect.sources.nvdec import DeviceFrame, NvdecSource
 from motiondetect.sources.video import VideoHandler
 
 #: Test-only fault injection: ``"<file name>:<chunk number>:<marker file>"`` makes the worker
@@ -323,7 +323,7 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
                 roi=roi,
                 annotate=detector.annotate,
                 masks=detector.masks,
-                batch=config["scan"]["batch"] or auto_batch(video.size),
+                batch=config["scan"]["batch"] or auto_batch(video.size, host_decoded=not isinstance(video, NvdecSource)),
             )
         collector = _Collector()
         sinks: list[Sink] = []
