@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import cv2
@@ -13,16 +15,17 @@ import pytest
 
 from motiondetect.apps.cli import main
 from motiondetect.evaluation.scoring import (
+    BGSLIBRARY_ANCHORS,
     EventScore,
     GroundTruthError,
     Method,
     Scorer,
     anchor_factories,
+    classic_baselines,
     evaluate,
     format_table,
     load_folder,
     median_of_motion,
-    opencv_baselines,
     runs,
 )
 from tests.helpers import SHARED_SAMPLES, make_folder
@@ -255,8 +258,9 @@ class _CountingSubtractor:
 
 def test_anchors_without_contrib_are_mog2_and_knn_with_and_without_median(monkeypatch):
     monkeypatch.delattr(cv2, "bgsegm", raising=False)
+    monkeypatch.setitem(sys.modules, "pybgs", None)  # bgslibrary's binding absent: import fails
     assert [name for name, _ in anchor_factories()] == ["MOG2", "KNN"]
-    names = [m.name for m in opencv_baselines()]
+    names = [m.name for m in classic_baselines()]
     assert names == ["OpenCV MOG2 (defaults)", "OpenCV MOG2 + median 5x5", "OpenCV KNN (defaults)", "OpenCV KNN + median 5x5"]
 
 
@@ -269,7 +273,8 @@ def test_contrib_anchors_join_when_bgsegm_exists_and_each_subtractor_sees_a_fram
 
     fake = type("bgsegm", (), {f"createBackgroundSubtractor{n}": staticmethod(factory) for n in ("MOG", "CNT", "GSOC")})
     monkeypatch.setattr(cv2, "bgsegm", fake, raising=False)
-    methods = opencv_baselines()
+    monkeypatch.setitem(sys.modules, "pybgs", None)
+    methods = classic_baselines()
     assert [m.name for m in methods][4:] == [
         "OpenCV MOG (defaults)",
         "OpenCV MOG + median 5x5",
@@ -292,6 +297,72 @@ def test_contrib_anchors_join_when_bgsegm_exists_and_each_subtractor_sees_a_fram
         assert np.array_equal(filtered, cv2.medianBlur(binary, 5))
     assert made[0].calls == len(frames)  # the median row reused the plain row's masks
     assert mog_median.upstream is mog and mog_median.total_seconds >= mog.seconds
+
+
+BGSLIBRARY_NAMES = [f"bgslibrary {n}{suffix}" for n in ("SuBSENSE", "PAWCS") for suffix in (" (defaults)", " + median 5x5")]
+
+
+def test_without_pybgs_the_anchors_are_opencv_only_and_the_package_imports(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pybgs", None)
+    names = [m.name for m in classic_baselines()]
+    assert names == [f"OpenCV {n}{suffix}" for n, _ in anchor_factories() for suffix in (" (defaults)", " + median 5x5")]
+    # Nothing imports pybgs before --baselines runs: the package and the command load without it.
+    code = "import sys; sys.modules['pybgs'] = None; import motiondetect, motiondetect.apps.evaluate, motiondetect.evaluation.tuning"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True).returncode == 0
+
+
+def test_bgslibrary_anchors_give_repeatable_binary_masks_with_their_defaults(tmp_path, monkeypatch):
+    pybgs = pytest.importorskip("pybgs")
+    assert BGSLIBRARY_ANCHORS == ("SuBSENSE", "PAWCS") and all(hasattr(pybgs, n) for n in BGSLIBRARY_ANCHORS)
+    # bgslibrary would read (and write) ./config/NAME.xml: a config folder in the working
+    # directory must neither change the parameters nor receive files.
+    (tmp_path / "config").mkdir()
+    monkeypatch.chdir(tmp_path)
+    _, frames, labels = make_folder(tmp_path / "clip", count=16, height=60, width=80)
+    runs_masks = []
+    for _ in range(2):
+        methods = [m for m in classic_baselines() if m.name.startswith("bgslibrary")]
+        assert [m.name for m in methods] == BGSLIBRARY_NAMES
+        masks = {m.name: [] for m in methods}
+        for frame in frames:
+            for m in methods:
+                masks[m.name].append(m(frame))
+        runs_masks.append(masks)
+        for name in BGSLIBRARY_NAMES:
+            for mask in masks[name]:
+                assert mask.shape == (60, 80) and mask.dtype == np.uint8 and set(np.unique(mask)) <= {0, 255}
+        for algorithm in ("SuBSENSE", "PAWCS"):
+            raw, filtered = masks[f"bgslibrary {algorithm} (defaults)"], masks[f"bgslibrary {algorithm} + median 5x5"]
+            assert all(np.array_equal(f, median_of_motion(r)) for r, f in zip(raw, filtered))
+            # The square moves from frame 3 on: each finds motion on it, and mostly there.
+            moving = np.stack(raw[4:]) == 255
+            truth = np.stack(labels[4:]) == 255
+            assert moving.any() and np.count_nonzero(moving & truth) > np.count_nonzero(moving & ~truth)
+    assert list((tmp_path / "config").iterdir()) == []
+    # srand(0) at each classic_baselines(): a second run repeats the first exactly.
+    assert all(np.array_equal(a, b) for name in BGSLIBRARY_NAMES for a, b in zip(runs_masks[0][name], runs_masks[1][name]))
+
+
+def test_cli_baselines_add_bgslibrary_rows_and_keep_stdout_clean(tmp_path, capfd):
+    pytest.importorskip("pybgs")
+    root, frames, labels = make_folder(tmp_path / "clip", count=14)
+    out = tmp_path / "scores.json"
+    rc = main(["evaluate", str(root), "--backend", "cpu", "--baselines", "--skip", "4", "--json", str(out), "-q"])
+    captured = capfd.readouterr()  # file-descriptor level: bgslibrary's own prints would show here
+    assert rc == 0, captured.err
+    lines = captured.out.strip().splitlines()
+    opencv = [f"OpenCV {n}{suffix}" for n, _ in anchor_factories() for suffix in (" (defaults)", " + median 5x5")]
+    names = ["motiondetect (cpu)", *opencv, *BGSLIBRARY_NAMES]
+    assert len(lines) == 2 + len(names) and [line[: len(name)] for line, name in zip(lines[2:], names)] == names
+    assert "SuBSENSE()" not in captured.out + captured.err and "PAWCS.xml" not in captured.err
+    (evaluation,) = json.loads(out.read_text())["evaluations"]
+    assert [m["name"] for m in evaluation["methods"]] == names
+    methods = by_name(evaluation)
+    scored_pixels = sum(int(np.count_nonzero((labels[i] == 0) | (labels[i] == 255))) for i in range(4, 14))
+    for name in BGSLIBRARY_NAMES:
+        pixel = methods[name]["pixel"]
+        assert pixel["tp"] + pixel["fp"] + pixel["fn"] + pixel["tn"] == scored_pixels and pixel["tp"] > 0
+        assert methods[name]["frame"]["tp"] + methods[name]["frame"]["fn"] == 10 and methods[name]["fps"] > 0
 
 
 def test_median_of_motion_is_a_majority_vote():
@@ -326,7 +397,8 @@ def test_evaluate_perfect_method_and_scored_frames(tmp_path):
     assert table.splitlines()[2].split()[:4] == ["oracle", "1.000", "1.000", "1.000"]
 
 
-def test_cli_evaluate_seed_against_independent_chain_and_baselines(tmp_path, capsys):
+def test_cli_evaluate_seed_against_independent_chain_and_baselines(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pybgs", None)  # the OpenCV anchors only (bgslibrary's: below)
     root, frames, labels = make_folder(tmp_path / "clip", count=14)
     out = tmp_path / "scores.json"
     rc = main(["evaluate", str(root), "-c", str(SEED_YAML), "--backend", "cpu", "--baselines", "--skip", "4", "--json", str(out), "-q"])
@@ -398,6 +470,7 @@ def cdnet_reports(tmp_path_factory):
     reports = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(logging, "basicConfig", lambda **kw: None)  # leave the test's logging alone
+        mp.setitem(sys.modules, "pybgs", None)  # the anchors (bgslibrary's take minutes here)
         for name, extra in (("seed", ["-c", str(SEED_YAML), "--baselines"]), ("default", [])):
             out = folder / f"{name}.json"
             assert main(["evaluate", *(str(SAMPLES / c) for c in CLIPS), "--backend", "cpu", "-q", "--json", str(out), *extra]) == 0

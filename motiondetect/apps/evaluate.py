@@ -15,7 +15,15 @@ from pathlib import Path
 
 from motiondetect import __version__
 from motiondetect.core.errors import MotionDetectError, UsageError
-from motiondetect.evaluation.scoring import DEFAULT_SKIP, Evaluation, detector_method, evaluate, format_table, load_folder, opencv_baselines
+from motiondetect.evaluation.scoring import (
+    DEFAULT_SKIP,
+    Evaluation,
+    classic_baselines,
+    detector_method,
+    evaluate,
+    format_table,
+    load_folder,
+)
 from motiondetect.evaluation.sweep import sweep, threshold_axis
 from motiondetect.evaluation.tuning import GRIDS
 from motiondetect.outputs.events import write_json_atomic
@@ -44,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--baselines",
         action="store_true",
         help="also score the classic anchors (default parameters), each as it is and with a 5x5 median on its mask: "
-        "OpenCV MOG2 and KNN, and MOG, CNT and GSOC where opencv-contrib (cv2.bgsegm) is installed",
+        "OpenCV MOG2 and KNN, MOG, CNT and GSOC where opencv-contrib (cv2.bgsegm) is installed, and bgslibrary's "
+        "SuBSENSE and PAWCS where pybgs is installed (slow: PAWCS about 6 frames/s at 320x240)",
     )
     parser.add_argument(
         "--skip", type=_non_negative, default=DEFAULT_SKIP, metavar="N", help=f"frames at the start not scored [default: {DEFAULT_SKIP}]"
@@ -152,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             backend, device = detector.backend, (cuda.device_name if cuda else None)
             label = f"motiondetect ({detector.backend})"
             for index, folder in enumerate(folders):
-                methods = [detector_method(detector, label)] + (opencv_baselines() if args.baselines else [])
+                methods = [detector_method(detector, label)] + (classic_baselines() if args.baselines else [])
                 bar = _progress(len(folder.frames), args.quiet, folder.name)
                 try:
                     evaluation = evaluate(folder, methods, skip=args.skip, min_area=config["events"]["min_area"], progress=bar)

@@ -27,7 +27,8 @@ Scoring follows the CDnet rules (Goyette et al., CVPR Workshops 2012; Wang et al
 
 Optionally (``--baselines``) the classic anchors run on the same frames, side by side, each
 with its default parameters, as it is and with a 5x5 median on its mask: OpenCV's MOG2 and KNN,
-and, where opencv-contrib's ``cv2.bgsegm`` is installed, its MOG, CNT and GSOC.
+and, where opencv-contrib's ``cv2.bgsegm`` is installed, its MOG, CNT and GSOC; where bgslibrary's
+Python binding ``pybgs`` is installed, its SuBSENSE and PAWCS (St-Charles, Bilodeau and Bergevin).
 
 With ``--loo`` and several folders it also tunes by leave-one-clip-out (:mod:`motiondetect.evaluation.tuning`):
 a parameter grid around the config is scored on every clip, each clip is scored with the point
@@ -37,8 +38,14 @@ and the anchors'.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import logging
+import os
 import re
+import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -452,28 +459,112 @@ def anchor_factories() -> list[tuple[str, Callable[[], Any]]]:
     return factories
 
 
-def opencv_baselines() -> list[Method]:
-    """The classic anchors of :func:`anchor_factories`, each as it is and with a 5x5 median.
+#: bgslibrary's anchors (``pybgs`` class names): SuBSENSE (St-Charles, Bilodeau and Bergevin,
+#: IEEE TIP 2015) and PAWCS (the same authors, WACV 2015).
+BGSLIBRARY_ANCHORS = ("SuBSENSE", "PAWCS")
 
-    For each anchor two methods, in this order: ``OpenCV NAME (defaults)``, its raw mask (MOG2
-    and KNN mark shadows 127, which scores as no motion), and ``OpenCV NAME + median 5x5``,
-    :func:`median_of_motion` of that same mask. KNN (and GSOC) draw random numbers from OpenCV's
-    global generator, so it is reseeded here (``cv2.setRNGSeed(0)``: the state of a fresh
-    process) to make their scores repeatable.
+
+@contextlib.contextmanager
+def _native_stdout_silenced() -> Iterator[None]:
+    """Send what native code writes to file descriptor 1 meanwhile to the null device.
+
+    bgslibrary prints ``+NAME()`` and ``-NAME()`` on its standard output when an algorithm is
+    made and freed, and SuBSENSE and PAWCS a warning there when the first frame's three channels
+    are equal (a grey clip): without this they would land in the table.
+    """
+    sys.stdout.flush()
+    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
+class _BgsLibrary:
+    """One of bgslibrary's algorithms (``pybgs.NAME()``, bgslibrary 3.3) with its default parameters.
+
+    bgslibrary reads an algorithm's parameters from ``./config/NAME.xml`` of the working directory
+    when that file exists (and writes its defaults there when only the folder does): it is made
+    in an empty temporary directory, so the defaults hold and nothing is written beside the user's
+    files. ``apply`` takes a ``(H, W, 3)`` uint8 BGR frame; bgslibrary returns a ``(H, W)`` uint8
+    mask of 0 and 255 (SuBSENSE and PAWCS median-filter it themselves), mapped here to 255 wherever
+    it is non-zero.
+    """
+
+    def __init__(self, name: str) -> None:
+        import pybgs
+
+        previous = os.getcwd()
+        with _native_stdout_silenced(), tempfile.TemporaryDirectory() as empty:
+            os.chdir(empty)
+            try:
+                os.mkdir("config")  # its defaults go there and come back: no errors printed
+                self._algorithm = getattr(pybgs, name)()
+            finally:
+                os.chdir(previous)
+
+    def apply(self, frame: np.ndarray) -> np.ndarray:
+        with _native_stdout_silenced():
+            mask = self._algorithm.apply(frame)
+        return np.where(mask != 0, MOTION, 0).astype(np.uint8)
+
+    def __del__(self) -> None:
+        # Its destructor prints "-NAME()"; at interpreter exit the modules used here may be gone,
+        # and an error in __del__ would only print a warning, so the object is then freed as it is.
+        try:
+            with _native_stdout_silenced():
+                self.__dict__.pop("_algorithm", None)
+        except Exception:
+            self.__dict__.pop("_algorithm", None)
+
+
+def _reseed_c_rand(seed: int = 0) -> None:
+    """``srand(seed)`` of the C library: SuBSENSE and PAWCS draw from its global ``rand()``."""
+    name = ctypes.util.find_library("c")
+    if name:
+        ctypes.CDLL(name).srand(seed)
+
+
+def _with_median(label: str, subtractor: Any) -> list[Method]:
+    """``label (defaults)``, the subtractor's mask, and ``label + median 5x5`` of that same mask."""
+    shared = _SharedMask(subtractor.apply)
+    plain = Method(f"{label} (defaults)", shared)
+    filtered = Method(
+        f"{label} + median {ANCHOR_MEDIAN}x{ANCHOR_MEDIAN}",
+        lambda frame: median_of_motion(shared(frame)),
+        upstream=plain,
+    )
+    return [plain, filtered]
+
+
+def classic_baselines() -> list[Method]:
+    """The classic anchors, each as it is and with a 5x5 median: those of :func:`anchor_factories`,
+    then bgslibrary's :data:`BGSLIBRARY_ANCHORS` where ``pybgs`` is installed.
+
+    For each anchor two methods, in this order: ``OpenCV NAME (defaults)`` (or ``bgslibrary NAME
+    (defaults)``), its raw mask (MOG2 and KNN mark shadows 127, which scores as no motion), and
+    ``OpenCV NAME + median 5x5``, :func:`median_of_motion` of that same mask. KNN (and GSOC) draw
+    random numbers from OpenCV's global generator, so it is reseeded here (``cv2.setRNGSeed(0)``:
+    the state of a fresh process) to make their scores repeatable. SuBSENSE and PAWCS draw from
+    the C library's global ``rand()``, so their masks depend on what drew before them (a second
+    run on 80 frames of baseline_pedestrians in the same process differed on 55 of them): it is
+    reseeded too (``srand(0)``), which makes them repeatable where ``pybgs`` shares that
+    generator (glibc). Without ``pybgs`` (not a dependency) its anchors are left out silently.
     """
     cv2.setRNGSeed(0)
     methods = []
     for name, factory in anchor_factories():
-        shared = _SharedMask(factory().apply)
-        plain = Method(f"OpenCV {name} (defaults)", shared)
-        methods += [
-            plain,
-            Method(
-                f"OpenCV {name} + median {ANCHOR_MEDIAN}x{ANCHOR_MEDIAN}",
-                lambda frame, shared=shared: median_of_motion(shared(frame)),
-                upstream=plain,
-            ),
-        ]
+        methods += _with_median(f"OpenCV {name}", factory())
+    try:
+        import pybgs  # noqa: F401
+    except ImportError:
+        return methods
+    _reseed_c_rand(0)
+    for name in BGSLIBRARY_ANCHORS:
+        methods += _with_median(f"bgslibrary {name}", _BgsLibrary(name))
     return methods
 
 

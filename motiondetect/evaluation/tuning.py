@@ -212,10 +212,10 @@ def score_config(path: str, config: dict[str, Any], skip: int, min_area: float) 
 
 def score_anchors(path: str, skip: int, min_area: float) -> list[dict[str, Any]]:
     """The :func:`summary` of each anchor of ``evaluate --baselines`` on one clip."""
-    from motiondetect.evaluation.scoring import evaluate, opencv_baselines
+    from motiondetect.evaluation.scoring import classic_baselines, evaluate
 
     folder, frames = _clip(path)
-    return [summary(m.name, s) for m, s in evaluate(folder, opencv_baselines(), skip=skip, min_area=min_area, frames=frames).scores]
+    return [summary(m.name, s) for m, s in evaluate(folder, classic_baselines(), skip=skip, min_area=min_area, frames=frames).scores]
 
 
 def _score(path: str, config: dict[str, Any] | None, skip: int, min_area: float):
