@@ -40,8 +40,8 @@ from motiondetect.outputs.paths import OutputPaths, plan_outputs
 from motiondetect.outputs.plot import MotionPlotSink, require_matplotlib
 from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
 from motiondetect.outputs.writer import VideoWriter
-from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
-from motiondetect.pipeline.batch import BatchDetector, auto_batch
+from motiondetect.pipeline.assembly import batch_size, batched_path_problem, checked_on_device, choose_decoder, masks_needed
+from motiondetect.pipeline.batch import BatchDetector
 from motiondetect.pipeline.config import (
     BACKENDS,
     DECODERS,
@@ -59,7 +59,6 @@ from motiondetect.pipeline.roi import rasterize, roi_from_file
 from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
 from motiondetect.sources.live import LatestFrameReader
-from motiondetect.sources.nvdec import NvdecSource
 from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
 from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
@@ -403,7 +402,7 @@ def _run_one(
         cuda = cuda if detector.backend == "cuda" else None
         batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
-        batch = config["scan"]["batch"] or auto_batch(video.size, host_decoded=not isinstance(video, NvdecSource))
+        batch = batch_size(config, video)
         log.debug(
             "decoder: %s; %s",
             decoder,

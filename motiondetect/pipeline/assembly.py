@@ -10,6 +10,7 @@ from typing import Any
 from motiondetect.core.errors import CudaUnavailable, UsageError
 from motiondetect.core.faults import warm_up
 from motiondetect.gpu.cuda_handler import CUDAHandler
+from motiondetect.pipeline.batch import auto_batch
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.sources.nvdec import NvdecSource, NvdecUnavailable
 
@@ -93,6 +94,13 @@ def choose_decoder(
         return checked(video), cpu_name
     video.close()
     return source, f"NVDEC ({source.codec})"
+
+
+def batch_size(config: dict[str, Any], source) -> int:
+    """Frames per batch on the GPU path: ``scan.batch``, or when it is 0 (auto)
+    :func:`~motiondetect.pipeline.batch.auto_batch` for ``source``'s frame size and decoder (the
+    source :func:`choose_decoder` returned: NVDEC frames or host-decoded ones)."""
+    return config["scan"]["batch"] or auto_batch(source.size, host_decoded=not isinstance(source, NvdecSource))
 
 
 def checked_on_device(detector: MotionDetector, cuda: CUDAHandler | None, requested: str, size: tuple[int, int]) -> MotionDetector:

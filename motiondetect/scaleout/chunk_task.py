@@ -25,7 +25,7 @@ from motiondetect.core.files import atomic_write
 from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.sinks import RunSummary, Sink
 from motiondetect.scaleout.chunks import Chunk
-from motiondetect.sources.nvdec import DeviceFrame, NvdecSource
+from motiondetect.sources.nvdec import DeviceFrame
 from motiondetect.sources.video import VideoHandler
 
 #: Test-only fault injection: ``"<file name>:<chunk number>:<marker file>"`` makes the worker
@@ -274,8 +274,8 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
     from motiondetect.outputs.overlay import Overlay
     from motiondetect.outputs.sinks import VideoSink
     from motiondetect.outputs.writer import VideoWriter
-    from motiondetect.pipeline.assembly import batched_path_problem, checked_on_device, choose_decoder, masks_needed
-    from motiondetect.pipeline.batch import BatchDetector, auto_batch
+    from motiondetect.pipeline.assembly import batch_size, batched_path_problem, checked_on_device, choose_decoder, masks_needed
+    from motiondetect.pipeline.batch import BatchDetector
     from motiondetect.pipeline.config import build_filters
     from motiondetect.pipeline.detector import MotionDetector
     from motiondetect.pipeline.roi import rasterize
@@ -323,7 +323,7 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
                 roi=roi,
                 annotate=detector.annotate,
                 masks=detector.masks,
-                batch=config["scan"]["batch"] or auto_batch(video.size, host_decoded=not isinstance(video, NvdecSource)),
+                batch=batch_size(config, video),
             )
         collector = _Collector()
         sinks: list[Sink] = []
