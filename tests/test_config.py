@@ -533,3 +533,19 @@ def test_auto_batch_for_host_decoded_frames_holds_4_frames_of_2160p(size, frames
 
     assert auto_batch(size, host_decoded=True) == frames
     assert frames * size[0] * size[1] <= 4 * 3840 * 2160 or frames == 1
+
+
+def test_batch_size_follows_the_decoder_the_run_chose():
+    """scan.batch when set; else auto_batch for the source's size, by its decoder: NVDEC frames
+    32 at 1080p, host-decoded ones 8."""
+    from types import SimpleNamespace
+
+    from motiondetect.pipeline.assembly import batch_size
+    from motiondetect.sources.nvdec import NvdecSource
+
+    nvdec = object.__new__(NvdecSource)  # no decoder behind it: only its type and size matter
+    nvdec.size = (1920, 1080)
+    host = SimpleNamespace(size=(1920, 1080))
+    auto, fixed = {"scan": {"batch": 0}}, {"scan": {"batch": 5}}
+    assert (batch_size(auto, nvdec), batch_size(auto, host)) == (32, 8)
+    assert (batch_size(fixed, nvdec), batch_size(fixed, host)) == (5, 5)
