@@ -43,13 +43,14 @@ __global__ void md_cross_power_c64(float2* __restrict__ spectrum,
 // correlation surface over shifts dx, dy in [-max_shift, max_shift] (indices wrap around), ties
 // to (0, 0), then to the first in row-major order of (dy, dx); NaN counts as -infinity, and a
 // surface with no finite value gives (0, 0), and so does a peak that does not exceed `ratio`
-// times the value at (0, 0). Writes shift[2 * image] = dx, [.. + 1] = dy.
+// times the value at (0, 0) or does not exceed `floor` (the smallest peak height taken, on the
+// unnormalised surface). Writes shift[2 * image] = dx, [.. + 1] = dy.
 #define MD_PEAK_THREADS 256
 __device__ __forceinline__ int md_rank(int k, int centre) { return k == centre ? -1 : k; }
 
 __global__ void md_peak_shift_f32(const float* __restrict__ corr,
                                   int* __restrict__ shift,
-                                  int width, int height, int max_shift, float ratio)
+                                  int width, int height, int max_shift, float ratio, float floor)
 {
     __shared__ float best[MD_PEAK_THREADS];
     __shared__ int where[MD_PEAK_THREADS];
@@ -79,9 +80,56 @@ __global__ void md_peak_shift_f32(const float* __restrict__ corr,
     }
     if (threadIdx.x == 0) {
         float still = corr[0];  // the value at (0, 0)
-        int k = best[0] > -INFINITY && best[0] > __fmul_rn(ratio, still) ? where[0] : centre;
+        int k = best[0] > -INFINITY && best[0] > __fmul_rn(ratio, still) && best[0] > floor ? where[0] : centre;
         shift[2 * blockIdx.x] = k % side - max_shift;
         shift[2 * blockIdx.x + 1] = k / side - max_shift;
+    }
+}
+
+// The consensus check, one block of MD_PEAK_THREADS threads per image (blockIdx.x): a shift
+// other than (0, 0) stays only when at least `min_votes` of the 4 x 4 tiles agree with it. A tile
+// (rows i * height / 4 .. (i + 1) * height / 4, columns alike) agrees when its sum of absolute
+// differences to the anchor, with the image read at (x + dx, y + dy) (coordinates clamped), is
+// lower than the sum with the image where it is. Integer sums: the CPU reference's votes.
+__global__ void md_confirm_shift_u8(const unsigned char* __restrict__ src,
+                                    const unsigned char* __restrict__ anchor,
+                                    int* __restrict__ shift,
+                                    int width, int height, int min_votes)
+{
+    __shared__ unsigned long long moved_sum[MD_PEAK_THREADS];
+    __shared__ unsigned long long still_sum[MD_PEAK_THREADS];
+    int dx = shift[2 * blockIdx.x], dy = shift[2 * blockIdx.x + 1];
+    if (dx == 0 && dy == 0) return;  // the same for the whole block
+    src += (size_t)blockIdx.x * width * height;
+    int votes = 0;
+    for (int tile = 0; tile < 16; ++tile) {
+        int y0 = (tile / 4) * height / 4, y1 = (tile / 4 + 1) * height / 4;
+        int x0 = (tile % 4) * width / 4, x1 = (tile % 4 + 1) * width / 4;
+        int tile_width = x1 - x0, count = (y1 - y0) * tile_width;
+        unsigned long long moved = 0, still = 0;
+        for (int k = threadIdx.x; k < count; k += MD_PEAK_THREADS) {
+            int y = y0 + k / tile_width, x = x0 + k % tile_width;
+            int a = anchor[(size_t)y * width + x];
+            int sx = min(max(x + dx, 0), width - 1), sy = min(max(y + dy, 0), height - 1);
+            moved += abs((int)src[(size_t)sy * width + sx] - a);
+            still += abs((int)src[(size_t)y * width + x] - a);
+        }
+        moved_sum[threadIdx.x] = moved;
+        still_sum[threadIdx.x] = still;
+        __syncthreads();
+        for (int half = MD_PEAK_THREADS / 2; half > 0; half /= 2) {
+            if (threadIdx.x < half) {
+                moved_sum[threadIdx.x] += moved_sum[threadIdx.x + half];
+                still_sum[threadIdx.x] += still_sum[threadIdx.x + half];
+            }
+            __syncthreads();
+        }
+        votes += moved_sum[0] < still_sum[0];
+        __syncthreads();  // before the next tile overwrites the sums
+    }
+    if (threadIdx.x == 0 && votes < min_votes) {
+        shift[2 * blockIdx.x] = 0;
+        shift[2 * blockIdx.x + 1] = 0;
     }
 }
 

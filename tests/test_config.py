@@ -549,3 +549,14 @@ def test_batch_size_follows_the_decoder_the_run_chose():
     auto, fixed = {"scan": {"batch": 0}}, {"scan": {"batch": 5}}
     assert (batch_size(auto, nvdec), batch_size(auto, host)) == (32, 8)
     assert (batch_size(fixed, nvdec), batch_size(fixed, host)) == (5, 5)
+
+
+def test_config_error_survives_pickling():
+    """Worker processes and Dask tasks send errors back pickled: the message must come back whole,
+    not rebuilt from its characters."""
+    import pickle
+
+    error = ConfigError(["pipeline[2].sigmas: expected a number, got 'x'", "events.min_area: above 1"])
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is ConfigError and again.problems == error.problems and str(again) == str(error)
+    assert str(again).startswith("invalid configuration (2 problems): pipeline[2].sigmas")

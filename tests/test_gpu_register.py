@@ -1,6 +1,7 @@
 """The register filter on the GPU (cuFFT through scikit-cuda and its kernels) against the CPU
 reference on real footage with camera jitter: every frame's shift, the moved frame and the
-moved-back comparison, one frame per call and in batches; then configs/jitter.yaml through the
+moved-back comparison, one frame per call and in batches; the guards (``min_peak``, the tiles'
+consensus) on frames that trip them; then configs/jitter.yaml through the
 frame-at-a-time GPU detector and the GPU-resident BatchDetector against the CPU detector.
 
 Marker ``gpu``: skipped (via the ``cuda`` fixture) where PyCUDA or a device is missing.
@@ -13,7 +14,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from helpers import assert_gpu_paths_equal_cpu, jitter
+from helpers import assert_gpu_paths_equal_cpu, jitter, square_frames
 
 from motiondetect.core.picture import Picture, as_bgr
 from motiondetect.filters import Register
@@ -22,8 +23,7 @@ from motiondetect.sources.video import VideoHandler
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parent.parent
-PRESET = ROOT / "configs" / "jitter.yaml"
+PRESET = Path(__file__).resolve().parent.parent / "configs" / "jitter.yaml"
 MARGIN = 8
 
 
@@ -60,6 +60,36 @@ def test_kernels_equal_the_cpu_on_a_jittered_clip(cuda, sample_clip, batch):
             assert tuple(device_shifts[j]) == cpu.shift == shifts[i], f"frame {i}"
             np.testing.assert_array_equal(moved[j], want, err_msg=f"frame {i}")
             np.testing.assert_array_equal(moved_back[j], cpu.unshift_reference(greys[i]), err_msg=f"frame {i}")
+
+
+def _shifts(cuda, flt: Register, greys: list[np.ndarray]) -> list[tuple[int, int]]:
+    """The device shifts of one batched call on ``greys`` (the first is the anchor)."""
+    import pycuda.gpuarray as gpuarray
+
+    src = gpuarray.to_gpu(np.ascontiguousarray(np.stack(greys)))
+    flt.apply(cuda, src, gpuarray.empty(src.shape, np.uint8))
+    device = cuda.buffer(flt.state_key("shift"), (1024, 2), np.int32).get()
+    cuda.synchronize()
+    return [tuple(int(v) for v in device[k]) for k in range(len(greys))]
+
+
+def test_guards_equal_the_cpu(cuda, sample_frames, rng, monkeypatch):
+    """A square moving on a plain background (the peak alone would follow it) and noise after a
+    real frame (random peaks that beat no shift): no shift on the device, as on the CPU; with the
+    guards off, the device follows the square and takes a random peak, as the CPU does."""
+    from motiondetect.filters import register as register_module
+
+    squares = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in square_frames()]
+    grey = cv2.cvtColor(sample_frames[30], cv2.COLOR_BGR2GRAY)
+    noisy = [grey] + [rng.integers(0, 256, grey.shape, dtype=np.uint8) for _ in range(8)]
+    for guarded in (True, False):
+        if not guarded:
+            monkeypatch.setattr(register_module, "MIN_VOTES", 0)
+        for greys, params in ((squares, {}), (noisy, {} if guarded else {"min_peak": 0.0})):
+            cpu = Register(**params)
+            want = [(cpu.reference(g), cpu.shift)[1] for g in greys]
+            assert _shifts(cuda, Register(**params), greys) == want
+            assert (want == [(0, 0)] * len(greys)) == guarded
 
 
 @pytest.mark.parametrize("batch", [1, 32])

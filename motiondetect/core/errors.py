@@ -33,6 +33,10 @@ class ConfigError(MotionDetectError):
         head = f"invalid configuration ({count} problem{'s' if count != 1 else ''})"
         super().__init__(head + ": " + "; ".join(self.problems))
 
+    def __reduce__(self):
+        # Rebuilt from its problems, not its message, when it crosses a process or Dask boundary.
+        return type(self), (self.problems,)
+
 
 class VideoOpenFailure(MotionDetectError):
     """The input cannot be opened or decoded, or the output video cannot be written."""

@@ -10,10 +10,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+from helpers import square_frames
 
 from motiondetect.core.picture import as_bgr
 from motiondetect.filters import Register
-from motiondetect.filters.register import hann_window, peak_shift, translate
+from motiondetect.filters import register as register_module
+from motiondetect.filters.register import hann_window, peak_shift, tile_votes, translate
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector, pipeline_problems
 from motiondetect.scaleout.chunks import warmup_frames
@@ -85,6 +87,42 @@ def test_peak_ties_and_missing_values_give_no_shift():
     assert peak_shift(surface, 4) == (-1, 2)
 
 
+def test_peak_floor_and_ratio_give_no_shift():
+    surface = np.zeros((16, 16), np.float32)
+    surface[0, 0], surface[2, 3] = 1.0, 10.0  # (dx, dy) = (3, 2), ten times the no-shift value
+    assert peak_shift(surface, 4, ratio=3.0, floor=9.0) == (3, 2)
+    assert peak_shift(surface, 4, ratio=3.0, floor=10.0) == (0, 0)  # not above the floor
+    assert peak_shift(surface, 4, ratio=10.0, floor=0.0) == (0, 0)  # not above ratio times (0, 0)
+
+
+def test_a_lone_moving_object_does_not_move_the_frame(monkeypatch):
+    """A square moving on a plain background is all the structure there is, so phase correlation
+    peaks at its motion (6 px on the first moved frame); the tiles it does not cover do not
+    agree, and the frame stays where it is, so the square's motion is found."""
+    greys = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in square_frames()]
+    assert tile_votes(greys[1], greys[0].astype(np.int32), 6, 0) < register_module.MIN_VOTES
+    flt = Register()
+    assert [(flt.reference(g), flt.shift)[1] for g in greys] == [(0, 0)] * len(greys)
+    monkeypatch.setattr(register_module, "MIN_VOTES", 0)  # without the consensus check
+    unchecked = Register()
+    assert [(unchecked.reference(g), unchecked.shift)[1] for g in greys[:2]] == [(0, 0), (6, 0)]
+
+
+def test_a_frame_unlike_the_anchor_does_not_move(sample_frames, rng, monkeypatch):
+    """Frames that share nothing with the anchor (noise after a real frame) give a surface of low
+    random peaks, which ``min_peak`` refuses even where they beat no shift by ``peak_ratio``."""
+    monkeypatch.setattr(register_module, "MIN_VOTES", 0)  # the floor alone
+    grey = cv2.cvtColor(sample_frames[30], cv2.COLOR_BGR2GRAY)
+    noise = [rng.integers(0, 256, grey.shape, dtype=np.uint8) for _ in range(8)]
+    floored, plain = Register(), Register(min_peak=0.0)
+    floored.reference(grey)
+    plain.reference(grey)
+    floored_shifts = [(floored.reference(n), floored.shift)[1] for n in noise]
+    plain_shifts = [(plain.reference(n), plain.shift)[1] for n in noise]
+    assert floored_shifts == [(0, 0)] * len(noise)
+    assert any(s != (0, 0) for s in plain_shifts)  # the ratio alone takes a random peak
+
+
 def test_hann_window_is_the_separable_symmetric_hann():
     from scipy.signal import windows
 
@@ -116,7 +154,6 @@ def test_seek_keeps_the_anchor(sample_frames):
 
 
 def test_pipeline_rules_and_chunk_warmup():
-    names = ["gray", "register", "gaussian_background", "upscale"]
     filters = build_filters(load_config(PRESET))
     assert not pipeline_problems([type(f) for f in filters])
     # The anchor comes from the file's first frame in every chunk: only the model's warm-up counts.
@@ -126,8 +163,9 @@ def test_pipeline_rules_and_chunk_warmup():
     wrong = [REGISTRY[n] for n in ("gray", "register", "median", "gaussian_background")]
     problems = pipeline_problems(wrong)
     assert any("'register' must come right before the frame-pair filter" in p for p in problems), problems
-    assert names  # the preset's order is the documented one
+    # The preset registers right after the downscale, and is otherwise the default pipeline.
     assert [f.NAME for f in filters][1:4] == ["downscale", "register", "gaussian_background"]
+    assert [repr(f) for f in filters if f.NAME != "register"] == [repr(f) for f in build_filters(default_config())]
 
 
 def test_steady_footage_is_unchanged(clip_frames):
