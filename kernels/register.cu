@@ -87,14 +87,14 @@ __global__ void md_peak_shift_f32(const float* __restrict__ corr,
 }
 
 // The consensus check, one block of MD_PEAK_THREADS threads per image (blockIdx.x): a shift
-// other than (0, 0) stays only when at least `min_votes` of the 4 x 4 tiles agree with it. A tile
-// (rows i * height / 4 .. (i + 1) * height / 4, columns alike) agrees when its sum of absolute
+// other than (0, 0) stays only when at least `min_votes` of the tiles x tiles tiles agree with it.
+// A tile (rows i * height / tiles .. (i + 1) * height / tiles, columns alike) agrees when its sum of absolute
 // differences to the anchor, with the image read at (x + dx, y + dy) (coordinates clamped), is
 // lower than the sum with the image where it is. Integer sums: the CPU reference's votes.
 __global__ void md_confirm_shift_u8(const unsigned char* __restrict__ src,
                                     const unsigned char* __restrict__ anchor,
                                     int* __restrict__ shift,
-                                    int width, int height, int min_votes)
+                                    int width, int height, int tiles, int min_votes)
 {
     __shared__ unsigned long long moved_sum[MD_PEAK_THREADS];
     __shared__ unsigned long long still_sum[MD_PEAK_THREADS];
@@ -102,9 +102,10 @@ __global__ void md_confirm_shift_u8(const unsigned char* __restrict__ src,
     if (dx == 0 && dy == 0) return;  // the same for the whole block
     src += (size_t)blockIdx.x * width * height;
     int votes = 0;
-    for (int tile = 0; tile < 16; ++tile) {
-        int y0 = (tile / 4) * height / 4, y1 = (tile / 4 + 1) * height / 4;
-        int x0 = (tile % 4) * width / 4, x1 = (tile % 4 + 1) * width / 4;
+    for (int tile = 0; tile < tiles * tiles; ++tile) {
+        int row = tile / tiles, col = tile % tiles;
+        int y0 = row * height / tiles, y1 = (row + 1) * height / tiles;
+        int x0 = col * width / tiles, x1 = (col + 1) * width / tiles;
         int tile_width = x1 - x0, count = (y1 - y0) * tile_width;
         unsigned long long moved = 0, still = 0;
         for (int k = threadIdx.x; k < count; k += MD_PEAK_THREADS) {

@@ -55,8 +55,8 @@ def peak_shift(corr: np.ndarray, max_shift: int, ratio: float = 1.0, floor: floa
 
 def tile_votes(frame: np.ndarray, anchor: np.ndarray, dx: int, dy: int) -> int:
     """How many of the :data:`TILES` x :data:`TILES` tiles of an (H, W) uint8 frame agree that it
-    shows the (H, W) uint8 ``anchor`` moved by (dx, dy): a tile (rows ``i H // 4`` to
-    ``(i + 1) H // 4``, columns alike) agrees when its sum of absolute differences to the anchor
+    shows the (H, W) uint8 ``anchor`` moved by (dx, dy): a tile (rows ``i H // TILES`` to
+    ``(i + 1) H // TILES``, columns alike) agrees when its sum of absolute differences to the anchor
     with the frame read at ``(x + dx, y + dy)`` (borders replicated) is lower than the sum with
     the frame where it is (integers, as ``md_confirm_shift_u8``). A flat tile ties and does not
     vote, so only structure votes: the whole scene when the camera moved, one object's tiles when
@@ -64,8 +64,9 @@ def tile_votes(frame: np.ndarray, anchor: np.ndarray, dx: int, dy: int) -> int:
     shifts of smooth tiles: over the 20 dev clips jittered by 4 px the mean pixel F fell from
     0.727 to 0.718; the plain comparison keeps 0.727.)"""
     height, width = frame.shape
-    moved = np.abs(translate(frame, dx, dy, sign=1, replicate=True).astype(np.int32) - anchor)
-    still = np.abs(frame.astype(np.int32) - anchor)
+    base = anchor.astype(np.int32)
+    moved = np.abs(translate(frame, dx, dy, sign=1, replicate=True).astype(np.int32) - base)
+    still = np.abs(frame.astype(np.int32) - base)
     votes = 0
     for i in range(TILES):
         rows = slice(i * height // TILES, (i + 1) * height // TILES)
@@ -98,10 +99,12 @@ class Register(Filter):
     pocketfft on the CPU, cuFFT through scikit-cuda on the GPU), their cross-power spectrum
     ``F conj(A) / |F conj(A)|`` is transformed back, and the peak of that surface within
     ``+-max_shift`` pixels is the frame's shift (dx, dy): the frame shows the anchor's scene moved by
-    (dx, dy). That peak is taken only when it is both ``peak_ratio`` times the surface at (0, 0)
-    (moving objects on a steady camera do not move the frame) and higher than ``min_peak`` (the
-    share of the frame that agrees on the shift: a background with no stable texture, such as
-    rippling water, gives low random peaks and stays unmoved); otherwise the shift is (0, 0). The frame is then read at ``(x + dx, y + dy)`` (borders replicated), so the frame-pair
+    (dx, dy). That peak is taken only when it is more than ``peak_ratio`` times the surface at
+    (0, 0) (moving objects on a steady camera do not move the frame), higher than ``min_peak``
+    (the share of the frame that agrees on the shift: rippling water gives low random peaks) and
+    agreed by :data:`MIN_VOTES` of the tiles (:func:`tile_votes`: a lone object on a plain
+    background cannot move the frame); otherwise the shift is (0, 0). The frame is then read at
+    ``(x + dx, y + dy)`` (borders replicated), so the frame-pair
     filter and its background model always see the scene where the anchor had it; the detector
     reads the filter's output back at ``(x - dx, y - dy)``, 0 where that falls outside (no
     background is known there), so every later filter, the mask and the boxes are in the
@@ -174,7 +177,7 @@ class Register(Filter):
 
     def reset(self) -> None:
         self._anchor: np.ndarray | None = None  # conj-free half spectrum of the windowed anchor
-        self._anchor_image: np.ndarray | None = None  # the anchor, (H, W) int32
+        self._anchor_image: np.ndarray | None = None  # the anchor, (H, W) uint8, for tile_votes
         self._window: np.ndarray | None = None  # the Hann window of the anchor's size
         self._shift = (0, 0)
         self._device_anchor: tuple[int, int] | None = None  # (H, W) of the anchor on the device
@@ -208,7 +211,7 @@ class Register(Filter):
             self._window, self._anchor = hann_window(height, width), None
         spectrum = np.fft.rfft2(src.astype(np.float32) * self._window)
         if self._anchor is None:
-            self._anchor, self._anchor_image = spectrum, src.astype(np.int32)
+            self._anchor, self._anchor_image = spectrum, src.copy()
         product = spectrum * np.conj(self._anchor)
         magnitude = np.abs(product)
         cross = np.divide(product, magnitude, out=np.zeros_like(product), where=magnitude > 0)
@@ -260,9 +263,9 @@ class Register(Filter):
         ratio = np.float32(self.params["peak_ratio"])
         floor = self._floor(height, width)
         peak.prepared_async_call((frames, 1), (256, 1, 1), cuda.stream, real.gpudata, shifts.gpudata, *size, reach, ratio, floor)
-        confirm = cuda.function(self.KERNEL, "md_confirm_shift_u8", "PPPiii")
-        votes = np.int32(MIN_VOTES)
-        confirm.prepared_async_call((frames, 1), (256, 1, 1), cuda.stream, src.gpudata, anchor_image.gpudata, shifts.gpudata, *size, votes)
+        confirm = cuda.function(self.KERNEL, "md_confirm_shift_u8", "PPPiiii")
+        votes = (np.int32(TILES), np.int32(MIN_VOTES))
+        confirm.prepared_async_call((frames, 1), (256, 1, 1), cuda.stream, src.gpudata, anchor_image.gpudata, shifts.gpudata, *size, *votes)
         self._translate(cuda, src, dst, shifts.gpudata, sign=1, replicate=True)
 
     def unshift(self, cuda, src, dst, offset: int = 0) -> None:
