@@ -1,24 +1,31 @@
-// Registration of a grey frame to the stream's first frame (the anchor) by phase correlation,
-// global whole-pixel translation: the frame is windowed (Hann), transformed with cuFFT, its cross-
-// power spectrum with the anchor normalised to unit magnitude, transformed back, and the peak of
-// that correlation surface within +-max_shift pixels is the frame's shift (Kuglin and Hines
-// 1975). Every kernel takes a batch through blockIdx.z (batch.cuh) or blockIdx.x (the peak).
+// Registration of a grey frame to the stream's first frame (the anchor), global whole-pixel
+// translation, in two steps. Phase correlation (Kuglin and Hines 1975) on the frame shrunk by 2
+// each way: the 2 x 2 block sums are windowed (Hann), transformed with cuFFT, their cross-power
+// spectrum with the anchor's normalised to unit magnitude, transformed back, and the peak of that
+// correlation surface within the coarse reach is the coarse shift. Then the sums of absolute
+// differences of the full frame to the anchor, per tile, choose among the 3 x 3 shifts around
+// twice the coarse one, and the tiles vote on the choice. Every kernel takes a batch through
+// blockIdx.z (batch.cuh), blockIdx.y (the tiles' sums) or blockIdx.x (the peak, the choice).
 
 #include "batch.cuh"
 
-// dst = src * window, as float32, for the forward FFT.
-__global__ void md_window_u8_f32(const unsigned char* __restrict__ src,
-                                 const float* __restrict__ window,
-                                 float* __restrict__ dst,
-                                 int width, int height)
+// dst = the sum of src's 2 x 2 block (last row and column repeated where the size is odd) *
+// window, float32, over the shrunk (coarse_height, coarse_width) image, for the forward FFT.
+__global__ void md_coarse_window_u8_f32(const unsigned char* __restrict__ src,
+                                        const float* __restrict__ window,
+                                        float* __restrict__ dst,
+                                        int width, int height, int coarse_width, int coarse_height)
 {
     MD_IMAGE(src, width * height);
-    MD_IMAGE(dst, width * height);
+    MD_IMAGE(dst, coarse_width * coarse_height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= width || y >= height) return;
-    size_t i = (size_t)y * width + x;
-    dst[i] = (float)src[i] * window[i];
+    if (x >= coarse_width || y >= coarse_height) return;
+    size_t y0 = (size_t)(2 * y) * width, y1 = (size_t)min(2 * y + 1, height - 1) * width;
+    int x0 = 2 * x, x1 = min(2 * x + 1, width - 1);
+    int sum = src[y0 + x0] + src[y1 + x0] + src[y0 + x1] + src[y1 + x1];  // exact in float32
+    size_t i = (size_t)y * coarse_width + x;
+    dst[i] = (float)sum * window[i];
 }
 
 // spectrum = spectrum * conj(anchor) / |spectrum * conj(anchor)| (0 where the product is 0),
@@ -41,10 +48,10 @@ __global__ void md_cross_power_c64(float2* __restrict__ spectrum,
 
 // One block of MD_PEAK_THREADS threads per image (blockIdx.x): the largest value of the
 // correlation surface over shifts dx, dy in [-max_shift, max_shift] (indices wrap around), ties
-// to (0, 0), then to the first in row-major order of (dy, dx); NaN counts as -infinity, and a
-// surface with no finite value gives (0, 0), and so does a peak that does not exceed `ratio`
-// times the value at (0, 0) or does not exceed `floor` (the smallest peak height taken, on the
-// unnormalised surface). Writes shift[2 * image] = dx, [.. + 1] = dy.
+// to (0, 0), then to the first in row-major order of (dy, dx); NaN counts as -infinity. A peak
+// that does not exceed `ratio` times the value at (0, 0) gives (0, 0); a largest value that does
+// not exceed `floor` (the smallest peak height taken, on the unnormalised surface) gives no
+// shift at all. Writes shift[3 * image] = dx, [.. + 1] = dy, [.. + 2] = 1, or 0 for no shift.
 #define MD_PEAK_THREADS 256
 __device__ __forceinline__ int md_rank(int k, int centre) { return k == centre ? -1 : k; }
 
@@ -80,58 +87,103 @@ __global__ void md_peak_shift_f32(const float* __restrict__ corr,
     }
     if (threadIdx.x == 0) {
         float still = corr[0];  // the value at (0, 0)
-        int k = best[0] > -INFINITY && best[0] > __fmul_rn(ratio, still) && best[0] > floor ? where[0] : centre;
-        shift[2 * blockIdx.x] = k % side - max_shift;
-        shift[2 * blockIdx.x + 1] = k / side - max_shift;
+        int k = best[0] > __fmul_rn(ratio, still) ? where[0] : centre;
+        shift[3 * blockIdx.x] = k % side - max_shift;
+        shift[3 * blockIdx.x + 1] = k / side - max_shift;
+        shift[3 * blockIdx.x + 2] = best[0] > floor;
     }
 }
 
-// The consensus check, one block of MD_PEAK_THREADS threads per image (blockIdx.x): a shift
-// other than (0, 0) stays only when at least `min_votes` of the tiles x tiles tiles agree with it.
-// A tile (rows i * height / tiles .. (i + 1) * height / tiles, columns alike) agrees when its sum of absolute
-// differences to the anchor, with the image read at (x + dx, y + dy) (coordinates clamped), is
-// lower than the sum with the image where it is. Integer sums: the CPU reference's votes.
-__global__ void md_confirm_shift_u8(const unsigned char* __restrict__ src,
-                                    const unsigned char* __restrict__ anchor,
-                                    int* __restrict__ shift,
-                                    int width, int height, int tiles, int min_votes)
+// The refinement's candidates: shifts 2 * coarse + (a, b), b and a in -1, 0, 1 (row-major), each
+// coordinate clamped to +-reach, then (0, 0) (the CPU reference's `candidates`). `coarse` points
+// at an image's (dx, dy, found) from md_peak_shift_f32.
+#define MD_CANDIDATES 10
+__device__ __forceinline__ int md_clamp_shift(int v, int reach) { return min(max(v, -reach), reach); }
+__device__ __forceinline__ int2 md_candidate(const int* coarse, int j, int reach)
 {
-    __shared__ unsigned long long moved_sum[MD_PEAK_THREADS];
-    __shared__ unsigned long long still_sum[MD_PEAK_THREADS];
-    int dx = shift[2 * blockIdx.x], dy = shift[2 * blockIdx.x + 1];
-    if (dx == 0 && dy == 0) return;  // the same for the whole block
-    src += (size_t)blockIdx.x * width * height;
+    if (j == MD_CANDIDATES - 1) return make_int2(0, 0);
+    return make_int2(md_clamp_shift(2 * coarse[0] + j % 3 - 1, reach), md_clamp_shift(2 * coarse[1] + j / 3 - 1, reach));
+}
+
+// Sums of absolute differences per tile: grid (tiles * tiles, images), MD_PEAK_THREADS threads.
+// Block (t, k) sums |src_k(x + dx, y + dy) - anchor(x, y)| (coordinates clamped) over tile t,
+// rows i * height / tiles .. (i + 1) * height / tiles (i = t / tiles; columns alike with
+// t % tiles), for each candidate shift of image k: sads[(k * tiles * tiles + t) * 10 + j].
+// Integer sums: the CPU reference's tile_sads.
+__global__ void md_tile_sad_u8(const unsigned char* __restrict__ src,
+                               const unsigned char* __restrict__ anchor,
+                               const int* __restrict__ coarse,
+                               unsigned long long* __restrict__ sads,
+                               int width, int height, int tiles, int reach)
+{
+    __shared__ unsigned long long partial[MD_PEAK_THREADS / 32][MD_CANDIDATES];
+    int tile = blockIdx.x, image = blockIdx.y;
+    src += (size_t)image * width * height;
+    coarse += 3 * image;
+    if (!coarse[2]) return;  // not registered: md_pick_shift reads no sums
+    int2 shift[MD_CANDIDATES];
+    for (int j = 0; j < MD_CANDIDATES; ++j) shift[j] = md_candidate(coarse, j, reach);
+    int row = tile / tiles, col = tile % tiles;
+    int y0 = row * height / tiles, y1 = (row + 1) * height / tiles;
+    int x0 = col * width / tiles, x1 = (col + 1) * width / tiles;
+    int tile_width = x1 - x0, count = (y1 - y0) * tile_width;
+    unsigned long long sum[MD_CANDIDATES] = {0};
+    for (int k = threadIdx.x; k < count; k += MD_PEAK_THREADS) {
+        int y = y0 + k / tile_width, x = x0 + k % tile_width;
+        int a = anchor[(size_t)y * width + x];
+#pragma unroll
+        for (int j = 0; j < MD_CANDIDATES; ++j) {
+            int sx = min(max(x + shift[j].x, 0), width - 1), sy = min(max(y + shift[j].y, 0), height - 1);
+            sum[j] += abs((int)src[(size_t)sy * width + sx] - a);
+        }
+    }
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int j = 0; j < MD_CANDIDATES; ++j) {
+        for (int offset = 16; offset > 0; offset /= 2) sum[j] += __shfl_down_sync(0xffffffffu, sum[j], offset);
+        if (lane == 0) partial[warp][j] = sum[j];
+    }
+    __syncthreads();
+    if (threadIdx.x < MD_CANDIDATES) {
+        unsigned long long total = 0;
+        for (int w = 0; w < MD_PEAK_THREADS / 32; ++w) total += partial[w][threadIdx.x];
+        sads[((size_t)image * tiles * tiles + tile) * MD_CANDIDATES + threadIdx.x] = total;
+    }
+}
+
+// The choice, one thread per image (frames of them): (0, 0) where the peak found no shift; else,
+// of the 3 x 3 candidates, the lowest sum over all tiles (ties to the centre, then to the first
+// in row-major order), kept when at least min_votes tiles have a lower sum with it than with no
+// shift, else (0, 0). Writes
+// shift[2 * image] = dx, [.. + 1] = dy (the CPU reference's refine_shift).
+__global__ void md_pick_shift(const unsigned long long* __restrict__ sads,
+                              const int* __restrict__ coarse,
+                              int* __restrict__ shift,
+                              int frames, int tiles, int reach, int min_votes)
+{
+    int image = blockIdx.x * blockDim.x + threadIdx.x;
+    if (image >= frames) return;
+    if (!coarse[3 * image + 2]) {
+        shift[2 * image] = shift[2 * image + 1] = 0;
+        return;
+    }
+    int count = tiles * tiles;
+    sads += (size_t)image * count * MD_CANDIDATES;
+    const int centre = 4;
+    int best = centre;
+    unsigned long long best_total = 0;
+    for (int t = 0; t < count; ++t) best_total += sads[t * MD_CANDIDATES + centre];
+    for (int j = 0; j < 9; ++j) {
+        unsigned long long total = 0;
+        for (int t = 0; t < count; ++t) total += sads[t * MD_CANDIDATES + j];
+        if (total < best_total) { best_total = total; best = j; }  // strict: ties keep the earlier
+    }
+    int2 chosen = md_candidate(coarse + 3 * image, best, reach);
     int votes = 0;
-    for (int tile = 0; tile < tiles * tiles; ++tile) {
-        int row = tile / tiles, col = tile % tiles;
-        int y0 = row * height / tiles, y1 = (row + 1) * height / tiles;
-        int x0 = col * width / tiles, x1 = (col + 1) * width / tiles;
-        int tile_width = x1 - x0, count = (y1 - y0) * tile_width;
-        unsigned long long moved = 0, still = 0;
-        for (int k = threadIdx.x; k < count; k += MD_PEAK_THREADS) {
-            int y = y0 + k / tile_width, x = x0 + k % tile_width;
-            int a = anchor[(size_t)y * width + x];
-            int sx = min(max(x + dx, 0), width - 1), sy = min(max(y + dy, 0), height - 1);
-            moved += abs((int)src[(size_t)sy * width + sx] - a);
-            still += abs((int)src[(size_t)y * width + x] - a);
-        }
-        moved_sum[threadIdx.x] = moved;
-        still_sum[threadIdx.x] = still;
-        __syncthreads();
-        for (int half = MD_PEAK_THREADS / 2; half > 0; half /= 2) {
-            if (threadIdx.x < half) {
-                moved_sum[threadIdx.x] += moved_sum[threadIdx.x + half];
-                still_sum[threadIdx.x] += still_sum[threadIdx.x + half];
-            }
-            __syncthreads();
-        }
-        votes += moved_sum[0] < still_sum[0];
-        __syncthreads();  // before the next tile overwrites the sums
-    }
-    if (threadIdx.x == 0 && votes < min_votes) {
-        shift[2 * blockIdx.x] = 0;
-        shift[2 * blockIdx.x + 1] = 0;
-    }
+    for (int t = 0; t < count; ++t) votes += sads[t * MD_CANDIDATES + best] < sads[t * MD_CANDIDATES + MD_CANDIDATES - 1];
+    if ((chosen.x == 0 && chosen.y == 0) || votes < min_votes) chosen = make_int2(0, 0);
+    shift[2 * image] = chosen.x;
+    shift[2 * image + 1] = chosen.y;
 }
 
 // dst(x, y) = src(x + sign * dx, y + sign * dy) with image blockIdx.z's shift (dx, dy): sign +1

@@ -565,7 +565,7 @@ def test_default_run_records_the_default_pipeline(tmp_path, sequence, monkeypatc
     assert rc == 0
     report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
     assert report["config"]["pipeline"] == motiondetect.default_config()["pipeline"]
-    assert [e["filter"] for e in report["config"]["pipeline"]][:3] == ["gray", "downscale", "gaussian_background"]
+    assert [e["filter"] for e in report["config"]["pipeline"]][:4] == ["gray", "downscale", "register", "gaussian_background"]
 
 
 def test_threshold_flag_needs_a_threshold_filter(tmp_path, sequence, monkeypatch, capsys):

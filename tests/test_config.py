@@ -19,6 +19,7 @@ from motiondetect.filters import (
     Gray,
     Median,
     RedBlend,
+    Register,
     Threshold,
     Upscale,
 )
@@ -58,6 +59,7 @@ def test_default_config_contents():
     assert cfg["pipeline"] == [
         {"filter": "gray"},
         {"filter": "downscale", "height": 240},
+        {"filter": "register", "max_shift": 8, "peak_ratio": 3.0, "min_peak": 0.08},
         {
             "filter": "gaussian_background",
             "sigmas": 2.0,
@@ -115,8 +117,8 @@ def test_seed_preset_is_the_case_study_pipeline():
 
 def test_default_config_is_a_fresh_copy():
     cfg = default_config()
-    cfg["pipeline"][2]["sigmas"] = 9.0
-    assert default_config()["pipeline"][2]["sigmas"] == 2.0
+    cfg["pipeline"][3]["sigmas"] = 9.0
+    assert default_config()["pipeline"][3]["sigmas"] == 2.0
 
 
 def test_default_yaml_matches_builtin_defaults():
@@ -151,10 +153,10 @@ def test_pipeline_replaced_whole(tmp_path):
 
 def test_build_filters_from_defaults():
     filters = build_filters(default_config())
-    assert [type(f) for f in filters] == [Gray, Downscale, GaussianBackground, Median, Erosion, Dilation, Upscale, RedBlend]
-    assert filters[4].params == {"kernel_size": 3, "iterations": 1}
-    assert filters[5].params == {"kernel_size": 5, "iterations": 1}
-    assert filters[7].params == {"alpha": 0.5}
+    assert [type(f) for f in filters] == [Gray, Downscale, Register, GaussianBackground, Median, Erosion, Dilation, Upscale, RedBlend]
+    assert filters[5].params == {"kernel_size": 3, "iterations": 1}
+    assert filters[6].params == {"kernel_size": 5, "iterations": 1}
+    assert filters[8].params == {"alpha": 0.5}
 
 
 def test_merge_does_not_modify_its_inputs():

@@ -1,7 +1,7 @@
 """The register filter on the GPU (cuFFT through scikit-cuda and its kernels) against the CPU
 reference on real footage with camera jitter: every frame's shift, the moved frame and the
 moved-back comparison, one frame per call and in batches; the guards (``min_peak``, the tiles'
-consensus) on frames that trip them; then configs/jitter.yaml through the
+consensus) on frames that trip them; then the default pipeline (which registers) through the
 frame-at-a-time GPU detector and the GPU-resident BatchDetector against the CPU detector.
 
 Marker ``gpu``: skipped (via the ``cuda`` fixture) where PyCUDA or a device is missing.
@@ -23,7 +23,7 @@ from motiondetect.sources.video import VideoHandler
 
 pytestmark = pytest.mark.gpu
 
-PRESET = Path(__file__).resolve().parent.parent / "configs" / "jitter.yaml"
+DEFAULT = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
 MARGIN = 8
 
 
@@ -35,14 +35,15 @@ def jittered_clip(path, count: int, amp: int = 4, seed: int = 7) -> tuple[list[n
     return jitter(frames, amp, seed, MARGIN)
 
 
-@pytest.mark.parametrize("batch", [1, 7])
-def test_kernels_equal_the_cpu_on_a_jittered_clip(cuda, sample_clip, batch):
-    """300 jittered frames of the bundled clip: the device shifts equal the CPU's and the
+@pytest.mark.parametrize("batch, odd", [(1, False), (7, True)])
+def test_kernels_equal_the_cpu_on_a_jittered_clip(cuda, sample_clip, batch, odd):
+    """300 jittered frames of the bundled clip (also cropped to an odd height and width, whose
+    shrunk image repeats the last row and column): the device shifts equal the CPU's and the
     applied ones, and the moved frames and moved-back images are identical."""
     import pycuda.gpuarray as gpuarray
 
     frames, shifts = jittered_clip(sample_clip, 300)
-    greys = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in frames]
+    greys = [np.ascontiguousarray(cv2.cvtColor(f, cv2.COLOR_BGR2GRAY)[: -1 if odd else None, : -1 if odd else None]) for f in frames]
     cpu, gpu = Register(), Register()
     shape = greys[0].shape
     for start in range(0, len(greys), batch):
@@ -93,8 +94,8 @@ def test_guards_equal_the_cpu(cuda, sample_frames, rng, monkeypatch):
 
 
 @pytest.mark.parametrize("batch", [1, 32])
-def test_preset_pipeline_gpu_equals_cpu_on_a_jittered_clip(cuda, sample_clip, batch):
-    """configs/jitter.yaml on 300 jittered frames (as decoded pictures): the CPU detector, the
+def test_default_pipeline_gpu_equals_cpu_on_a_jittered_clip(cuda, sample_clip, batch):
+    """The default pipeline on 300 jittered frames (as decoded pictures): the CPU detector, the
     frame-at-a-time GPU detector and the BatchDetector give the same masks and fractions."""
     frames, _ = jittered_clip(sample_clip, 300)
-    assert_gpu_paths_equal_cpu(cuda, load_config(PRESET), [Picture.from_bgr(f) for f in frames], batch)
+    assert_gpu_paths_equal_cpu(cuda, load_config(DEFAULT), [Picture.from_bgr(f) for f in frames], batch)

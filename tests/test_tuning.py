@@ -80,8 +80,8 @@ def test_config_for_sets_only_the_named_parameters():
     config = tuning.config_for(base, {("median", "kernel_size"): 3, ("gaussian_background", "sigmas"): 3.0})
     changed = [(a, b) for a, b in zip(base["pipeline"], config["pipeline"]) if a != b]
     assert changed == [
-        ({**base["pipeline"][2]}, {**base["pipeline"][2], "sigmas": 3.0}),
-        ({**base["pipeline"][3]}, {**base["pipeline"][3], "kernel_size": 3}),
+        ({**base["pipeline"][3]}, {**base["pipeline"][3], "sigmas": 3.0}),
+        ({**base["pipeline"][4]}, {**base["pipeline"][4], "kernel_size": 3}),
     ]
     assert base == default_config()  # the base is not touched
     assert (

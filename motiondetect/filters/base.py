@@ -126,6 +126,8 @@ class Filter(ABC):
     RESAMPLE: ClassVar[str | None] = None
     BATCHED: ClassVar[bool] = False
     ALIGNS: ClassVar[bool] = False
+    #: Its GPU engine calls cuFFT (scikit-cuda), which the backend loads before the first frame.
+    CUFFT: ClassVar[bool] = False
     #: Keeps state taken from the stream's first frame for good, which :meth:`seek` keeps.
     ANCHORED: ClassVar[bool] = False
     #: Parameters that are per-frame learning rates (fractions in [0, 1]) of a background model.

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from motiondetect.filters.base import Filter, Kind, Param, planes
 
 #: Most frames one GPU call registers: the batched path's largest batch (``scan.batch``).
 MAX_FRAMES = 1024
-#: Tiles per side of the consensus check (:func:`tile_votes`): 4 x 4 = 16 tiles.
+#: Tiles per side of the refinement and consensus check (:func:`tile_sads`): 4 x 4 = 16 tiles.
 TILES = 4
 #: Tiles that must agree before a shift is taken: half the frame. A camera that shakes moves every
 #: tile with texture, and 15 or 16 of the 16 tiles of each of the 20 dev clips' first frames have
@@ -16,6 +17,14 @@ TILES = 4
 #: plain scene moves only the tiles it covers (a 16-pixel square on a 64 x 48 frame: 6), and phase
 #: correlation would otherwise follow it and hide its motion.
 MIN_VOTES = 8
+#: The phase correlation runs on the image shrunk by this factor each way (sums of 2 x 2
+#: blocks), a quarter of the pixels, and finds the shift to within one pixel either way; the sums
+#: of absolute differences of the full image choose among the 3 x 3 shifts around it
+#: (:func:`refine_shift`).
+COARSE = 2
+#: Candidates the refinement weighs: the 3 x 3 shifts around the coarse one, row-major
+#: ((-1, -1), (0, -1), ... (1, 1)), then no shift, the consensus check's reference.
+CANDIDATES = 10
 
 
 def hann_window(height: int, width: int) -> np.ndarray:
@@ -29,64 +38,104 @@ def hann_window(height: int, width: int) -> np.ndarray:
     return np.outer(one(height), one(width)).astype(np.float32)
 
 
-def peak_shift(corr: np.ndarray, max_shift: int, ratio: float = 1.0, floor: float = 0.0) -> tuple[int, int]:
+def coarse_size(height: int, width: int) -> tuple[int, int]:
+    """(rows, columns) of :func:`block_sums` of an (H, W) image: ``ceil(H / 2)``, ``ceil(W / 2)``."""
+    return -(-height // COARSE), -(-width // COARSE)
+
+
+def block_sums(image: np.ndarray) -> np.ndarray:
+    """The (H, W) uint8 image shrunk by :data:`COARSE`: each value of the (ceil(H / 2),
+    ceil(W / 2)) float32 result is the sum of a 2 x 2 block (0..1020 grey levels, exact), the last
+    row and column repeated where H or W is odd (as ``md_coarse_window_u8_f32``)."""
+    height, width = image.shape
+    full = cv2.copyMakeBorder(image, 0, height % 2, 0, width % 2, cv2.BORDER_REPLICATE).astype(np.float32)
+    return full[0::2, 0::2] + full[1::2, 0::2] + full[0::2, 1::2] + full[1::2, 1::2]
+
+
+def peak_shift(corr: np.ndarray, max_shift: int, ratio: float = 1.0, floor: float = 0.0) -> tuple[int, int] | None:
     """The shift (dx, dy), pixels, of the largest value of a correlation surface (H, W) within
-    ``+-max_shift`` (indices wrap around). Ties go to (0, 0), then to the first in row-major order
-    of (dy, dx), so a flat frame, whose surface is all zeros, is not moved; NaN counts as
-    -infinity, and a surface with no finite value gives (0, 0); a peak that does not exceed
-    ``ratio`` times the value at (0, 0) (float32 product), or does not exceed ``floor``, gives
-    (0, 0) (as ``md_peak_shift_f32``)."""
+    ``+-max_shift`` (indices wrap around), or None when that value does not exceed ``floor`` (the
+    frame shares too little with the anchor to be registered). Ties go to (0, 0), then to the
+    first in row-major order of (dy, dx), so a flat frame, whose surface is all zeros, is not
+    moved; NaN counts as -infinity, and a surface with no finite value gives None; a peak that
+    does not exceed ``ratio`` times the value at (0, 0) (float32 product) gives (0, 0) (as
+    ``md_peak_shift_f32``)."""
     side = 2 * max_shift + 1
     offsets = np.arange(-max_shift, max_shift + 1)
     height, width = corr.shape
     values = np.nan_to_num(corr[np.ix_(offsets % height, offsets % width)].ravel(), nan=-np.inf, posinf=np.inf, neginf=-np.inf)
     best = values.max()
     centre = side * side // 2
-    if (
-        best == -np.inf
-        or values[centre] == best
-        or not (best > np.float32(ratio) * np.float32(values[centre]) and best > np.float32(floor))
-    ):
+    if not best > np.float32(floor):
+        return None
+    if values[centre] == best or not best > np.float32(ratio) * np.float32(values[centre]):
         k = centre
     else:
         k = int(np.flatnonzero(values == best)[0])
     return k % side - max_shift, k // side - max_shift
 
 
-def tile_votes(frame: np.ndarray, anchor: np.ndarray, dx: int, dy: int) -> int:
-    """How many of the :data:`TILES` x :data:`TILES` tiles of an (H, W) uint8 frame agree that it
-    shows the (H, W) uint8 ``anchor`` moved by (dx, dy): a tile (rows ``i H // TILES`` to
-    ``(i + 1) H // TILES``, columns alike) agrees when its sum of absolute differences to the anchor
-    with the frame read at ``(x + dx, y + dy)`` (borders replicated) is lower than the sum with
-    the frame where it is (integers, as ``md_confirm_shift_u8``). A flat tile ties and does not
-    vote, so only structure votes: the whole scene when the camera moved, one object's tiles when
-    a moving object is all the texture there is. (A margin, such as 4/5 of the sum, refused real
-    shifts of smooth tiles: over the 20 dev clips jittered by 4 px the mean pixel F fell from
-    0.727 to 0.718; the plain comparison keeps 0.727.)"""
+def candidates(coarse: tuple[int, int], reach: int) -> list[tuple[int, int]]:
+    """The :data:`CANDIDATES` shifts (dx, dy) the refinement weighs for a coarse shift (pixels of
+    the shrunk image): ``COARSE * coarse + (a, b)`` for b, a in -1, 0, 1 (row-major), each
+    coordinate clamped to ``+-reach``, then (0, 0)."""
+    cx, cy = coarse
+
+    def clamp(v: int) -> int:
+        return min(max(v, -reach), reach)
+
+    return [(clamp(COARSE * cx + a), clamp(COARSE * cy + b)) for b in (-1, 0, 1) for a in (-1, 0, 1)] + [(0, 0)]
+
+
+def tile_sads(frame: np.ndarray, anchor: np.ndarray, shifts: list[tuple[int, int]]) -> np.ndarray:
+    """Sums of absolute differences, (len(shifts), TILES, TILES) int64, between the (H, W) uint8
+    ``anchor`` and the (H, W) uint8 frame read at ``(x + dx, y + dy)`` (borders replicated), per
+    tile: tile (i, j) holds rows ``i H // TILES`` to ``(i + 1) H // TILES``, columns alike (integers,
+    as ``md_tile_sad_u8``)."""
     height, width = frame.shape
-    base = anchor.astype(np.int32)
-    moved = np.abs(translate(frame, dx, dy, sign=1, replicate=True).astype(np.int32) - base)
-    still = np.abs(frame.astype(np.int32) - base)
-    votes = 0
-    for i in range(TILES):
-        rows = slice(i * height // TILES, (i + 1) * height // TILES)
-        for j in range(TILES):
-            cols = slice(j * width // TILES, (j + 1) * width // TILES)
-            votes += int(moved[rows, cols].sum()) < int(still[rows, cols].sum())
-    return votes
+    pad = max((max(abs(dx), abs(dy)) for dx, dy in shifts), default=0)
+    padded = np.pad(frame, pad, mode="edge")
+    rows = np.arange(TILES + 1) * height // TILES
+    cols = np.arange(TILES + 1) * width // TILES
+    sads = np.empty((len(shifts), TILES, TILES), np.int64)
+    for n, (dx, dy) in enumerate(shifts):
+        diff = cv2.absdiff(padded[pad + dy : pad + dy + height, pad + dx : pad + dx + width], anchor)
+        # Summed-area table in float64, exact below 2**53; tile sums from its corners.
+        table = cv2.integral(diff, sdepth=cv2.CV_64F)[np.ix_(rows, cols)]
+        sads[n] = (table[1:, 1:] - table[:-1, 1:] - table[1:, :-1] + table[:-1, :-1]).astype(np.int64)
+    return sads
+
+
+def refine_shift(frame: np.ndarray, anchor: np.ndarray, coarse: tuple[int, int], reach: int) -> tuple[int, int]:
+    """The frame's shift (dx, dy), pixels: of the :func:`candidates` around the ``coarse`` shift,
+    the 3 x 3 one with the lowest sum of absolute differences to the ``anchor`` over the whole
+    frame (ties to the centre, then to the first in row-major order), kept only when at least
+    :data:`MIN_VOTES` tiles agree with it: a tile agrees when its sum is lower with the shift than
+    without (a flat tile ties and does not vote, so only structure votes: the whole scene when the
+    camera moved, one object's tiles when a moving object is all the texture there is). Else (0,
+    0). Integer sums, as ``md_pick_shift``. (A margin, such as 4/5 of the sum, refused real shifts
+    of smooth tiles: over the 20 dev clips jittered by 4 px the mean pixel F fell from 0.727 to
+    0.718; the plain comparison keeps 0.727.)"""
+    shifts = candidates(coarse, reach)
+    sads = tile_sads(frame, anchor, shifts)
+    totals = sads[:9].sum(axis=(1, 2))
+    best = 4 if totals[4] == totals.min() else int(np.argmin(totals))
+    if shifts[best] == (0, 0) or int(np.sum(sads[best] < sads[9])) < MIN_VOTES:
+        return 0, 0
+    return shifts[best]
 
 
 def translate(image: np.ndarray, dx: int, dy: int, sign: int, replicate: bool) -> np.ndarray:
     """``out(x, y) = image(x + sign * dx, y + sign * dy)`` for an (H, W) uint8 image; outside the
     image: the nearest edge pixel (``replicate``, OpenCV's ``BORDER_REPLICATE``) or 0."""
     height, width = image.shape
-    xs = np.arange(width) + sign * dx
-    ys = np.arange(height) + sign * dy
-    out = image[np.ix_(np.clip(ys, 0, height - 1), np.clip(xs, 0, width - 1))]
-    if not replicate:
-        out[(ys < 0) | (ys >= height), :] = 0
-        out[:, (xs < 0) | (xs >= width)] = 0
-    return out
+    pad = max(abs(dx), abs(dy))
+    if pad == 0:
+        return image.copy()
+    border = cv2.BORDER_REPLICATE if replicate else cv2.BORDER_CONSTANT
+    padded = cv2.copyMakeBorder(np.ascontiguousarray(image), pad, pad, pad, pad, border, value=0)
+    x0, y0 = pad + sign * dx, pad + sign * dy
+    return np.ascontiguousarray(padded[y0 : y0 + height, x0 : x0 + width])
 
 
 class Register(Filter):
@@ -94,16 +143,23 @@ class Register(Filter):
     (the anchor) by a global whole-pixel translation before the frame-pair filter compares it,
     and the comparison is moved back onto the frame after it.
 
-    The translation is found by phase correlation (Kuglin and Hines, 1975): the frame and the
-    anchor, each multiplied by a 2-D Hann window, are Fourier transformed (float32: NumPy's
-    pocketfft on the CPU, cuFFT through scikit-cuda on the GPU), their cross-power spectrum
+    The translation is found in two steps. Phase correlation (Kuglin and Hines, 1975) on the
+    frame shrunk by :data:`COARSE` (:func:`block_sums`): the shrunk frame and anchor, each
+    multiplied by a 2-D Hann window, are Fourier transformed (float32: NumPy's pocketfft on the
+    CPU, cuFFT through scikit-cuda on the GPU), their cross-power spectrum
     ``F conj(A) / |F conj(A)|`` is transformed back, and the peak of that surface within
-    ``+-max_shift`` pixels is the frame's shift (dx, dy): the frame shows the anchor's scene moved by
-    (dx, dy). That peak is taken only when it is more than ``peak_ratio`` times the surface at
-    (0, 0) (moving objects on a steady camera do not move the frame), higher than ``min_peak``
-    (the share of the frame that agrees on the shift: rippling water gives low random peaks) and
-    agreed by :data:`MIN_VOTES` of the tiles (:func:`tile_votes`: a lone object on a plain
-    background cannot move the frame); otherwise the shift is (0, 0). The frame is then read at
+    ``+-max_shift / 2`` is the coarse shift. A frame whose surface nowhere there exceeds ``min_peak``
+    (the share of the frame that agrees on a shift: rippling water gives low random peaks, a scene
+    unlike the anchor no peak) is not moved; a peak elsewhere than (0, 0) is taken only when it
+    is more than ``peak_ratio`` times the surface at (0, 0) (moving objects on a steady camera do
+    not move the frame), else the coarse shift is (0, 0). Then the sums of
+    absolute differences of the full frame to the anchor choose among the 3 x 3 whole-pixel
+    shifts around twice the coarse one, and the tiles vote (:func:`refine_shift`: a lone object on
+    a plain background cannot move the frame). The result (dx, dy) says the frame shows the
+    anchor's scene moved by (dx, dy), within ``+-max_shift`` pixels. The shrunk correlation costs a
+    quarter of the full one's transforms (1080p on an H200: see docs/evaluation.md, "Camera
+    jitter"); the refinement keeps whole-pixel precision, including shifts of one pixel, which
+    the shrunk surface splits between two peaks. The frame is then read at
     ``(x + dx, y + dy)`` (borders replicated), so the frame-pair
     filter and its background model always see the scene where the anchor had it; the detector
     reads the filter's output back at ``(x - dx, y - dy)``, 0 where that falls outside (no
@@ -115,9 +171,9 @@ class Register(Filter):
     the image it gets. Input and output ``(H, W)`` uint8 grey.
 
     Both backends compute the surface in float32 with different FFTs, so its values differ in
-    the last bits; the shift, its peak, is the same unless two candidates tie within rounding
-    or the peak lies within rounding of a threshold,
-    which on camera footage a sharp correlation peak makes rare (the GPU tests compare every
+    the last bits; the coarse shift, its peak, is the same unless two candidates tie within
+    rounding or the peak lies within rounding of a threshold, which on camera footage a sharp
+    correlation peak makes rare, and the refinement is integer arithmetic (the GPU tests compare every
     frame's shift on real clips). The anchor is the stream's first frame for good
     (``ANCHORED``): a chunk scanned on its own first runs the file's first frame, then
     :meth:`seek` keeps the anchor, so its shifts are a sequential run's (:meth:`chunk_warmup`).
@@ -127,6 +183,7 @@ class Register(Filter):
     KERNEL = "register"
     BATCHED = True
     ALIGNS = True
+    CUFFT = True
     ANCHORED = True
     INPUT = Kind.GRAY
     OUTPUT = Kind.GRAY
@@ -157,17 +214,17 @@ class Register(Filter):
         Param(
             "min_peak",
             float,
-            0.05,
+            0.08,
             0.0,
             1.0,
             "fraction",
-            "a shift other than (0, 0) is taken only when its peak exceeds this height: the "
-            "surface of unit-magnitude cross-power spectra peaks at 1 when the whole frame moved "
-            "by one shift, so its height is the share of the frame that agrees on it. 0.05: on "
-            "the 20 dev clips the spurious shifts of steady footage (rippling water, a zoom, "
-            "leaves before the lens) peak at 0.033 or less and the real shake of "
-            "camerajitter_badminton at 0.18 or more; every leave-one-clip-out fold over 0, 0.03, "
-            "0.05 and 0.08 (steady and jittered by 2 and 4 px) chose 0.05 (docs/evaluation.md)",
+            "a frame is moved only when the coarse correlation surface peaks above this height: "
+            "the surface of unit-magnitude cross-power spectra peaks at 1 when the whole frame "
+            "moved by one shift, so its height is the share of the frame that agrees on it. 0.08: "
+            "on the 20 dev clips the real shake of camerajitter_badminton peaks at 0.30 to 0.74, "
+            "and the spurious peaks of steady footage (rippling water, a zoom, leaves before the "
+            "lens) at a median of 0.04 to 0.05; 19 of the 20 leave-one-clip-out folds over 0.02, "
+            "0.05 and 0.08 (steady and jittered by 2 and 4 px) chose 0.08 (docs/evaluation.md)",
         ),
     )
 
@@ -177,8 +234,8 @@ class Register(Filter):
 
     def reset(self) -> None:
         self._anchor: np.ndarray | None = None  # conj-free half spectrum of the windowed anchor
-        self._anchor_image: np.ndarray | None = None  # the anchor, (H, W) uint8, for tile_votes
-        self._window: np.ndarray | None = None  # the Hann window of the anchor's size
+        self._anchor_image: np.ndarray | None = None  # the anchor, (H, W) uint8, for refine_shift
+        self._window: np.ndarray | None = None  # the Hann window of the shrunk anchor's size
         self._shift = (0, 0)
         self._device_anchor: tuple[int, int] | None = None  # (H, W) of the anchor on the device
 
@@ -200,29 +257,34 @@ class Register(Filter):
         """``max_shift``, limited so the search window does not wrap onto itself."""
         return max(0, min(self.params["max_shift"], (height - 1) // 2, (width - 1) // 2))
 
+    def _coarse_reach(self, height: int, width: int) -> int:
+        """The coarse search's reach, pixels of the shrunk (h, w) image: ``ceil(max_shift / 2)``,
+        limited as :meth:`_reach`."""
+        return max(0, min(-(-self.params["max_shift"] // COARSE), (height - 1) // 2, (width - 1) // 2))
+
     def _floor(self, height: int, width: int) -> np.float32:
-        """``min_peak`` on the unnormalised surface of an (H, W) image: ``min_peak * H * W`` in
-        float32, the value both backends compare the peak with."""
+        """``min_peak`` on the unnormalised surface of an (h, w) shrunk image: ``min_peak * h * w``
+        in float32, the value both backends compare the peak with."""
         return np.float32(self.params["min_peak"]) * np.float32(height * width)
 
     def reference(self, src, side=None):
         height, width = src.shape
-        if self._window is None or self._window.shape != src.shape:
-            self._window, self._anchor = hann_window(height, width), None
-        spectrum = np.fft.rfft2(src.astype(np.float32) * self._window)
+        shrunk = block_sums(src)
+        if self._window is None or self._window.shape != shrunk.shape:
+            self._window, self._anchor = hann_window(*shrunk.shape), None
+        spectrum = np.fft.rfft2(shrunk * self._window)
         if self._anchor is None:
             self._anchor, self._anchor_image = spectrum, src.copy()
         product = spectrum * np.conj(self._anchor)
         magnitude = np.abs(product)
         cross = np.divide(product, magnitude, out=np.zeros_like(product), where=magnitude > 0)
-        # Unnormalised inverse, as cuFFT's: the surface is H * W times the share of the frame.
-        corr = np.fft.irfft2(cross, s=(height, width), norm="forward")
-        shift = peak_shift(
-            corr.astype(np.float32, copy=False), self._reach(height, width), self.params["peak_ratio"], self._floor(height, width)
-        )
-        if shift != (0, 0) and tile_votes(src, self._anchor_image, *shift) < MIN_VOTES:
-            shift = (0, 0)
-        self._shift = shift
+        # Unnormalised inverse, as cuFFT's: the surface is h * w times the share of the frame.
+        corr = np.fft.irfft2(cross, s=shrunk.shape, norm="forward").astype(np.float32, copy=False)
+        coarse = peak_shift(corr, self._coarse_reach(*shrunk.shape), self.params["peak_ratio"], self._floor(*shrunk.shape))
+        if coarse is None:  # nothing in common with the anchor: no shift to refine
+            self._shift = (0, 0)
+        else:
+            self._shift = refine_shift(src, self._anchor_image, coarse, self._reach(height, width))
         return translate(src, *self._shift, sign=1, replicate=True)
 
     def unshift_reference(self, image: np.ndarray) -> np.ndarray:
@@ -236,36 +298,55 @@ class Register(Filter):
         frames, height, width = planes(src)
         if frames > MAX_FRAMES:
             raise ValueError(f"register: at most {MAX_FRAMES} frames per call; got {frames}")
-        fft = cuda.fft
-        bins = (height, width // 2 + 1)
-        window = cuda.buffer(("register_window", height, width), (height, width), np.float32)
-        if self._device_anchor != (height, width):
-            window.set(hann_window(height, width))
-        real = cuda.buffer(("register_real", frames, height, width), (frames, height, width), np.float32)
+        shrunk = coarse_size(height, width)
+        bins = (shrunk[0], shrunk[1] // 2 + 1)
+        size, shrunk_size = (np.int32(width), np.int32(height)), (np.int32(shrunk[1]), np.int32(shrunk[0]))
+        window = cuda.buffer(("register_window", *shrunk), shrunk, np.float32)
+        real = cuda.buffer(("register_real", frames, *shrunk), (frames, *shrunk), np.float32)
         spectra = cuda.buffer(("register_spectra", frames, *bins), (frames, *bins), np.complex64)
         anchor = cuda.buffer(self.state_key("anchor"), (1, *bins), np.complex64)
-        shifts = cuda.buffer(self.state_key("shift"), (MAX_FRAMES, 2), np.int32)
-        size = (np.int32(width), np.int32(height))
-        windowed = cuda.function(self.KERNEL, "md_window_u8_f32", "PPPii")
         anchor_image = cuda.buffer(self.state_key("anchor_image"), (height, width), np.uint8)
+        coarse = cuda.buffer(self.state_key("coarse"), (MAX_FRAMES, 3), np.int32)  # dx, dy, found
+        shifts = cuda.buffer(self.state_key("shift"), (MAX_FRAMES, 2), np.int32)
+        sads = cuda.buffer(("register_sads", frames), (frames, TILES * TILES, CANDIDATES), np.uint64)
+        windowed = cuda.function(self.KERNEL, "md_coarse_window_u8_f32", "PPPiiii")
         if self._device_anchor != (height, width):
-            cuda.launch_2d(windowed, (height, width), src.gpudata, window.gpudata, real.gpudata, *size)
-            fft.forward(real[:1], anchor)
+            window.set(hann_window(*shrunk))
+            cuda.launch_2d(windowed, shrunk, src.gpudata, window.gpudata, real.gpudata, *size, *shrunk_size)
+            cuda.fft.forward(real[:1], anchor)
             drv.memcpy_dtod_async(anchor_image.gpudata, src.gpudata, height * width, cuda.stream)
             self._device_anchor = (height, width)
-        cuda.launch_2d(windowed, (height, width), src.gpudata, window.gpudata, real.gpudata, *size, frames=frames)
-        fft.forward(real, spectra)
+        cuda.launch_2d(windowed, shrunk, src.gpudata, window.gpudata, real.gpudata, *size, *shrunk_size, frames=frames)
+        cuda.fft.forward(real, spectra)
         cross = cuda.function(self.KERNEL, "md_cross_power_c64", "PPii")
         cuda.launch_2d(cross, bins, spectra.gpudata, anchor.gpudata, np.int32(bins[1]), np.int32(bins[0]), frames=frames)
-        fft.inverse(spectra, real)
+        cuda.fft.inverse(spectra, real)
         peak = cuda.function(self.KERNEL, "md_peak_shift_f32", "PPiiiff")
-        reach = np.int32(self._reach(height, width))
+        coarse_reach = np.int32(self._coarse_reach(*shrunk))
         ratio = np.float32(self.params["peak_ratio"])
-        floor = self._floor(height, width)
-        peak.prepared_async_call((frames, 1), (256, 1, 1), cuda.stream, real.gpudata, shifts.gpudata, *size, reach, ratio, floor)
-        confirm = cuda.function(self.KERNEL, "md_confirm_shift_u8", "PPPiiii")
-        votes = (np.int32(TILES), np.int32(MIN_VOTES))
-        confirm.prepared_async_call((frames, 1), (256, 1, 1), cuda.stream, src.gpudata, anchor_image.gpudata, shifts.gpudata, *size, *votes)
+        floor = self._floor(*shrunk)
+        peak.prepared_async_call(
+            (frames, 1), (256, 1, 1), cuda.stream, real.gpudata, coarse.gpudata, *shrunk_size, coarse_reach, ratio, floor
+        )
+        reach = np.int32(self._reach(height, width))
+        tile_sad = cuda.function(self.KERNEL, "md_tile_sad_u8", "PPPPiiii")
+        grid = (TILES * TILES, frames)
+        tile_sad.prepared_async_call(
+            grid, (256, 1, 1), cuda.stream, src.gpudata, anchor_image.gpudata, coarse.gpudata, sads.gpudata, *size, np.int32(TILES), reach
+        )
+        pick = cuda.function(self.KERNEL, "md_pick_shift", "PPPiiii")
+        pick.prepared_async_call(
+            ((frames + 63) // 64, 1),
+            (64, 1, 1),
+            cuda.stream,
+            sads.gpudata,
+            coarse.gpudata,
+            shifts.gpudata,
+            np.int32(frames),
+            np.int32(TILES),
+            reach,
+            np.int32(MIN_VOTES),
+        )
         self._translate(cuda, src, dst, shifts.gpudata, sign=1, replicate=True)
 
     def unshift(self, cuda, src, dst, offset: int = 0) -> None:

@@ -2,7 +2,7 @@
 
 Only ``skcuda.cublas`` is used: ``skcuda.linalg`` and ``skcuda.misc`` fail under NumPy 2
 (``np.typeDict``), and ``import skcuda`` needs ``pkg_resources`` (setuptools < 81, which the
-``[cublas]`` extra pins). scikit-cuda is imported only when the engine is selected, so a
+``[cuda]`` extra pins). scikit-cuda is imported only when the engine is selected, so a
 missing or broken install never breaks ``import motiondetect``.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from motiondetect.core.errors import CudaUnavailable
 
-INSTALL_HINT = "pip install 'motiondetect[cublas]' (scikit-cuda 0.5.3 with setuptools<81)"
+INSTALL_HINT = "pip install 'motiondetect[cuda]' (PyCUDA, scikit-cuda 0.5.3 with setuptools<81)"
 
 
 def import_skcuda(module: str, what: str):

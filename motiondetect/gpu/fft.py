@@ -2,7 +2,7 @@
 
 Only ``skcuda.cufft`` (the ctypes binding of libcufft) is used: ``skcuda.fft`` imports
 ``skcuda.misc``, which fails under NumPy 2 (``np.typeDict``), and ``import skcuda`` needs
-``pkg_resources`` (setuptools < 81, which the ``[cublas]`` extra pins), as for the cuBLAS engine
+``pkg_resources`` (setuptools < 81, which the ``[cuda]`` extra pins), as for the cuBLAS engine
 (:mod:`motiondetect.gpu.blas`). scikit-cuda is imported only when a transform is planned, so a
 missing install never breaks ``import motiondetect``.
 """

@@ -62,6 +62,19 @@ def cublas_error() -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
+def cufft_error() -> str | None:
+    """Return why cuFFT (scikit-cuda + libcufft, for the ``register`` filter) cannot load, or ``None``."""
+    from motiondetect.core.errors import CudaUnavailable
+    from motiondetect.gpu.fft import import_cufft
+
+    try:
+        import_cufft()
+    except CudaUnavailable as exc:
+        return str(exc)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
 def h264_encoder() -> str | None:
     """Return the PyAV H.264 encoder name (``"libx264"``), or ``None`` when PyAV or it is missing."""
     try:
@@ -89,6 +102,8 @@ def feature_report() -> list[str]:
         lines.append(f"CUDA: unavailable - {cuda_reason}")
     reason = cublas_error()
     lines.append(f"cuBLAS: {'scikit-cuda ' + dist_version('scikit-cuda') if reason is None else reason}")
+    reason = cufft_error()
+    lines.append(f"cuFFT: {'scikit-cuda ' + dist_version('scikit-cuda') if reason is None else reason}")
     encoder = h264_encoder()
     if encoder:
         lines.append(f"H.264 encoder: {encoder} (PyAV {dist_version('av')})")

@@ -15,14 +15,14 @@ from helpers import square_frames
 from motiondetect.core.picture import as_bgr
 from motiondetect.filters import Register
 from motiondetect.filters import register as register_module
-from motiondetect.filters.register import hann_window, peak_shift, tile_votes, translate
+from motiondetect.filters.register import block_sums, candidates, hann_window, peak_shift, refine_shift, tile_sads, translate
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector, pipeline_problems
 from motiondetect.scaleout.chunks import warmup_frames
 from motiondetect.sources.video import VideoHandler
 
 ROOT = Path(__file__).resolve().parents[2]
-PRESET = ROOT / "configs" / "jitter.yaml"
+STEADY = ROOT / "configs" / "steady.yaml"
 #: Pixels cropped from every side of a jittered frame, so no replicated border enters.
 MARGIN = 8
 
@@ -47,7 +47,7 @@ def test_finds_the_translation_of_a_real_frame(sample_frames):
     flt.reference(grey)  # the anchor
     assert flt.shift == (0, 0)
     window = cv2.createHanningWindow(grey.shape[::-1], cv2.CV_32F)
-    for dx, dy in [(3, -2), (-5, 4), (0, 7), (8, -8), (-1, 0), (6, 6)]:
+    for dx, dy in [(3, -2), (-5, 4), (0, 7), (8, -8), (-1, 0), (6, 6), (1, 1), (0, -1), (-7, 3)]:
         frame = moved(grey, dx, dy)
         out = flt.reference(frame)
         assert flt.shift == (dx, dy)
@@ -77,21 +77,64 @@ def test_translate_borders_match_opencv(rng):
         np.testing.assert_array_equal(translate(image, dx, dy, -1, False), want_zero)
 
 
-def test_peak_ties_and_missing_values_give_no_shift():
-    assert peak_shift(np.zeros((16, 16), np.float32), 4) == (0, 0)
-    assert peak_shift(np.full((16, 16), np.nan, np.float32), 4) == (0, 0)
+def test_block_sums_are_the_2x2_block_sums(rng):
+    """Even sizes: the sum of each 2 x 2 block; odd sizes: the last row and column repeated."""
+    for height, width in [(6, 8), (7, 9), (1, 5), (2, 1)]:
+        image = rng.integers(0, 256, (height, width), dtype=np.uint8)
+        padded = np.pad(image.astype(np.int64), ((0, height % 2), (0, width % 2)), mode="edge")
+        want = padded.reshape(padded.shape[0] // 2, 2, padded.shape[1] // 2, 2).sum(axis=(1, 3))
+        got = block_sums(image)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+
+
+def test_tile_sads_equal_a_direct_sum(rng):
+    """Per-tile sums against the frame moved by ``translate`` and summed tile by tile in Python
+    integers; an image smaller than the tiles leaves empty tiles at 0."""
+    for height, width in [(23, 31), (3, 2)]:
+        frame = rng.integers(0, 256, (height, width), dtype=np.uint8)
+        anchor = rng.integers(0, 256, (height, width), dtype=np.uint8)
+        shifts = [(2, -3), (0, 0), (-1, 1)]
+        got = tile_sads(frame, anchor, shifts)
+        for n, (dx, dy) in enumerate(shifts):
+            diff = np.abs(translate(frame, dx, dy, 1, True).astype(np.int64) - anchor)
+            for i in range(register_module.TILES):
+                for j in range(register_module.TILES):
+                    rows = slice(i * height // 4, (i + 1) * height // 4)
+                    cols = slice(j * width // 4, (j + 1) * width // 4)
+                    assert got[n, i, j] == int(diff[rows, cols].sum())
+
+
+def test_candidates_surround_twice_the_coarse_shift():
+    assert candidates((0, 0), 8)[:9] == [(a, b) for b in (-1, 0, 1) for a in (-1, 0, 1)]
+    assert candidates((2, -1), 8)[4] == (4, -2)
+    assert candidates((4, 4), 8)[8] == (8, 8)  # 9 clamped to the reach
+    assert candidates((3, 0), 8)[-1] == (0, 0)  # the consensus check's reference
+
+
+def test_refinement_of_a_flat_frame_gives_no_shift():
+    flat = np.full((40, 60), 90, np.uint8)
+    assert refine_shift(flat, flat, (2, 1), 8) == (0, 0)
+
+
+def test_peak_ties_and_missing_values():
+    # A flat or empty surface has no peak above the floor: nothing to register.
+    assert peak_shift(np.zeros((16, 16), np.float32), 4) is None
+    assert peak_shift(np.full((16, 16), np.nan, np.float32), 4) is None
     surface = np.zeros((16, 16), np.float32)
     surface[2, 15] = surface[14, 3] = 1.0  # (dx, dy) = (-1, 2) and (3, -2): the first row-major (dy, dx) wins
     assert peak_shift(surface, 4) == (3, -2)
     surface[2, 15] = 2.0
     assert peak_shift(surface, 4) == (-1, 2)
+    surface[0, 0] = 2.0  # a tie with no shift goes to no shift
+    assert peak_shift(surface, 4) == (0, 0)
 
 
-def test_peak_floor_and_ratio_give_no_shift():
+def test_peak_floor_and_ratio():
     surface = np.zeros((16, 16), np.float32)
     surface[0, 0], surface[2, 3] = 1.0, 10.0  # (dx, dy) = (3, 2), ten times the no-shift value
     assert peak_shift(surface, 4, ratio=3.0, floor=9.0) == (3, 2)
-    assert peak_shift(surface, 4, ratio=3.0, floor=10.0) == (0, 0)  # not above the floor
+    assert peak_shift(surface, 4, ratio=3.0, floor=10.0) is None  # nothing above the floor
     assert peak_shift(surface, 4, ratio=10.0, floor=0.0) == (0, 0)  # not above ratio times (0, 0)
 
 
@@ -100,7 +143,8 @@ def test_a_lone_moving_object_does_not_move_the_frame(monkeypatch):
     peaks at its motion (6 px on the first moved frame); the tiles it does not cover do not
     agree, and the frame stays where it is, so the square's motion is found."""
     greys = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in square_frames()]
-    assert tile_votes(greys[1], greys[0], 6, 0) < register_module.MIN_VOTES
+    sads = tile_sads(greys[1], greys[0], [(6, 0), (0, 0)])
+    assert 0 < np.sum(sads[0] < sads[1]) < register_module.MIN_VOTES  # the square's tiles only
     flt = Register()
     assert [(flt.reference(g), flt.shift)[1] for g in greys] == [(0, 0)] * len(greys)
     monkeypatch.setattr(register_module, "MIN_VOTES", 0)  # without the consensus check
@@ -110,7 +154,8 @@ def test_a_lone_moving_object_does_not_move_the_frame(monkeypatch):
 
 def test_a_frame_unlike_the_anchor_does_not_move(sample_frames, rng, monkeypatch):
     """Frames that share nothing with the anchor (noise after a real frame) give a surface of low
-    random peaks, which ``min_peak`` refuses even where they beat no shift by ``peak_ratio``."""
+    random peaks, which ``min_peak`` refuses even where they beat no shift by ``peak_ratio``; without
+    the floor (and the tiles' vote) the filter takes them."""
     monkeypatch.setattr(register_module, "MIN_VOTES", 0)  # the floor alone
     grey = cv2.cvtColor(sample_frames[30], cv2.COLOR_BGR2GRAY)
     noise = [rng.integers(0, 256, grey.shape, dtype=np.uint8) for _ in range(8)]
@@ -154,7 +199,7 @@ def test_seek_keeps_the_anchor(sample_frames):
 
 
 def test_pipeline_rules_and_chunk_warmup():
-    filters = build_filters(load_config(PRESET))
+    filters = build_filters(default_config())
     assert not pipeline_problems([type(f) for f in filters])
     # The anchor comes from the file's first frame in every chunk: only the model's warm-up counts.
     assert warmup_frames(filters) == warmup_frames([f for f in filters if f.NAME != "register"]) == 500
@@ -163,15 +208,15 @@ def test_pipeline_rules_and_chunk_warmup():
     wrong = [REGISTRY[n] for n in ("gray", "register", "median", "gaussian_background")]
     problems = pipeline_problems(wrong)
     assert any("'register' must come right before the frame-pair filter" in p for p in problems), problems
-    # The preset registers right after the downscale, and is otherwise the default pipeline.
+    # The default registers right after the downscale, and is otherwise configs/steady.yaml.
     assert [f.NAME for f in filters][1:4] == ["downscale", "register", "gaussian_background"]
-    assert [repr(f) for f in filters if f.NAME != "register"] == [repr(f) for f in build_filters(default_config())]
+    assert [repr(f) for f in filters if f.NAME != "register"] == [repr(f) for f in build_filters(load_config(STEADY))]
 
 
 def test_steady_footage_is_unchanged(clip_frames):
-    """On a steady camera every shift is (0, 0): the masks equal the default pipeline's."""
-    plain = MotionDetector(build_filters(default_config()))
-    registered = MotionDetector(build_filters(load_config(PRESET)))
+    """On a steady camera every shift is (0, 0): the masks equal configs/steady.yaml's."""
+    plain = MotionDetector(build_filters(load_config(STEADY)))
+    registered = MotionDetector(build_filters(default_config()))
     moving = 0
     for frame in clip_frames:
         want, got = plain.process(frame), registered.process(frame)
@@ -183,14 +228,14 @@ def test_steady_footage_is_unchanged(clip_frames):
 def test_jittered_clip_is_detected_as_if_steady(clip_frames):
     """The bundled clip, each frame moved by a random shift of up to 4 pixels and cropped: the
     filter finds every shift, and the masks, in each jittered frame's pixels, differ from the
-    steady run's (moved alike) in under 0.2 % of the pixels, where the plain pipeline's differ
+    steady run's (moved alike) in under 0.2 % of the pixels, where configs/steady.yaml's differ
     in over 1 % (the shaking background flags its edges)."""
     rng = np.random.default_rng(7)
     shifts = [(0, 0)] + [tuple(int(v) for v in rng.integers(-4, 5, 2)) for _ in clip_frames[1:]]
     inner = (slice(MARGIN, -MARGIN), slice(MARGIN, -MARGIN))
-    steady = MotionDetector(build_filters(default_config()))
-    plain = MotionDetector(build_filters(default_config()))
-    registered = MotionDetector(build_filters(load_config(PRESET)))
+    steady = MotionDetector(build_filters(load_config(STEADY)))
+    plain = MotionDetector(build_filters(load_config(STEADY)))
+    registered = MotionDetector(build_filters(default_config()))
     register = next(f for f in registered.filters if isinstance(f, Register))
     found, plain_wrong, registered_wrong = 0, [], []
     for i, (frame, (dx, dy)) in enumerate(zip(clip_frames, shifts)):

@@ -67,6 +67,7 @@ def stub_gpu(monkeypatch):
     gpu = StubGpu(drv)
     monkeypatch.setitem(sys.modules, "pycuda.driver", drv)
     monkeypatch.setattr("motiondetect.gpu.backend.cuda_device_error", lambda: None)  # a device is listed
+    monkeypatch.setattr("motiondetect.gpu.backend.cufft_error", lambda: None)  # and cuFFT loads
 
     class Context:
         def pop(self):
@@ -190,6 +191,29 @@ def test_small_frames_fit_the_stand_in(tmp_path, monkeypatch, capsys, stub_gpu, 
     assert rc == 0 and "notice" not in err
     events = report(tmp_path / "seq_motion.json")
     assert events["backend"] == "cuda" and events["device"] == "Stub GPU" and events["frame_count"] == 6
+
+
+def test_missing_cufft(tmp_path, monkeypatch, capsys, stub_gpu, sequence):
+    """The default pipeline's register filter needs cuFFT: where scikit-cuda does not load,
+    ``auto`` runs on the CPU with a notice naming the fix and gives the device back, ``cuda``
+    stops with that line before any output, and configs/steady.yaml (no register) runs on the
+    device."""
+    monkeypatch.setattr(
+        "motiondetect.gpu.backend.cufft_error", lambda: "cuFFT unavailable: No module named 'skcuda'; install it with: pip ..."
+    )
+    rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "auto", "--no-video")
+    assert rc == 0, err
+    assert "notice: the register filter needs cuFFT, which did not load (No module named 'skcuda'); using the CPU backend" in err
+    assert report(tmp_path / "seq_motion.json")["backend"] == "cpu"
+    assert stub_gpu.contexts_closed == 1
+    rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cuda", "--events", "x.json")
+    line = only_line(err)
+    assert rc == 1 and "pip install 'motiondetect[cuda]'" in line and "-c configs/steady.yaml" in line, line
+    assert not (tmp_path / "x.json").exists()
+    steady = Path(__file__).resolve().parents[2] / "configs" / "steady.yaml"
+    rc, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cuda", "--no-video", "--overwrite", "-c", str(steady))
+    assert rc == 0 and "notice" not in err, err
+    assert report(tmp_path / "seq_motion.json")["backend"] == "cuda"
 
 
 @pytest.mark.parametrize("backend", ["cuda", "auto"])
