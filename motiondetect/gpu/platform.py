@@ -48,30 +48,31 @@ def cuda_device_name() -> str | None:
     return drv.Device(0).name()
 
 
-@functools.lru_cache(maxsize=None)
-def cublas_error() -> str | None:
-    """Return why the cuBLAS engine (scikit-cuda + libcublas) cannot load, or ``None``."""
+def _load_error(load) -> str | None:
+    """Return the message of the CudaUnavailable that ``load()`` raises, or ``None``."""
     from motiondetect.core.errors import CudaUnavailable
-    from motiondetect.gpu.blas import import_cublas
 
     try:
-        import_cublas()
+        load()
     except CudaUnavailable as exc:
         return str(exc)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def cublas_error() -> str | None:
+    """Return why the cuBLAS engine (scikit-cuda + libcublas) cannot load, or ``None``."""
+    from motiondetect.gpu.blas import import_cublas
+
+    return _load_error(import_cublas)
 
 
 @functools.lru_cache(maxsize=None)
 def cufft_error() -> str | None:
     """Return why cuFFT (scikit-cuda + libcufft, for the ``register`` filter) cannot load, or ``None``."""
-    from motiondetect.core.errors import CudaUnavailable
     from motiondetect.gpu.fft import import_cufft
 
-    try:
-        import_cufft()
-    except CudaUnavailable as exc:
-        return str(exc)
-    return None
+    return _load_error(import_cufft)
 
 
 @functools.lru_cache(maxsize=None)
