@@ -98,6 +98,7 @@ __global__ void md_peak_shift_f32(const float* __restrict__ corr,
 // coordinate clamped to +-reach, then (0, 0) (the CPU reference's `candidates`). `coarse` points
 // at an image's (dx, dy, found) from md_peak_shift_f32.
 #define MD_CANDIDATES 10
+#define MD_CENTRE 4  // twice the coarse shift itself, the 3 x 3's centre: ties go to it
 __device__ __forceinline__ int md_clamp_shift(int v, int reach) { return min(max(v, -reach), reach); }
 __device__ __forceinline__ int2 md_candidate(const int* coarse, int j, int reach)
 {
@@ -169,11 +170,10 @@ __global__ void md_pick_shift(const unsigned long long* __restrict__ sads,
     }
     int count = tiles * tiles;
     sads += (size_t)image * count * MD_CANDIDATES;
-    const int centre = 4;
-    int best = centre;
+    int best = MD_CENTRE;
     unsigned long long best_total = 0;
-    for (int t = 0; t < count; ++t) best_total += sads[t * MD_CANDIDATES + centre];
-    for (int j = 0; j < 9; ++j) {
+    for (int t = 0; t < count; ++t) best_total += sads[t * MD_CANDIDATES + MD_CENTRE];
+    for (int j = 0; j < MD_CANDIDATES - 1; ++j) {
         unsigned long long total = 0;
         for (int t = 0; t < count; ++t) total += sads[t * MD_CANDIDATES + j];
         if (total < best_total) { best_total = total; best = j; }  // strict: ties keep the earlier

@@ -25,6 +25,8 @@ COARSE = 2
 #: Candidates the refinement weighs: the 3 x 3 shifts around the coarse one, row-major
 #: ((-1, -1), (0, -1), ... (1, 1)), then no shift, the consensus check's reference.
 CANDIDATES = 10
+#: The candidate at the centre of the 3 x 3, twice the coarse shift itself: ties go to it.
+CENTRE = 4
 
 
 def hann_window(height: int, width: int) -> np.ndarray:
@@ -94,7 +96,7 @@ def tile_sads(frame: np.ndarray, anchor: np.ndarray, shifts: list[tuple[int, int
     as ``md_tile_sad_u8``)."""
     height, width = frame.shape
     pad = max((max(abs(dx), abs(dy)) for dx, dy in shifts), default=0)
-    padded = np.pad(frame, pad, mode="edge")
+    padded = _padded(frame, pad, replicate=True)
     rows = np.arange(TILES + 1) * height // TILES
     cols = np.arange(TILES + 1) * width // TILES
     sads = np.empty((len(shifts), TILES, TILES), np.int64)
@@ -118,9 +120,9 @@ def refine_shift(frame: np.ndarray, anchor: np.ndarray, coarse: tuple[int, int],
     0.718; the plain comparison keeps 0.727.)"""
     shifts = candidates(coarse, reach)
     sads = tile_sads(frame, anchor, shifts)
-    totals = sads[:9].sum(axis=(1, 2))
-    best = 4 if totals[4] == totals.min() else int(np.argmin(totals))
-    if shifts[best] == (0, 0) or int(np.sum(sads[best] < sads[9])) < MIN_VOTES:
+    totals = sads[: CANDIDATES - 1].sum(axis=(1, 2))
+    best = CENTRE if totals[CENTRE] == totals.min() else int(np.argmin(totals))
+    if shifts[best] == (0, 0) or int(np.sum(sads[best] < sads[CANDIDATES - 1])) < MIN_VOTES:
         return 0, 0
     return shifts[best]
 
@@ -130,12 +132,16 @@ def translate(image: np.ndarray, dx: int, dy: int, sign: int, replicate: bool) -
     image: the nearest edge pixel (``replicate``, OpenCV's ``BORDER_REPLICATE``) or 0."""
     height, width = image.shape
     pad = max(abs(dx), abs(dy))
-    if pad == 0:
-        return image.copy()
-    border = cv2.BORDER_REPLICATE if replicate else cv2.BORDER_CONSTANT
-    padded = cv2.copyMakeBorder(np.ascontiguousarray(image), pad, pad, pad, pad, border, value=0)
+    padded = _padded(image, pad, replicate)
     x0, y0 = pad + sign * dx, pad + sign * dy
     return np.ascontiguousarray(padded[y0 : y0 + height, x0 : x0 + width])
+
+
+def _padded(image: np.ndarray, pad: int, replicate: bool) -> np.ndarray:
+    """A copy of the (H, W) uint8 image with ``pad`` pixels added on every side: the nearest edge
+    pixel (``replicate``) or 0."""
+    border = cv2.BORDER_REPLICATE if replicate else cv2.BORDER_CONSTANT
+    return cv2.copyMakeBorder(np.ascontiguousarray(image), pad, pad, pad, pad, border, value=0)
 
 
 class Register(Filter):
