@@ -14,12 +14,16 @@ as the median of ``--repeats`` after a warm-up, next to its reference:
 - with the annotated video, end to end, against libx264 alone on yuv420p input, same preset;
 - CPU-decoded ``--no-video`` (PyAV) against a process that only decodes with PyAV (threads
   on, every frame's Y plane touched), both whole processes;
-- GPU memory over ``--long`` frames after warm-up.
+- GPU memory over ``--long`` frames after warm-up;
+- with ``--long-file N``, the two ``--no-video`` process rows again on a file of N frames (the
+  input's packets repeated by stream copy), where the fixed start-up weighs as it does on the
+  footage the tool scans.
 
-The package's bytecode is compiled first (``compileall``), as ``pip install`` leaves it, so the
-process rows do not time the compilation of its modules (about 0.2 s a process on the GPU
-machine, whose image sets ``PYTHONDONTWRITEBYTECODE``); install the dependencies with their
-bytecode too (no ``--no-compile``).
+Bytecode: the package is compiled first (``compileall``), and every process, reference or ours,
+runs with ``PYTHONPYCACHEPREFIX`` set and ``PYTHONDONTWRITEBYTECODE`` unset, so modules are
+compiled once as an installed Python has them. The GPU machine's image sets
+``PYTHONDONTWRITEBYTECODE`` and ships NumPy without bytecode: ``import numpy`` took 0.23 s there
+against 0.10 s with it, so without this each run's first process of the kind paid its compilation.
 
 Prints a Markdown table. Usage::
 
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,7 +50,7 @@ from bench_throughput import make_input, median_rate  # noqa: E402
 from motiondetect.core.picture import Picture  # noqa: E402
 from motiondetect.core.types import Frame
 from motiondetect.gpu.cuda_handler import CUDAHandler  # noqa: E402
-from motiondetect.outputs.writer import VideoWriter  # noqa: E402
+from motiondetect.outputs.writer import VideoWriter, join_videos  # noqa: E402
 from motiondetect.pipeline.batch import BatchDetector, auto_batch  # noqa: E402
 from motiondetect.pipeline.config import build_filters, default_config  # noqa: E402
 from motiondetect.sources.nvdec import NvdecSource, nvdec_problem  # noqa: E402
@@ -54,13 +59,18 @@ from motiondetect.sources.video import VideoHandler  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
+#: The processes' environment: bytecode cached as an installed Python has it (module docstring).
+PROCESS_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+PROCESS_ENV["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "motiondetect-bench-pycache")
+
+
 def process_rate(count: int, repeats: int, argv: list[str]) -> float:
     """Frames per second of a whole process (start-up included), median of ``repeats`` after
-    one untimed run (which fills the kernel cache and the page cache)."""
+    one untimed run (which fills the kernel cache, the bytecode cache and the page cache)."""
 
     def once() -> float:
         started = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=PROCESS_ENV)
         return time.perf_counter() - started
 
     once()
@@ -193,6 +203,20 @@ def memory_over(cuda, pictures: list[Picture], frames: int, batch: int) -> tuple
     return samples[0], drv.mem_get_info()[0]
 
 
+def add_long_file_rows(add, label: str, path: Path, count: int, frames: int, folder: Path) -> None:
+    """The --no-video process rows on a file of about ``frames`` frames: ``path`` repeated by
+    stream copy (:func:`~motiondetect.outputs.writer.join_videos`), timed once after a warm-up."""
+    times = max(1, round(frames / count))
+    long_path = folder / f"long_{path.name}"
+    join_videos([path] * times, long_path)
+    total = count * times
+    events = folder / "long.json"
+    for decoder, reference, name in (("nvdec", NVDEC_ONLY, "NVDEC"), ("cpu", PYAV_ONLY, "PyAV")):
+        ours, _ = motiondetect_process(total, 1, events, str(long_path), "--no-video", "--decoder", decoder, "--backend", "cuda")
+        only = process_rate(total, 1, [sys.executable, "-c", reference, str(long_path), str(total)])
+        add((label, f"--no-video, {name} decoder, {total:,}-frame file (process)", ours, f"{name} decode-only (process)", only))
+
+
 def table_row(label: str, what: str, rate: float, ref: str, ref_rate: float) -> str:
     return f"| {label} | {what} | {rate:,.0f} | {ref} | {ref_rate:,.0f} | {100 * rate / ref_rate:.0f} % |"
 
@@ -205,6 +229,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1920x1080,3840x2160")
     parser.add_argument("--batches", default="1,8,32,64")
     parser.add_argument("--long", type=int, default=10_000, help="frames for the memory check")
+    parser.add_argument("--long-file", type=int, default=0, help="frames of a long input for the --no-video process rows (0: none)")
     args = parser.parse_args()
     sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     rows: list[tuple] = []
@@ -292,6 +317,8 @@ def main() -> None:
                     pyav_decode_rate(path, count, args.repeats),
                 )
             )
+            if args.long_file:
+                add_long_file_rows(add, label, path, count, args.long_file, folder)
             print(f"{label} done", flush=True)
         before, after = memory_over(cuda, pictures_of(path)[:64], args.long, 32)
         print(

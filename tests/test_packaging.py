@@ -53,3 +53,23 @@ def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_pa
     assert kernels == Path(target) / "motiondetect" / "kernels"
     assert package.is_relative_to(target)
     assert {p.name for p in kernels.glob("*.cu")} == {p.name for p in (ROOT / "kernels").glob("*.cu")}
+
+
+def test_scikit_cuda_imports_without_pkg_resources():
+    """scikit-cuda 0.5.3 reads its version through pkg_resources, which setuptools 81 dropped
+    and which costs 0.2 s to import; motiondetect imports the package without it, in a fresh
+    interpreter here (its CUDA libraries are not needed for the package itself)."""
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("skcuda") is None:
+        pytest.skip("scikit-cuda is not installed (it is in the [test] extra)")
+    code = (
+        "import sys\n"
+        "from motiondetect.gpu.blas import _import_package\n"
+        "_import_package()\n"
+        "import skcuda\n"
+        "print(skcuda.__version__, 'pkg_resources' in sys.modules, len(list(skcuda.__path__)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    assert out == [importlib.metadata.version("scikit-cuda"), "False", "1"]

@@ -1,21 +1,55 @@
 """The cuBLAS engine: BLAS calls through scikit-cuda, on the CUDAHandler's context and stream.
 
 Only ``skcuda.cublas`` is used: ``skcuda.linalg`` and ``skcuda.misc`` fail under NumPy 2
-(``np.typeDict``), and ``import skcuda`` needs ``pkg_resources`` (setuptools < 81, which the
-``[cuda]`` extra pins). scikit-cuda is imported only when the engine is selected, so a
-missing or broken install never breaks ``import motiondetect``.
+(``np.typeDict``). scikit-cuda is imported only when the engine is selected, so a missing or
+broken install never breaks ``import motiondetect``, and without ``pkg_resources``
+(:func:`import_skcuda`).
 """
 
 from __future__ import annotations
 
 import importlib
-import warnings
+import importlib.metadata
+import sys
+import types
 
 import numpy as np
 
 from motiondetect.core.errors import CudaUnavailable
 
-INSTALL_HINT = "pip install 'motiondetect[cuda]' (PyCUDA, scikit-cuda 0.5.3 with setuptools<81)"
+INSTALL_HINT = "pip install 'motiondetect[cuda]' (PyCUDA, scikit-cuda 0.5.3)"
+
+
+def _import_package() -> None:
+    """Import the ``skcuda`` package without ``pkg_resources``.
+
+    scikit-cuda 0.5.3's ``__init__`` declares a namespace package through ``pkg_resources``
+    (falling back to ``pkgutil`` when that import fails) and reads its version with
+    ``pkg_resources.require``: 0.2 s of every GPU run's start-up on the GPU machine, and a
+    ``setuptools < 81`` pin (81 dropped ``pkg_resources``). Here ``skcuda.version`` is made from
+    the installed metadata and ``pkg_resources`` is hidden for the duration of the import, so
+    the package takes its own ``pkgutil`` fallback.
+
+    Raises:
+        ImportError: scikit-cuda is not installed.
+    """
+    if "skcuda" in sys.modules:
+        return
+    try:
+        version = importlib.metadata.version("scikit-cuda")
+    except importlib.metadata.PackageNotFoundError:
+        raise ImportError("No module named 'skcuda'") from None
+    module = types.ModuleType("skcuda.version")
+    module.__version__ = version  # type: ignore[attr-defined]
+    sys.modules.setdefault("skcuda.version", module)
+    hide = "pkg_resources" not in sys.modules
+    if hide:
+        sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # import of it raises ImportError
+    try:
+        importlib.import_module("skcuda")
+    finally:
+        if hide and sys.modules.get("pkg_resources", 0) is None:
+            del sys.modules["pkg_resources"]
 
 
 def import_skcuda(module: str, what: str):
@@ -26,13 +60,12 @@ def import_skcuda(module: str, what: str):
         what: what needs it, for the message (``"cuBLAS engine"``).
 
     Raises:
-        CudaUnavailable: scikit-cuda is missing, needs ``pkg_resources``, or cannot load its
-            CUDA library (``libcublas.so``, ``libcufft.so``); the message names the fix.
+        CudaUnavailable: scikit-cuda is missing or cannot load its CUDA library
+            (``libcublas.so``, ``libcufft.so``); the message names the fix.
     """
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pkg_resources' deprecation warning on import
-            return importlib.import_module(f"skcuda.{module}")
+        _import_package()
+        return importlib.import_module(f"skcuda.{module}")
     except (ImportError, OSError) as exc:
         raise CudaUnavailable(f"{what} unavailable: {exc}; install it with: {INSTALL_HINT}") from None
 
