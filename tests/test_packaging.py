@@ -58,12 +58,14 @@ def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_pa
 def test_scikit_cuda_imports_without_pkg_resources():
     """scikit-cuda 0.5.3 reads its version through pkg_resources, which setuptools 81 dropped
     and which costs 0.2 s to import; motiondetect imports the package without it, in a fresh
-    interpreter here (its CUDA libraries are not needed for the package itself)."""
+    interpreter here (its CUDA libraries are not needed for the package itself). scikit-cuda
+    requires PyCUDA, which builds only with the CUDA toolkit, so this runs where the [cuda]
+    extra is installed (the GPU machine)."""
     import importlib.metadata
     import importlib.util
 
     if importlib.util.find_spec("skcuda") is None:
-        pytest.skip("scikit-cuda is not installed (it is in the [test] extra)")
+        pytest.skip("scikit-cuda is not installed (pip install '.[cuda]')")
     code = (
         "import sys\n"
         "from motiondetect.gpu.blas import _import_package\n"
