@@ -2,7 +2,7 @@
 
 Only ``skcuda.cublas`` is used: ``skcuda.linalg`` and ``skcuda.misc`` fail under NumPy 2
 (``np.typeDict``). scikit-cuda is imported only when the engine is selected, so a missing or
-broken install never breaks ``import motiondetect``, and without ``pkg_resources``
+broken install never breaks ``import motiondetect``; it is imported without ``pkg_resources``
 (:func:`import_skcuda`).
 """
 
@@ -25,7 +25,7 @@ def _import_package() -> None:
 
     scikit-cuda 0.5.3's ``__init__`` declares a namespace package through ``pkg_resources``
     (falling back to ``pkgutil`` when that import fails) and reads its version with
-    ``pkg_resources.require``: 0.2 s of every GPU run's start-up on the GPU machine, and a
+    ``pkg_resources.require``: 0.17 s of every GPU run's start-up on the GPU machine, and a
     ``setuptools < 81`` pin (81 dropped ``pkg_resources``). Here ``skcuda.version`` is made from
     the installed metadata and ``pkg_resources`` is hidden for the duration of the import, so
     the package takes its own ``pkgutil`` fallback.

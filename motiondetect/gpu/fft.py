@@ -1,9 +1,9 @@
 """The cuFFT path: batched 2-D real FFTs through scikit-cuda, on the CUDAHandler's context and stream.
 
 Only ``skcuda.cufft`` (the ctypes binding of libcufft) is used: ``skcuda.fft`` imports
-``skcuda.misc``, which fails under NumPy 2 (``np.typeDict``); it is imported as for the cuBLAS
-engine (:mod:`motiondetect.gpu.blas`, without ``pkg_resources``). scikit-cuda is imported only when a transform is planned, so a
-missing install never breaks ``import motiondetect``.
+``skcuda.misc``, which fails under NumPy 2 (``np.typeDict``). scikit-cuda is imported as for the
+cuBLAS engine (:mod:`motiondetect.gpu.blas`: without ``pkg_resources``), only when a transform is
+planned, so a missing install never breaks ``import motiondetect``.
 """
 
 from __future__ import annotations
