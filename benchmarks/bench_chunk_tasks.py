@@ -1,8 +1,8 @@
 """Chunk tasks side by side in one process, without Dask: how far the chunks of one file scale.
 
-A ``--jobs`` run on one GPU is one dask-cuda worker whose threads each run
+A ``--jobs`` run on one GPU is a few worker processes whose threads each run
 :func:`motiondetect.scaleout.chunk_task.run_chunk`. This script runs the same tasks on plain
-threads, so Dask's and CUDA's start-up are out of the figures and what remains is the tasks' own
+threads of one process, so Dask's and CUDA's start-up are out of the figures and what remains is the tasks' own
 cost: opening the file, seeking to the chunk's warm-up keyframe (NVDEC or PyAV), decoding the
 warm-up and the chunk, the pipeline. It makes a 1080p H.264 file of ``--encode`` frames (the
 bundled clip upscaled), joins copies of it by stream copy into one of ``--frames`` frames, plans

@@ -17,7 +17,7 @@ takes ``--input`` as the long file), then measures, each once, whole processes f
 3. ``--files`` copies of the short file (links) in one run, ``--jobs N``, on one GPU
    (``CUDA_VISIBLE_DEVICES=0``) and on every GPU (target: all >= 1.8x one on two GPUs).
 
-Rows whose pieces are missing (no GPU, no PyNvVideoCodec, no dask-cuda, no dvr-scan) say why
+Rows whose pieces are missing (no GPU, no PyNvVideoCodec, no Dask, no dvr-scan) say why
 instead of failing. Prints one Markdown table. Usage::
 
     python benchmarks/bench_scale.py [--input FILE | --clip CLIP --encode 3000 --frames 30000]

@@ -207,18 +207,36 @@ def test_unknown_slots_and_unsplittable_pipelines_keep_the_aim():
 def test_local_slots_count_what_open_client_starts(monkeypatch):
     assert cluster.local_slots(3, cuda=False) == 3
     assert cluster.local_slots(None, cuda=False) == (os.cpu_count() or 1)
-    monkeypatch.setattr(cluster, "_cuda_cluster_class", lambda: None)  # no dask-cuda: N single-threaded workers
-    assert cluster.local_slots(3, cuda=True) == 3
-    monkeypatch.setattr(cluster, "_cuda_cluster_class", lambda: object)  # dask-cuda: a worker per GPU
-    monkeypatch.setattr(cluster, "visible_gpus", lambda: 2)
-    assert cluster.local_slots(None, cuda=True) == 2 * cluster.GPU_THREADS
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: ["0", "1"])
+    assert cluster.local_slots(None, cuda=True) == 2 * cluster.GPU_SLOTS
     assert cluster.local_slots(4, cuda=True) == 8
 
 
-def test_visible_gpus_is_one_when_it_cannot_tell():
-    from motiondetect.gpu.platform import cuda_device_error
+@pytest.mark.parametrize(("slots", "threads"), [(1, [1]), (2, [2]), (7, [2, 2, 2, 1]), (8, [2, 2, 2, 2]), (9, [2, 2, 2, 2, 1])])
+def test_worker_threads_spread_a_gpus_slots_over_processes(monkeypatch, slots, threads):
+    monkeypatch.setattr(cluster, "GPU_WORKER_THREADS", 2)
+    assert cluster.worker_threads(slots) == threads
+    assert sum(threads) == slots
 
-    count = cluster.visible_gpus()
-    assert count >= 1
-    if cuda_device_error() is not None:
-        assert count == 1
+
+def test_worker_threads_reject_no_slots():
+    with pytest.raises(ValueError, match="slots must be >= 1"):
+        cluster.worker_threads(0)
+
+
+def test_gpu_worker_specs_pin_each_process_to_its_gpu():
+    pytest.importorskip("distributed")
+    specs = cluster.gpu_worker_specs(3, ["GPU-a", "1"])
+    seen = {name: (spec["options"]["nthreads"], spec["options"]["env"]["CUDA_VISIBLE_DEVICES"]) for name, spec in specs.items()}
+    threads = cluster.worker_threads(3)
+    assert seen == {f"gpu{device}-{n}": (t, device) for device in ("GPU-a", "1") for n, t in enumerate(threads)}
+
+
+def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
+    from motiondetect.gpu import platform
+
+    monkeypatch.setattr(platform, "cuda_device_error", lambda: "no CUDA here")  # counted as 1 GPU
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", " 3, 1")
+    assert cluster.visible_gpus() == ["3"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert cluster.visible_gpus() == ["0"]

@@ -1,5 +1,5 @@
 """Chunked runs on the GPU: chunk tasks on the CUDA backend (the batched GPU path, PyAV decoding)
-against the sequential CPU run, and ``--jobs`` with a local GPU cluster (dask-cuda).
+against the sequential CPU run, and ``--jobs`` with a local GPU cluster (worker processes pinned to the GPU).
 
 Marker ``gpu``; skipped without a CUDA device (the ``cuda`` fixture) or without Dask.
 """

@@ -1,14 +1,17 @@
 """The Dask cluster a chunked run uses: a local one (``--jobs``) or an existing one (``--scheduler``).
 
-Dask distributed is an optional extra (``pip install "motiondetect[dask]"``); dask-cuda, for one
-worker per GPU, is installed by hand on GPU machines (``pip install dask-cuda``). Both are
-imported only when a chunked run starts.
+Dask distributed is an optional extra (``pip install "motiondetect[dask]"``), imported only when a
+chunked run starts.
 
 - CPU backend: ``LocalCluster`` with N worker processes of one thread each (``--jobs N``; ``auto``:
   one per core), so the decoders, the filters and Python itself run side by side.
-- CUDA backend: dask-cuda's ``LocalCUDACluster``, one worker process per GPU, each with N threads
-  (``--jobs N``; ``auto``: :data:`GPU_THREADS`), each thread scanning a chunk with its own decoder
-  and CUDA stream, so the GPU's NVDEC engines and its kernels are all busy.
+- CUDA backend: N chunks scanned at once per GPU (``--jobs N``; ``auto``: :data:`GPU_SLOTS`), each
+  by a thread with its own NVDEC decoder and CUDA stream, in worker processes of at most
+  :data:`GPU_WORKER_THREADS` threads each, every process pinned to its GPU through
+  ``CUDA_VISIBLE_DEVICES`` (a ``SpecCluster`` of nannies; :func:`gpu_worker_specs`). Several
+  processes per GPU, not one process of N threads (dask-cuda's ``LocalCUDACluster``): the per-frame
+  Python of N decoders in one process queues on its interpreter lock (measured in
+  :data:`GPU_WORKER_THREADS`).
 - ``--scheduler ADDRESS``: the workers of an existing cluster, which must reach the inputs and the
   output folders at the same paths (a shared file system).
 
@@ -30,10 +33,14 @@ from motiondetect.core.errors import MotionDetectError, UsageError
 
 log = logging.getLogger("motiondetect")
 
-#: Chunks scanned at once per GPU by default: measured on an H100 at 1080p H.264, 8 decoder
-#: threads in one dask-cuda worker decoded 1,842 fps together, 4 threads 1,492 (the issue's
-#: measurement; the GPU has 7 NVDEC engines).
-GPU_THREADS = 8
+#: Chunks scanned at once per GPU by default: measured on an H100 at 1080p H.264, 8 NVDEC decoder
+#: threads decoded 1,842 fps together, 4 threads 1,492 (the issue's measurement; the GPU has 7
+#: NVDEC engines); on an H200, 8 threads 3,316 fps and 16 threads 3,486.
+GPU_SLOTS = 8
+#: Threads per GPU worker process. A 30,000-frame 1080p file, ``--no-video``, 8 slots on one H200
+#: (the default pipeline): one process of 8 threads 23.4 s (dask-cuda's worker: 26.8 s), 2
+#: processes of 4 threads 17.1 s, 4 of 2 14.2 s, 8 of 1 14.4 s (``docs/performance.md``).
+GPU_WORKER_THREADS = 2
 #: Seconds to wait for an existing scheduler to answer.
 CONNECT_TIMEOUT = 10
 #: A scheduler address: optional protocol, a host, a port.
@@ -76,28 +83,63 @@ def dask_problem() -> str | None:
     return None
 
 
-def visible_gpus() -> int:
-    """CUDA devices this process sees (``CUDA_VISIBLE_DEVICES`` applies), counted with PyCUDA as
-    :func:`~motiondetect.gpu.platform.cuda_device_error` does; 1 when it cannot tell."""
+def visible_gpus() -> list[str]:
+    """The CUDA devices this process sees, as ``CUDA_VISIBLE_DEVICES`` entries that select each
+    one alone (its own entries when it is set, else ``"0"``, ``"1"``, ...); counted with PyCUDA
+    as :func:`~motiondetect.gpu.platform.cuda_device_error` does; ``["0"]`` when it cannot tell."""
     from motiondetect.gpu.platform import cuda_device_error
 
-    if cuda_device_error() is not None:
-        return 1
-    import pycuda.driver as drv
+    count = 1
+    if cuda_device_error() is None:
+        import pycuda.driver as drv
 
-    try:
-        return max(1, drv.Device.count())
-    except drv.Error:
-        return 1
+        try:
+            count = max(1, drv.Device.count())
+        except drv.Error:
+            pass
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:  # CUDA counts the entries before the first invalid one
+        entries = [entry.strip() for entry in given.split(",")]
+        return entries[:count]
+    return [str(index) for index in range(count)]
 
 
-def _cuda_cluster_class():
-    """dask-cuda's ``LocalCUDACluster``, or ``None`` when dask-cuda is not installed."""
-    try:
-        from dask_cuda import LocalCUDACluster
-    except ImportError:
-        return None
-    return LocalCUDACluster
+def worker_threads(slots: int) -> list[int]:
+    """Threads of each worker process that serve one GPU's ``slots`` (>= 1) chunks at once:
+    ``ceil(slots / GPU_WORKER_THREADS)`` processes, the threads spread as evenly as they go
+    (7 slots: 2, 2, 2, 1).
+
+    Raises:
+        ValueError: ``slots`` is below 1.
+    """
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1; got {slots}")
+    processes = -(-slots // GPU_WORKER_THREADS)
+    return [slots // processes + (index < slots % processes) for index in range(processes)]
+
+
+def gpu_worker_specs(slots: int, devices: list[str]) -> dict[str, dict]:
+    """``SpecCluster`` worker specifications: for each device, the processes of
+    :func:`worker_threads`, each a ``distributed.Nanny`` whose worker sees only that device
+    (``CUDA_VISIBLE_DEVICES``), on the loopback interface as ``LocalCluster`` puts its workers.
+
+    Args:
+        slots: chunks scanned at once per GPU, >= 1.
+        devices: ``CUDA_VISIBLE_DEVICES`` entries, one per GPU (:func:`visible_gpus`).
+
+    Returns:
+        ``{name: {"cls": Nanny, "options": {...}}}``, names ``gpu<device>-<n>``.
+    """
+    from distributed import Nanny
+
+    return {
+        f"gpu{device}-{number}": {
+            "cls": Nanny,
+            "options": {"nthreads": threads, "env": {"CUDA_VISIBLE_DEVICES": device}, "host": "127.0.0.1", "silence_logs": logging.ERROR},
+        }
+        for device in devices
+        for number, threads in enumerate(worker_threads(slots))
+    }
 
 
 def local_slots(jobs: int | None, cuda: bool) -> int:
@@ -109,12 +151,11 @@ def local_slots(jobs: int | None, cuda: bool) -> int:
         cuda: the run uses the CUDA backend here.
 
     Returns:
-        With ``cuda`` and dask-cuda installed: :func:`visible_gpus` times the threads per worker
-        (``jobs``, or :data:`GPU_THREADS`); otherwise the worker processes of one thread each
-        (``jobs``, or the CPU cores).
+        With ``cuda``: the GPUs (:func:`visible_gpus`) times ``jobs`` or :data:`GPU_SLOTS`;
+        otherwise the worker processes of one thread each (``jobs``, or the CPU cores).
     """
-    if cuda and _cuda_cluster_class() is not None:
-        return visible_gpus() * (jobs or GPU_THREADS)
+    if cuda:
+        return len(visible_gpus()) * (jobs or GPU_SLOTS)
     return jobs or os.cpu_count() or 1
 
 
@@ -125,11 +166,11 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
     Args:
         jobs: ``--jobs`` (``None``: auto).
         scheduler: ``--scheduler`` address, or ``None`` to start a local cluster.
-        cuda: the run uses the CUDA backend here: one dask-cuda worker per GPU.
+        cuda: the run uses the CUDA backend here: worker processes per GPU (module docstring).
         dashboard: log the dashboard's link (``-v``).
 
     Raises:
-        UsageError: Dask (or dask-cuda for a local GPU cluster) is not installed.
+        UsageError: Dask distributed is not installed.
         MotionDetectError: the scheduler does not answer.
     """
     problem = dask_problem()
@@ -150,17 +191,16 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
                     f"cannot reach the Dask scheduler at {scheduler!r} within {CONNECT_TIMEOUT} s ({type(exc).__name__})"
                 ) from None
         else:
-            cluster = None
-            if cuda:  # the same choice as local_slots
-                cuda_cluster = _cuda_cluster_class()
-                if cuda_cluster is None:
-                    log.info("notice: dask-cuda is not installed (pip install dask-cuda); one worker process per job on the GPU")
-                else:
-                    cluster = stack.enter_context(cuda_cluster(threads_per_worker=jobs or GPU_THREADS, dashboard_address=address))
-            if cluster is None:
-                workers = jobs or os.cpu_count() or 1  # local_slots counts them the same way
+            if cuda:  # the same count as local_slots
+                from distributed import Scheduler, SpecCluster
+
+                scheduler_spec = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": address}}
+                specs = gpu_worker_specs(jobs or GPU_SLOTS, visible_gpus())
+                cluster = stack.enter_context(SpecCluster(workers=specs, scheduler=scheduler_spec, silence_logs=logging.ERROR))
+            else:
+                processes = jobs or os.cpu_count() or 1  # local_slots counts them the same way
                 cluster = stack.enter_context(
-                    LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=address)
+                    LocalCluster(n_workers=processes, threads_per_worker=1, processes=True, dashboard_address=address)
                 )
             client = stack.enter_context(Client(cluster))
         workers = client.scheduler_info().get("workers", {})
