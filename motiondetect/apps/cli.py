@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs",
         type=jobs_arg,
         metavar="N",
-        help="start a local Dask cluster: N worker processes on the CPU backend; with GPUs, N chunks scanned at once per GPU (worker processes of 2 threads); 'auto': one process per core, or 8 chunks per GPU",
+        help="start a local Dask cluster: N worker processes on the CPU backend; with GPUs, N chunks scanned at once per GPU, a worker process each; 'auto': one process per core, or 8 chunks per GPU",
     )
     where.add_argument(
         "--scheduler",

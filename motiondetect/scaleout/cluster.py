@@ -37,10 +37,11 @@ log = logging.getLogger("motiondetect")
 #: threads decoded 1,842 fps together, 4 threads 1,492 (the issue's measurement; the GPU has 7
 #: NVDEC engines); on an H200, 8 threads 3,316 fps and 16 threads 3,486.
 GPU_SLOTS = 8
-#: Threads per GPU worker process. A 30,000-frame 1080p file, ``--no-video``, 8 slots on one H200
-#: (the default pipeline): one process of 8 threads 23.4 s (dask-cuda's worker: 26.8 s), 2
-#: processes of 4 threads 17.1 s, 4 of 2 14.2 s, 8 of 1 14.4 s (``docs/performance.md``).
-GPU_WORKER_THREADS = 2
+#: Threads per GPU worker process: one, a process per slot. ``--no-video``, 8 slots on one H200
+#: (the default pipeline), a 30,000-frame 1080p file: one process of 8 threads 23.4 s (dask-cuda's
+#: worker: 26.8 s), 2 processes of 4 threads 17.1 s, 4 of 2 14.2-14.4 s, 8 of 1 14.4-14.7 s; a
+#: 90,000-frame file: 4 of 2 35.5-35.9 s, 8 of 1 34.6-34.7 s (``docs/performance.md``).
+GPU_WORKER_THREADS = 1
 #: Seconds to wait for an existing scheduler to answer.
 CONNECT_TIMEOUT = 10
 #: A scheduler address: optional protocol, a host, a port.
