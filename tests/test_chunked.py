@@ -368,6 +368,23 @@ def test_gpu_cluster_pins_its_worker_processes_to_their_gpu(monkeypatch):
     assert len(named) > 1 and sum(threads) == 3 and max(threads) <= cluster.GPU_WORKER_THREADS
 
 
+@pytest.mark.parametrize("cuda", [False, True], ids=["cpu", "gpu"])
+def test_local_workers_start_with_the_malloc_settings(monkeypatch, cuda):
+    """glibc reads its malloc settings as a process starts: the local cluster's workers get
+    WORKER_MALLOC in place of Dask's MALLOC_TRIM_THRESHOLD_=65536; the setting ends with the run."""
+    import dask
+
+    from motiondetect.scaleout import cluster
+
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: ["0"])
+    names = sorted(cluster.WORKER_MALLOC)
+    before = dask.config.get("distributed.nanny.pre-spawn-environ")
+    with cluster.open_client(2, None, cuda=cuda) as client:
+        seen = client.run(lambda: [os.environ.get(name) for name in names])
+    assert list(seen.values()) == [[str(cluster.WORKER_MALLOC[name]) for name in names]] * 2
+    assert dask.config.get("distributed.nanny.pre-spawn-environ") == before
+
+
 def test_an_existing_cluster_keeps_the_aimed_chunk_length(scheduler, monkeypatch, capsys, tmp_path):
     """Its slots are not known before connecting: --chunk 5 on the 748-frame clip at 25 fps is
     cut at the keyframes after 125, 250, ... frames, as without balancing."""

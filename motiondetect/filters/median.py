@@ -40,8 +40,15 @@ class Median(Filter):
 
     def reference(self, src, side=None):
         k = self.params["kernel_size"]
-        binary = cv2.threshold(src, 0, 255, cv2.THRESH_BINARY)[1]  # 255 where set (> 0), else 0
-        return binary if k == 1 else cv2.medianBlur(binary, k)
+        if k == 1:
+            return cv2.threshold(src, 0, 255, cv2.THRESH_BINARY)[1]  # 255 where set (> 0), else 0
+        # The vote as a count, as the kernels count (md_count_rows_u8, md_majority_cols_u8): equal
+        # to cv2.medianBlur of the 0/255 mask, whose path for k >= 7 (a histogram per column) took
+        # 2.0 ms a frame at 480x270 against 0.1 ms for this (k = 9, one thread).
+        ones = cv2.threshold(src, 0, 1, cv2.THRESH_BINARY)[1]
+        depth = cv2.CV_16U if k * k > 255 else -1  # the count must not saturate uint8
+        count = cv2.boxFilter(ones, depth, (k, k), normalize=False, borderType=cv2.BORDER_REPLICATE)
+        return cv2.threshold(count, k * k // 2, 255, cv2.THRESH_BINARY)[1].astype(np.uint8, copy=False)
 
     def apply_kernel(self, cuda, src, dst, side=None):
         frames, height, width = planes(src)

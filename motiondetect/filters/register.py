@@ -89,19 +89,26 @@ def candidates(coarse: tuple[int, int], reach: int) -> list[tuple[int, int]]:
     return [(clamp(COARSE * cx + a), clamp(COARSE * cy + b)) for b in (-1, 0, 1) for a in (-1, 0, 1)] + [(0, 0)]
 
 
+def _shifted(frame: np.ndarray, shifts: list[tuple[int, int]]) -> list[np.ndarray]:
+    """Views of the (H, W) uint8 ``frame`` read at ``(x + dx, y + dy)``, one per shift, borders
+    replicated."""
+    height, width = frame.shape
+    pad = max((max(abs(dx), abs(dy)) for dx, dy in shifts), default=0)
+    padded = _padded(frame, pad, replicate=True)
+    return [padded[pad + dy : pad + dy + height, pad + dx : pad + dx + width] for dx, dy in shifts]
+
+
 def tile_sads(frame: np.ndarray, anchor: np.ndarray, shifts: list[tuple[int, int]]) -> np.ndarray:
     """Sums of absolute differences, (len(shifts), TILES, TILES) int64, between the (H, W) uint8
     ``anchor`` and the (H, W) uint8 frame read at ``(x + dx, y + dy)`` (borders replicated), per
     tile: tile (i, j) holds rows ``i H // TILES`` to ``(i + 1) H // TILES``, columns alike (integers,
     as ``md_tile_sad_u8``)."""
     height, width = frame.shape
-    pad = max((max(abs(dx), abs(dy)) for dx, dy in shifts), default=0)
-    padded = _padded(frame, pad, replicate=True)
     rows = np.arange(TILES + 1) * height // TILES
     cols = np.arange(TILES + 1) * width // TILES
     sads = np.empty((len(shifts), TILES, TILES), np.int64)
-    for n, (dx, dy) in enumerate(shifts):
-        diff = cv2.absdiff(padded[pad + dy : pad + dy + height, pad + dx : pad + dx + width], anchor)
+    for n, view in enumerate(_shifted(frame, shifts)):
+        diff = cv2.absdiff(view, anchor)
         # Summed-area table in float64, exact below 2**53; tile sums from its corners.
         table = cv2.integral(diff, sdepth=cv2.CV_64F)[np.ix_(rows, cols)]
         sads[n] = (table[1:, 1:] - table[:-1, 1:] - table[1:, :-1] + table[:-1, :-1]).astype(np.int64)
@@ -118,13 +125,15 @@ def refine_shift(frame: np.ndarray, anchor: np.ndarray, coarse: tuple[int, int],
     0). Integer sums, as ``md_pick_shift``. (A margin, such as 4/5 of the sum, refused real shifts
     of smooth tiles: over the 20 dev clips jittered by 4 px the mean pixel F fell from 0.727 to
     0.718; the plain comparison keeps 0.727.)"""
-    shifts = candidates(coarse, reach)
-    sads = tile_sads(frame, anchor, shifts)
-    totals = sads[: CANDIDATES - 1].sum(axis=(1, 2))
+    shifts = candidates(coarse, reach)[: CANDIDATES - 1]
+    # Whole-frame sums first (cv2.norm's L1 is exact in float64 below 2**53), the tiles' only for
+    # the chosen shift against none: 0.06 ms a frame at 480x270 instead of 0.63 for all the tiles.
+    totals = np.array([cv2.norm(view, anchor, cv2.NORM_L1) for view in _shifted(frame, shifts)])
     best = CENTRE if totals[CENTRE] == totals.min() else int(np.argmin(totals))
-    if shifts[best] == (0, 0) or int(np.sum(sads[best] < sads[CANDIDATES - 1])) < MIN_VOTES:
+    if shifts[best] == (0, 0):
         return 0, 0
-    return shifts[best]
+    moved, still = tile_sads(frame, anchor, [shifts[best], (0, 0)])
+    return shifts[best] if int(np.sum(moved < still)) >= MIN_VOTES else (0, 0)
 
 
 def translate(image: np.ndarray, dx: int, dy: int, sign: int, replicate: bool) -> np.ndarray:

@@ -117,6 +117,46 @@ def test_refinement_of_a_flat_frame_gives_no_shift():
     assert refine_shift(flat, flat, (2, 1), 8) == (0, 0)
 
 
+def test_refinement_follows_its_definition(rng):
+    """refine_shift against its docstring written out with per-pixel integer sums: the 3 x 3
+    candidate with the lowest whole-frame SAD (ties to the centre, then the first), kept when
+    MIN_VOTES tiles are lower with it than without; on textured frames moved by known shifts,
+    with noise, and on unrelated frames."""
+    height, width = 45, 64
+    base = cv2.GaussianBlur(rng.integers(0, 256, (height + 20, width + 20), dtype=np.uint8), (5, 5), 0)
+    anchor = base[10 : 10 + height, 10 : 10 + width]
+
+    def defined(frame, coarse, reach):
+        shifts = candidates(coarse, reach)
+        sads = [np.abs(translate(frame, dx, dy, 1, True).astype(np.int64) - anchor) for dx, dy in shifts]
+        totals = [int(d.sum()) for d in sads[:9]]
+        best = 4 if totals[4] == min(totals) else totals.index(min(totals))
+        if shifts[best] == (0, 0):
+            return 0, 0
+        tiles = [
+            [
+                int(d[i * height // 4 : (i + 1) * height // 4, j * width // 4 : (j + 1) * width // 4].sum())
+                for i in range(4)
+                for j in range(4)
+            ]
+            for d in (sads[best], sads[9])
+        ]
+        votes = sum(a < b for a, b in zip(*tiles))
+        return shifts[best] if votes >= register_module.MIN_VOTES else (0, 0)
+
+    cases = 0
+    for dx, dy in [(0, 0), (3, -2), (-5, 4), (1, 1), (7, 0)]:
+        moved = base[10 - dy : 10 - dy + height, 10 - dx : 10 - dx + width]
+        noisy = cv2.add(moved, rng.integers(0, 12, moved.shape, dtype=np.uint8))
+        for frame in (moved, noisy, rng.integers(0, 256, moved.shape, dtype=np.uint8)):
+            for coarse in [(0, 0), (dx // 2, dy // 2), (2, -1), (-3, 3)]:
+                for reach in (2, 8):
+                    assert refine_shift(frame, anchor, coarse, reach) == defined(frame, coarse, reach), (dx, dy, coarse, reach)
+                    cases += 1
+    assert refine_shift(base[12 : 12 + height, 7 : 7 + width], anchor, (1, -1), 8) == (3, -2)  # found, not only agreed
+    assert cases == 120
+
+
 def test_peak_ties_and_missing_values():
     # A flat or empty surface has no peak above the floor: nothing to register.
     assert peak_shift(np.zeros((16, 16), np.float32), 4) is None
