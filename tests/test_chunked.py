@@ -378,6 +378,8 @@ def test_local_workers_start_with_the_malloc_settings(monkeypatch, cuda):
 
     monkeypatch.setattr(cluster, "visible_gpus", lambda: ["0"])
     names = sorted(cluster.WORKER_MALLOC)
+    for name in names:  # an earlier cluster in this process leaves Dask's values here, and they win
+        monkeypatch.delenv(name, raising=False)
     before = dask.config.get("distributed.nanny.pre-spawn-environ")
     with cluster.open_client(2, None, cuda=cuda) as client:
         seen = client.run(lambda: [os.environ.get(name) for name in names])

@@ -47,7 +47,8 @@ GPU_WORKER_THREADS = 1
 #: pins glibc's mmap threshold at 128 KiB, so every larger temporary array (a filter's per-frame
 #: scratch) is mapped and its pages faulted in afresh each frame: one CPU chunk task of 1,250
 #: 1080p frames took 21.6 s with it, 13.4 s with these and 13.1 s in a plain process (2-core VM).
-#: The cost: a worker may keep up to 128 MiB it freed.
+#: The cost: a worker may keep up to 128 MiB it freed. Variables already in this process's
+#: environment win (Dask reads them first), as does a user's own export.
 WORKER_MALLOC = {"MALLOC_TRIM_THRESHOLD_": 128 << 20, "MALLOC_MMAP_THRESHOLD_": 32 << 20}
 #: Seconds to wait for an existing scheduler to answer.
 CONNECT_TIMEOUT = 10
