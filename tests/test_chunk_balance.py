@@ -212,24 +212,11 @@ def test_local_slots_count_what_open_client_starts(monkeypatch):
     assert cluster.local_slots(4, cuda=True) == 8
 
 
-@pytest.mark.parametrize(("slots", "threads"), [(1, [1]), (2, [2]), (7, [2, 2, 2, 1]), (8, [2, 2, 2, 2]), (9, [2, 2, 2, 2, 1])])
-def test_worker_threads_spread_a_gpus_slots_over_processes(monkeypatch, slots, threads):
-    monkeypatch.setattr(cluster, "GPU_WORKER_THREADS", 2)
-    assert cluster.worker_threads(slots) == threads
-    assert sum(threads) == slots
-
-
-def test_worker_threads_reject_no_slots():
-    with pytest.raises(ValueError, match="slots must be >= 1"):
-        cluster.worker_threads(0)
-
-
 def test_gpu_worker_specs_pin_each_process_to_its_gpu():
     pytest.importorskip("distributed")
     specs = cluster.gpu_worker_specs(3, ["GPU-a", "1"])
     seen = {name: (spec["options"]["nthreads"], spec["options"]["env"]["CUDA_VISIBLE_DEVICES"]) for name, spec in specs.items()}
-    threads = cluster.worker_threads(3)
-    assert seen == {f"gpu{device}-{n}": (t, device) for device in ("GPU-a", "1") for n, t in enumerate(threads)}
+    assert seen == {f"gpu{device}-{n}": (1, device) for device in ("GPU-a", "1") for n in range(3)}
 
 
 def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):

@@ -353,8 +353,8 @@ def test_jobs_starts_a_local_cluster(monkeypatch, capsys, tmp_path):
 
 def test_gpu_cluster_pins_its_worker_processes_to_their_gpu(monkeypatch):
     """The CUDA backend's local cluster, started on GPU 0 (here without a GPU too: its workers do
-    not touch one until a task runs): processes of at most GPU_WORKER_THREADS threads, each
-    seeing only that device. (A device that does not exist would stop the workers' NVML monitor
+    not touch one until a task runs): one single-threaded process per slot, each seeing only
+    that device. (A device that does not exist would stop the workers' NVML monitor
     on a GPU machine; two GPUs' specifications are checked without starting them.)"""
     from motiondetect.scaleout import cluster
 
@@ -363,9 +363,7 @@ def test_gpu_cluster_pins_its_worker_processes_to_their_gpu(monkeypatch):
         workers = client.scheduler_info()["workers"]
         seen = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
         named = sorted((w["name"], w["nthreads"], seen[address]) for address, w in workers.items())
-    threads = cluster.worker_threads(3)
-    assert named == [(f"gpu0-{n}", t, "0") for n, t in enumerate(threads)]
-    assert len(named) > 1 and sum(threads) == 3 and max(threads) <= cluster.GPU_WORKER_THREADS
+    assert named == [(f"gpu0-{n}", 1, "0") for n in range(3)]
 
 
 @pytest.mark.parametrize("cuda", [False, True], ids=["cpu", "gpu"])

@@ -6,12 +6,11 @@ chunked run starts.
 - CPU backend: ``LocalCluster`` with N worker processes of one thread each (``--jobs N``; ``auto``:
   one per core), so the decoders, the filters and Python itself run side by side.
 - CUDA backend: N chunks scanned at once per GPU (``--jobs N``; ``auto``: :data:`GPU_SLOTS`), each
-  by a thread with its own NVDEC decoder and CUDA stream, in worker processes of at most
-  :data:`GPU_WORKER_THREADS` threads each, every process pinned to its GPU through
-  ``CUDA_VISIBLE_DEVICES`` (a ``SpecCluster`` of nannies; :func:`gpu_worker_specs`). Several
-  processes per GPU, not one process of N threads (dask-cuda's ``LocalCUDACluster``): the per-frame
-  Python of N decoders in one process queues on its interpreter lock (measured in
-  :data:`GPU_WORKER_THREADS`).
+  by a worker process of one thread with its own NVDEC decoder and CUDA stream, pinned to its GPU
+  through ``CUDA_VISIBLE_DEVICES`` (a ``SpecCluster`` of nannies; :func:`gpu_worker_specs`). A
+  process per chunk, not one process of N threads (dask-cuda's ``LocalCUDACluster``): the
+  per-frame Python of N decoders in one process queues on its interpreter lock (measured in
+  :func:`gpu_worker_specs`).
 - ``--scheduler ADDRESS``: the workers of an existing cluster, which must reach the inputs and the
   output folders at the same paths (a shared file system).
 
@@ -37,11 +36,6 @@ log = logging.getLogger("motiondetect")
 #: threads decoded 1,842 fps together, 4 threads 1,492 (the issue's measurement; the GPU has 7
 #: NVDEC engines); on an H200, 8 threads 3,316 fps and 16 threads 3,486.
 GPU_SLOTS = 8
-#: Threads per GPU worker process: one, a process per slot. ``--no-video``, 8 slots on one H200
-#: (the default pipeline), a 30,000-frame 1080p file: one process of 8 threads 23.4 s (dask-cuda's
-#: worker: 26.8 s), 2 processes of 4 threads 17.1 s, 4 of 2 14.2-14.4 s, 8 of 1 14.4-14.7 s; a
-#: 90,000-frame file: 4 of 2 35.5-35.9 s, 8 of 1 34.6-34.7 s (``docs/performance.md``).
-GPU_WORKER_THREADS = 1
 #: glibc malloc settings of a local cluster's workers, set before they start (Dask's
 #: ``distributed.nanny.pre-spawn-environ``). Dask's own ``MALLOC_TRIM_THRESHOLD_=65536`` also
 #: pins glibc's mmap threshold at 128 KiB, so every larger temporary array (a filter's per-frame
@@ -113,24 +107,15 @@ def visible_gpus() -> list[str]:
     return [str(index) for index in range(count)]
 
 
-def worker_threads(slots: int) -> list[int]:
-    """Threads of each worker process that serve one GPU's ``slots`` (>= 1) chunks at once:
-    ``ceil(slots / GPU_WORKER_THREADS)`` processes, the threads spread as evenly as they go
-    (7 slots: 2, 2, 2, 1).
-
-    Raises:
-        ValueError: ``slots`` is below 1.
-    """
-    if slots < 1:
-        raise ValueError(f"slots must be >= 1; got {slots}")
-    processes = -(-slots // GPU_WORKER_THREADS)
-    return [slots // processes + (index < slots % processes) for index in range(processes)]
-
-
 def gpu_worker_specs(slots: int, devices: list[str]) -> dict[str, dict]:
-    """``SpecCluster`` worker specifications: for each device, the processes of
-    :func:`worker_threads`, each a ``distributed.Nanny`` whose worker sees only that device
-    (``CUDA_VISIBLE_DEVICES``), on the loopback interface as ``LocalCluster`` puts its workers.
+    """``SpecCluster`` worker specifications: for each device, ``slots`` processes of one thread,
+    each a ``distributed.Nanny`` whose worker sees only that device (``CUDA_VISIBLE_DEVICES``), on
+    the loopback interface as ``LocalCluster`` puts its workers.
+
+    One thread per process: ``--no-video``, 8 slots on one H200 (the default pipeline), a
+    30,000-frame 1080p file took 23.4 s in one process of 8 threads (26.8 s in dask-cuda's
+    worker), 17.1 s in 2 processes of 4, 14.2-14.4 s in 4 of 2 and 14.4-14.7 s in 8 of 1; a
+    90,000-frame file 35.5-35.9 s in 4 of 2 and 34.6-34.7 s in 8 of 1 (``docs/performance.md``).
 
     Args:
         slots: chunks scanned at once per GPU, >= 1.
@@ -144,10 +129,10 @@ def gpu_worker_specs(slots: int, devices: list[str]) -> dict[str, dict]:
     return {
         f"gpu{device}-{number}": {
             "cls": Nanny,
-            "options": {"nthreads": threads, "env": {"CUDA_VISIBLE_DEVICES": device}, "host": "127.0.0.1", "silence_logs": logging.ERROR},
+            "options": {"nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": device}, "host": "127.0.0.1", "silence_logs": logging.ERROR},
         }
         for device in devices
-        for number, threads in enumerate(worker_threads(slots))
+        for number in range(slots)
     }
 
 
