@@ -15,9 +15,10 @@ as the median of ``--repeats`` after a warm-up, next to its reference:
 - CPU-decoded ``--no-video`` (PyAV) against a process that only decodes with PyAV (threads
   on, every frame's Y plane touched), both whole processes;
 - GPU memory over ``--long`` frames after warm-up;
-- with ``--long-file N``, the two ``--no-video`` process rows again on a file of N frames (the
-  input's packets repeated by stream copy), where the fixed start-up weighs as it does on the
-  footage the tool scans.
+- with ``--long-file N``, the two ``--no-video`` process rows and the annotated video at
+  ``--long-file-presets`` again on a file of N frames (the input's packets repeated by stream
+  copy; libx264's reference encodes the same pictures as often), where the fixed start-up
+  weighs as it does on the footage the tool scans.
 
 Bytecode: the package is compiled first (``compileall``), and every process, reference or ours,
 runs with ``PYTHONPYCACHEPREFIX`` set and ``PYTHONDONTWRITEBYTECODE`` unset, so modules are
@@ -64,22 +65,25 @@ PROCESS_ENV = {key: value for key, value in os.environ.items() if key != "PYTHON
 PROCESS_ENV["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "motiondetect-bench-pycache")
 
 
-def process_rate(count: int, repeats: int, argv: list[str]) -> float:
+def process_rate(count: int, repeats: int, argv: list[str], warm_up: bool = True) -> float:
     """Frames per second of a whole process (start-up included), median of ``repeats`` after
-    one untimed run (which fills the kernel cache, the bytecode cache and the page cache)."""
+    one untimed run (which fills the kernel cache, the bytecode cache and the page cache;
+    ``warm_up=False`` skips it where earlier rows filled them)."""
 
     def once() -> float:
         started = time.perf_counter()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=PROCESS_ENV)
         return time.perf_counter() - started
 
-    once()
+    if warm_up:
+        once()
     return count / float(np.median([once() for _ in range(repeats)]))
 
 
-def motiondetect_process(count: int, repeats: int, events: Path, *argv: str) -> tuple[float, float]:
+def motiondetect_process(count: int, repeats: int, events: Path, *argv: str, warm_up: bool = True) -> tuple[float, float]:
     """(whole-process fps, the loop's own fps from the report) of ``motiondetect ARGV``."""
-    rate = process_rate(count, repeats, [sys.executable, "-m", "motiondetect", *argv, "--events", str(events), "-q", "--overwrite"])
+    command = [sys.executable, "-m", "motiondetect", *argv, "--events", str(events), "-q", "--overwrite"]
+    rate = process_rate(count, repeats, command, warm_up)
     report = json.loads(events.read_text())
     return rate, report["frame_count"] / report["elapsed_seconds"]
 
@@ -174,13 +178,22 @@ def pyav_decode_rate(path: Path, count: int, repeats: int) -> float:
     return median_rate(count, run, repeats)
 
 
-def x264_rate(pictures: list[Picture], folder: Path, preset: str, repeats: int) -> float:
+def x264_rate(pictures: list[Picture], folder: Path, preset: str, repeats: int, times: int = 1) -> float:
+    """Frames per second of libx264 alone (PyAV, ``preset``) encoding ``pictures`` ``times``
+    over into one file: median of ``repeats`` after a warm-up, or one timed run when ``times``
+    > 1 (the long-file rows, whose encoder is already warm)."""
+
     def run():
         with VideoWriter(folder / f"x264_{preset}.mp4", 25.0, pictures[0].size, preset) as writer:
-            for picture in pictures:
-                writer.write(picture)
+            for _ in range(times):
+                for picture in pictures:
+                    writer.write(picture)
 
-    return median_rate(len(pictures), run, repeats)
+    if times == 1:
+        return median_rate(len(pictures), run, repeats)
+    started = time.perf_counter()
+    run()
+    return len(pictures) * times / (time.perf_counter() - started)
 
 
 def memory_over(cuda, pictures: list[Picture], frames: int, batch: int) -> tuple[int, int]:
@@ -203,18 +216,29 @@ def memory_over(cuda, pictures: list[Picture], frames: int, batch: int) -> tuple
     return samples[0], drv.mem_get_info()[0]
 
 
-def add_long_file_rows(add, label: str, path: Path, count: int, frames: int, folder: Path) -> None:
-    """The --no-video process rows on a file of about ``frames`` frames: ``path`` repeated by
-    stream copy (:func:`~motiondetect.outputs.writer.join_videos`), timed once after a warm-up."""
+def add_long_file_rows(add, label: str, path: Path, pictures: list[Picture], frames: int, presets: list[str], folder: Path) -> None:
+    """The process rows on a file of about ``frames`` frames: ``path`` repeated by stream copy
+    (:func:`~motiondetect.outputs.writer.join_videos`), each timed once: the
+    two ``--no-video`` rows, and the annotated video at each of ``presets`` against libx264
+    alone encoding the same pictures as often (the same content, so the same encoding cost)."""
+    count = len(pictures)
     times = max(1, round(frames / count))
     long_path = folder / f"long_{path.name}"
     join_videos([path] * times, long_path)
     total = count * times
     events = folder / "long.json"
     for decoder, reference, name in (("nvdec", NVDEC_ONLY, "NVDEC"), ("cpu", PYAV_ONLY, "PyAV")):
-        ours, _ = motiondetect_process(total, 1, events, str(long_path), "--no-video", "--decoder", decoder, "--backend", "cuda")
-        only = process_rate(total, 1, [sys.executable, "-c", reference, str(long_path), str(total)])
+        # The short file's rows warmed the caches; the long file's first read warms the page cache.
+        ours, _ = motiondetect_process(
+            total, 1, events, str(long_path), "--no-video", "--decoder", decoder, "--backend", "cuda", warm_up=False
+        )
+        only = process_rate(total, 1, [sys.executable, "-c", reference, str(long_path), str(total)], warm_up=False)
         add((label, f"--no-video, {name} decoder, {total:,}-frame file (process)", ours, f"{name} decode-only (process)", only))
+    for preset in presets:
+        argv = [str(long_path), "-o", str(folder / "long_out.mp4"), "--preset", preset, "--backend", "cuda"]
+        ours, _ = motiondetect_process(total, 1, events, *argv, warm_up=False)
+        only = x264_rate(pictures, folder, preset, 1, times)
+        add((label, f"annotated video, {preset}, {total:,}-frame file (process)", ours, f"libx264 alone on yuv420p, {preset}", only))
 
 
 def table_row(label: str, what: str, rate: float, ref: str, ref_rate: float) -> str:
@@ -229,7 +253,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1920x1080,3840x2160")
     parser.add_argument("--batches", default="1,8,32,64")
     parser.add_argument("--long", type=int, default=10_000, help="frames for the memory check")
-    parser.add_argument("--long-file", type=int, default=0, help="frames of a long input for the --no-video process rows (0: none)")
+    parser.add_argument("--long-file", type=int, default=0, help="frames of a long input for the process rows (0: none)")
+    parser.add_argument("--long-file-presets", default="ultrafast", help="x264 presets of the long file's annotated rows [ultrafast]")
     args = parser.parse_args()
     sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     rows: list[tuple] = []
@@ -318,7 +343,8 @@ def main() -> None:
                 )
             )
             if args.long_file:
-                add_long_file_rows(add, label, path, count, args.long_file, folder)
+                presets = [p for p in args.long_file_presets.split(",") if p]
+                add_long_file_rows(add, label, path, pictures, args.long_file, presets, folder)
             print(f"{label} done", flush=True)
         before, after = memory_over(cuda, pictures_of(path)[:64], args.long, 32)
         print(

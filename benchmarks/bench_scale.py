@@ -14,8 +14,10 @@ takes ``--input`` as the long file), then measures, each once, whole processes f
 2. The CPU backend: ``motiondetect LONG --no-video --backend cpu --jobs auto`` against
    DVR-Scan's scan-only ``dvr-scan -i LONG -so`` (target >= 4x; the row says so when dvr-scan
    is missing). DVR-Scan takes minutes over the default 30,000 frames.
-3. ``--files`` copies of the short file (links) in one run, ``--jobs N``, on one GPU
-   (``CUDA_VISIBLE_DEVICES=0``) and on every GPU (target: all >= 1.8x one on two GPUs).
+3. ``--files`` copies of the short file (links; ``--files-long``: of the long file) in one run,
+   ``--jobs N``, on one GPU (``CUDA_VISIBLE_DEVICES=0``) and on every GPU (target: all >= 1.8x
+   one on two GPUs). The 3,000-frame files take seconds per GPU next to the run's fixed
+   start-up (about 3 s), which two GPUs do not halve; long files show the scaling itself.
 
 Before the timed runs one untimed ``--jobs 2`` run on the short file fills PyCUDA's kernel cache
 and the bytecode cache, and every process runs with bytecode cached (``bench_gpu_resident``'s
@@ -26,7 +28,7 @@ Rows whose pieces are missing (no GPU, no PyNvVideoCodec, no Dask, no dvr-scan) 
 instead of failing. Prints one Markdown table. Usage::
 
     python benchmarks/bench_scale.py [--input FILE | --clip CLIP --encode 3000 --frames 30000]
-        [--chunk SECONDS] [--jobs 8] [--threads 8] [--files 8] [--dvr-scan PATH]
+        [--chunk SECONDS] [--jobs 8] [--threads 8] [--files 8 [--files-long]] [--dvr-scan PATH]
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ import cv2
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_gpu_resident import PROCESS_ENV  # noqa: E402
+from bench_gpu_resident import NVDEC_ONLY, PROCESS_ENV  # noqa: E402
 
 from motiondetect.core.picture import as_bgr  # noqa: E402
 from motiondetect.outputs.writer import VideoWriter, join_videos  # noqa: E402
@@ -109,6 +111,21 @@ def nvdec_decode_rate(path: Path, threads: int, frames: int) -> tuple[float | No
     return threads * frames / elapsed, f"{threads} threads, aggregate"
 
 
+def nvdec_processes_rate(path: Path, processes: int, frames: int, env: dict) -> tuple[float | None, str]:
+    """Aggregate frames per second of ``processes`` decode-only processes (``NVDEC_ONLY``, each its
+    own CUDA context and decoder) started together, start-up included: the layout of the GPU
+    workers, against the one process of threads above."""
+    argv = [sys.executable, "-c", NVDEC_ONLY, str(path), str(frames)]
+    started = time.perf_counter()
+    running = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(processes)]
+    codes = [process.wait() for process in running]
+    elapsed = time.perf_counter() - started
+    failed = [process for process, code in zip(running, codes) if code]
+    if failed:
+        return None, "failed: " + failed[0].stderr.read().decode().strip()[-200:]
+    return processes * frames / elapsed, f"{processes} processes, aggregate, start-up included"
+
+
 def command_rate(command: list[str], frames: int, cwd: Path, env: dict | None = None) -> tuple[float | None, str]:
     """Frames per second of one whole process (start-up and cluster start included), in
     ``env`` or else ``PROCESS_ENV``."""
@@ -141,6 +158,7 @@ def main() -> None:
     parser.add_argument("--jobs", default="8", help="--jobs of the GPU runs [8]")
     parser.add_argument("--threads", type=int, default=8, help="NVDEC decoder threads of the decode-only row [8]")
     parser.add_argument("--files", type=int, default=8, help="files of the many-files rows [8]")
+    parser.add_argument("--files-long", action="store_true", help="the many-files rows on copies of the long file")
     parser.add_argument("--dvr-scan", default=shutil.which("dvr-scan"), help="the dvr-scan command [default: from PATH]")
     args = parser.parse_args()
 
@@ -165,6 +183,9 @@ def main() -> None:
 
         decode, note = nvdec_decode_rate(path, args.threads, frames)
         rows.append(("NVDEC decode only", decode, note))
+        if decode:
+            rate, note = nvdec_processes_rate(path, args.threads, frames, one_gpu)
+            rows.append(("NVDEC decode only, separate processes, one GPU", rate, note))
         if gpus:
             rate, note = command_rate(md + [str(long), *common, "--backend", "cuda", "--jobs", args.jobs], long_frames, folder, one_gpu)
             target = f"{rate / decode:.0%} of decode only (target >= 90 %); {note}" if rate and decode else note
@@ -185,19 +206,22 @@ def main() -> None:
             rows.append(("dvr-scan -i LONG -so", None, "dvr-scan not installed (--dvr-scan PATH): no comparison"))
 
         if args.files:  # --files 0: no many-files rows
+            copied, copied_frames = (long, long_frames) if args.files_long else (path, frames)
             files = []
             for k in range(args.files):
                 link = folder / f"copy{k}{path.suffix}"
-                os.symlink(path, link)
+                os.symlink(copied, link)
                 files.append(str(link))
             if gpus:
                 single, note1 = command_rate(
-                    md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder, one_gpu
+                    md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], copied_frames * len(files), folder, one_gpu
                 )
-                rows.append((f"{len(files)} files, --jobs {args.jobs}, one GPU", single, note1))
-                every, note2 = command_rate(md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], frames * len(files), folder)
+                rows.append((f"{len(files)} files of {copied_frames:,} frames, --jobs {args.jobs}, one GPU", single, note1))
+                every, note2 = command_rate(
+                    md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], copied_frames * len(files), folder
+                )
                 ratio = f"{every / single:.2f}x one GPU (target >= 1.8x on 2 GPUs)" if every and single else note2
-                rows.append((f"{len(files)} files, --jobs {args.jobs}, {gpus} GPUs", every, ratio))
+                rows.append((f"{len(files)} files of {copied_frames:,} frames, --jobs {args.jobs}, {gpus} GPUs", every, ratio))
             else:
                 rows.append((f"{len(files)} files on every GPU vs one", None, "no CUDA device"))
 
