@@ -276,6 +276,26 @@ def test_command_equals_the_sequential_run(scheduler, monkeypatch, capsys, tmp_p
     assert not list((tmp_path / "chunked").glob("*.parts"))  # removed once complete
 
 
+def test_one_file_given_twice_is_scanned_twice(scheduler, monkeypatch, capsys, tmp_path):
+    """Two links to one file are two inputs: each gets the whole file's report (its chunk tasks
+    once had the same Dask keys, so one input's results went to the other and the first report
+    said 0 frames)."""
+    address, _, _ = scheduler
+    args = ["-c", SEED_YAML, "--no-video", "--backend", "cpu", "-q", "--chunk", "5"]
+    expected = _sequential_report(monkeypatch, capsys, tmp_path / "seq", BUNDLED, *args)
+    folder = tmp_path / "chunked"
+    folder.mkdir()
+    for name in ("a.avi", "b.avi"):
+        (folder / name).symlink_to(BUNDLED)
+    rc, _, err = run_cli(monkeypatch, capsys, folder, "a.avi", "b.avi", *args, "--scheduler", address, "--events", "{stem}.json")
+    assert rc == 0, err
+    for name in ("a", "b"):
+        got = _report(folder, f"{name}.json")
+        assert got["frame_count"] == expected["frame_count"] == 748
+        assert got["events"] == expected["events"]
+    assert not list(folder.glob("*.parts"))
+
+
 def test_interrupted_run_resumes_with_the_same_report(scheduler, monkeypatch, capsys, tmp_path):
     from motiondetect.scaleout import manifest
 

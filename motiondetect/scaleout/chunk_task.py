@@ -56,6 +56,8 @@ class ChunkJob:
         masks_dir: folder for the chunk's mask images, or ``None``.
         threads: PyAV decoder and OpenCV threads (a CPU worker's share of the cores), or
             ``None`` to leave them as they are.
+        input_number: 0-based position of the chunk's input among the run's inputs, so that the
+            same file given twice (a link, a second name) makes tasks of its own.
     """
 
     chunk: Chunk
@@ -68,11 +70,13 @@ class ChunkJob:
     mask_part: str | None = None
     masks_dir: str | None = None
     threads: int | None = None
+    input_number: int = 0
 
     @property
     def key(self) -> str:
-        """A task name unique in the run (Dask keys)."""
-        return f"motiondetect-chunk-{self.chunk.source}-{self.chunk.number}-{self.first_index}"
+        """A task name unique in the run (Dask keys): Dask runs one task per key, so two inputs
+        that are one file need their input's number in it."""
+        return f"motiondetect-chunk-{self.input_number}-{self.chunk.source}-{self.chunk.number}-{self.first_index}"
 
 
 @dataclass

@@ -74,6 +74,7 @@ class _Opened:
 class _Input:
     """One input of a chunked run: its plan, outputs, jobs and results."""
 
+    number: int  # position among the run's inputs
     source: str
     name: str
     fps: float
@@ -162,7 +163,8 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     balance = _balance(opened, warmup, config["scan"]["chunk"], slots)
     taken: set[Path] = set()
     items = [
-        _prepare(args, config, one, warmup, chunks, len(inputs) > 1, taken, plan_outputs) for one, chunks in zip(opened, balance.plans)
+        _prepare(args, config, number, one, warmup, chunks, len(inputs) > 1, taken, plan_outputs)
+        for number, (one, chunks) in enumerate(zip(opened, balance.plans))
     ]
     # A local CPU cluster shares this machine's cores; other workers use their own.
     threads = None if cuda_here or args.scheduler else _decoder_threads(args.jobs or None)
@@ -268,9 +270,10 @@ def _check_slots(client, slots: int | None) -> None:
 
 
 def _prepare(
-    args, config, opened: _Opened, warmup: int | None, chunks: list[Chunk], several: bool, taken: set[Path], plan_outputs
+    args, config, number: int, opened: _Opened, warmup: int | None, chunks: list[Chunk], several: bool, taken: set[Path], plan_outputs
 ) -> _Input:
-    """Check one planned input's outputs and load its finished chunks (resume)."""
+    """Check one planned input's outputs and load its finished chunks (resume); ``number`` is its
+    position among the run's inputs."""
     source, name, fps, size, frame_count = opened.source, opened.name, opened.fps, opened.size, opened.frame_count
     roi = rasterize(config["roi"], size)
     area = int(np.count_nonzero(roi)) if roi is not None else size[0] * size[1]
@@ -293,7 +296,7 @@ def _prepare(
     resuming = Manifest.resumable(folder, key)
     paths = plan_outputs(_with(args, overwrite=args.overwrite or resuming), name, inputs, several, taken)
     manifest = Manifest(folder, key)
-    item = _Input(source, name, fps, size, frame_count, area, warmup or 1, chunks, paths, manifest)
+    item = _Input(number, source, name, fps, size, frame_count, area, warmup or 1, chunks, paths, manifest)
     item.results = manifest.load()
     if item.results:
         log.info("resuming %s: %d of %d chunks already done", source, len(item.results), len(chunks))
@@ -327,6 +330,7 @@ def _job(item: _Input, chunk: Chunk, first_index: int, config, args, threads: in
         mask_part=str(manifest.part("mask", chunk.number)) if paths.mask_video is not None else None,
         masks_dir=str(paths.masks.resolve()) if paths.masks is not None else None,
         threads=threads,
+        input_number=item.number,
     )
 
 
