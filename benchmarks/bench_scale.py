@@ -14,7 +14,7 @@ takes ``--input`` as the long file), then measures, each once, whole processes f
 2. The CPU backend: ``motiondetect LONG --no-video --backend cpu --jobs auto`` against
    DVR-Scan's scan-only ``dvr-scan -i LONG -so`` (target >= 4x; the row says so when dvr-scan
    is missing). DVR-Scan takes minutes over the default 30,000 frames.
-3. ``--files`` copies of the short file (links; ``--files-long``: of the long file) in one run,
+3. ``--files`` copies of the short file (links; ``--files-long``: then of the long file) in one run,
    ``--jobs N``, on one GPU (``CUDA_VISIBLE_DEVICES=0``) and on every GPU (target: all >= 1.8x
    one on two GPUs). The 3,000-frame files take seconds per GPU next to the run's fixed
    start-up (about 3 s), which two GPUs do not halve; long files show the scaling itself.
@@ -137,6 +137,17 @@ def command_rate(command: list[str], frames: int, cwd: Path, env: dict | None = 
     return frames / elapsed, f"{elapsed:.1f} s"
 
 
+def scanned(result: tuple[float | None, str], folder: Path, inputs: list[str], frames: int) -> tuple[float | None, str]:
+    """``result`` of a motiondetect run over ``inputs`` when its reports (``r_{stem}.json`` in
+    ``folder``) count ``frames`` frames each; else no rate and what they counted."""
+    if result[0] is None:
+        return result
+    counted = [json.loads((folder / f"r_{Path(name).stem}.json").read_text())["frame_count"] for name in inputs]
+    if any(count != frames for count in counted):
+        return None, f"reports count {counted} frames, expected {frames} each"
+    return result
+
+
 def gpu_count() -> int:
     from motiondetect.gpu.platform import cuda_device_error
 
@@ -158,7 +169,7 @@ def main() -> None:
     parser.add_argument("--jobs", default="8", help="--jobs of the GPU runs [8]")
     parser.add_argument("--threads", type=int, default=8, help="NVDEC decoder threads of the decode-only row [8]")
     parser.add_argument("--files", type=int, default=8, help="files of the many-files rows [8]")
-    parser.add_argument("--files-long", action="store_true", help="the many-files rows on copies of the long file")
+    parser.add_argument("--files-long", action="store_true", help="the many-files rows on copies of the long file too")
     parser.add_argument("--dvr-scan", default=shutil.which("dvr-scan"), help="the dvr-scan command [default: from PATH]")
     args = parser.parse_args()
 
@@ -187,7 +198,8 @@ def main() -> None:
             rate, note = nvdec_processes_rate(path, args.threads, frames, one_gpu)
             rows.append(("NVDEC decode only, separate processes, one GPU", rate, note))
         if gpus:
-            rate, note = command_rate(md + [str(long), *common, "--backend", "cuda", "--jobs", args.jobs], long_frames, folder, one_gpu)
+            run = md + [str(long), *common, "--backend", "cuda", "--jobs", args.jobs]
+            rate, note = scanned(command_rate(run, long_frames, folder, one_gpu), folder, [str(long)], long_frames)
             target = f"{rate / decode:.0%} of decode only (target >= 90 %); {note}" if rate and decode else note
             rows.append((f"motiondetect LONG --jobs {args.jobs}, one GPU, whole process", rate, target))
             if rate:
@@ -197,7 +209,8 @@ def main() -> None:
         else:
             rows.append((f"motiondetect --jobs {args.jobs}, one GPU", None, "no CUDA device"))
 
-        cpu, note = command_rate(md + [str(long), *common, "--backend", "cpu", "--jobs", "auto"], long_frames, folder)
+        run = md + [str(long), *common, "--backend", "cpu", "--jobs", "auto"]
+        cpu, note = scanned(command_rate(run, long_frames, folder), folder, [str(long)], long_frames)
         rows.append((f"motiondetect LONG --backend cpu --jobs auto ({os.cpu_count()} cores)", cpu, note))
         if args.dvr_scan:
             dvr, note = command_rate([args.dvr_scan, "-i", str(long), "-so"], long_frames, folder)
@@ -205,22 +218,19 @@ def main() -> None:
         else:
             rows.append(("dvr-scan -i LONG -so", None, "dvr-scan not installed (--dvr-scan PATH): no comparison"))
 
-        if args.files:  # --files 0: no many-files rows
-            copied, copied_frames = (long, long_frames) if args.files_long else (path, frames)
+        copies = [(path, frames)] + ([(long, long_frames)] if args.files_long else [])
+        for copied, copied_frames in copies if args.files else []:  # --files 0: no many-files rows
             files = []
             for k in range(args.files):
-                link = folder / f"copy{k}{path.suffix}"
+                link = folder / f"copy{k}_{copied.stem}{path.suffix}"
                 os.symlink(copied, link)
                 files.append(str(link))
             if gpus:
-                single, note1 = command_rate(
-                    md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], copied_frames * len(files), folder, one_gpu
-                )
+                run = md + files + [*common, "--backend", "cuda", "--jobs", args.jobs]
+                single, note1 = scanned(command_rate(run, copied_frames * len(files), folder, one_gpu), folder, files, copied_frames)
                 rows.append((f"{len(files)} files of {copied_frames:,} frames, --jobs {args.jobs}, one GPU", single, note1))
-                every, note2 = command_rate(
-                    md + files + [*common, "--backend", "cuda", "--jobs", args.jobs], copied_frames * len(files), folder
-                )
-                ratio = f"{every / single:.2f}x one GPU (target >= 1.8x on 2 GPUs)" if every and single else note2
+                every, note2 = scanned(command_rate(run, copied_frames * len(files), folder), folder, files, copied_frames)
+                ratio = f"{every / single:.2f}x one GPU (target >= 1.8x on 2 GPUs); {note2}" if every and single else note2
                 rows.append((f"{len(files)} files of {copied_frames:,} frames, --jobs {args.jobs}, {gpus} GPUs", every, ratio))
             else:
                 rows.append((f"{len(files)} files on every GPU vs one", None, "no CUDA device"))
