@@ -118,11 +118,11 @@ def nvdec_processes_rate(path: Path, processes: int, frames: int, env: dict) -> 
     argv = [sys.executable, "-c", NVDEC_ONLY, str(path), str(frames)]
     started = time.perf_counter()
     running = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(processes)]
-    codes = [process.wait() for process in running]
+    errors = [process.communicate()[1] for process in running]  # read to the end: a full pipe would block its writer
     elapsed = time.perf_counter() - started
-    failed = [process for process, code in zip(running, codes) if code]
+    failed = [error for process, error in zip(running, errors) if process.returncode]
     if failed:
-        return None, "failed: " + failed[0].stderr.read().decode().strip()[-200:]
+        return None, "failed: " + failed[0].decode().strip()[-200:]
     return processes * frames / elapsed, f"{processes} processes, aggregate, start-up included"
 
 
