@@ -11,7 +11,16 @@ import random
 import pytest
 
 from motiondetect.scaleout import cluster
-from motiondetect.scaleout.balance import MAX_STRETCH, Packets, balance_chunks, candidate_lengths, chunk_cost, makespan
+from motiondetect.scaleout.balance import (
+    MAX_STRETCH,
+    Packets,
+    balance_chunks,
+    candidate_lengths,
+    chunk_cost,
+    makespan,
+    sequence_cost,
+    slot_sequences,
+)
 from motiondetect.scaleout.chunks import Chunk, plan_from_stamps
 
 FPS = 25.0
@@ -204,6 +213,96 @@ def test_unknown_slots_and_unsplittable_pipelines_keep_the_aim():
 
 
 # -- slots ---------------------------------------------------------------------------------------
+# -- slot sequences ------------------------------------------------------------------------------
+def _runs(sequences: list) -> list[tuple[int, list[int]]]:
+    """Each slot's runs of consecutive chunks of one input, as (input, chunk numbers)."""
+    runs = []
+    for sequence in sequences:
+        for position, chunk in sequence:
+            if runs and runs[-1][0] == position and runs[-1][1][-1] + 1 == chunk.number and runs[-1][2] is sequence:
+                runs[-1][1].append(chunk.number)
+            else:
+                runs.append((position, [chunk.number], sequence))
+    return [(position, numbers) for position, numbers, _ in runs]
+
+
+def _busiest(sequences: list) -> int:
+    """Frames the busiest slot decodes: each run's frames plus its first chunk's warm-up."""
+    loads = []
+    for sequence in sequences:
+        load, previous = 0, None
+        for position, chunk in sequence:
+            continued = previous is not None and previous[0] == position and previous[1].number + 1 == chunk.number
+            load += chunk.frames + (0 if continued else chunk.warmup)
+            previous = (position, chunk)
+        loads.append(load)
+    return max(loads)
+
+
+def _check_sequences(plans: list, sequences: list, slots: int) -> None:
+    """Every chunk once, on one of ``slots`` slots, each input's chunks in order within a slot."""
+    assert len(sequences) == slots
+    given = sorted((position, chunk.number) for sequence in sequences for position, chunk in sequence)
+    assert given == sorted((position, chunk.number) for position, plan in enumerate(plans) for chunk in plan)
+    for sequence in sequences:
+        for position in {p for p, _ in sequence}:
+            numbers = [c.number for p, c in sequence if p == position]
+            assert numbers == sorted(numbers)
+
+
+def test_eight_long_files_over_sixteen_slots_are_two_runs_each_over_eight_one():
+    """8 files of 30,000 frames in 240-s chunks (5 each, as the balancer plans them for 8 slots):
+    on 8 slots each file is one run, no warm-up at all (30,000 frames for the busiest slot, where
+    chunk tasks each started afresh decode 32,000); on 16 slots each file is two runs, the
+    second paying one warm-up."""
+    files = [_packets(30_000, 250, f"{n}.mp4") for n in range(8)]
+    plans = [f.plan(240.0, WARMUP) for f in files]
+    assert makespan([c for plan in plans for c in plan], 8) == 32_000
+    eight = slot_sequences(plans, 8)
+    _check_sequences(plans, eight, 8)
+    assert sorted(_runs(eight)) == [(n, [0, 1, 2, 3, 4]) for n in range(8)]
+    assert _busiest(eight) == 30_000
+    sixteen = slot_sequences(plans, 16)
+    _check_sequences(plans, sixteen, 16)
+    assert all(len(sequence) in (2, 3) for sequence in sixteen)  # five chunks cut 2 + 3
+    assert sorted(len(numbers) for _, numbers in _runs(sixteen)) == [2] * 8 + [3] * 8
+    assert _busiest(sixteen) == 18_000  # 3 chunks of 6,000 from the file's start; the 2-chunk run warms up
+
+
+def test_one_file_is_cut_into_runs_for_idle_slots():
+    """20 chunks of 1,500 frames over 8 slots: 8 runs of 2 or 3 chunks; the busiest decodes 3
+    chunks and one warm-up (5,000 frames) where 20 fresh tasks in 3 waves decode 6,000."""
+    plan = _packets(30_000, 25).plan(60.0, WARMUP)
+    sequences = slot_sequences([plan], 8)
+    _check_sequences([plan], sequences, 8)
+    assert sorted(len(numbers) for _, numbers in _runs(sequences)) == [2, 2, 2, 2, 3, 3, 3, 3]
+    assert _busiest(sequences) == 5_000 < makespan(plan, 8) == 6_000
+
+
+def test_finished_chunks_split_runs_and_extra_slots_stay_idle():
+    plan = _packets(9_000, 25).plan(60.0, WARMUP)  # 6 chunks
+    left = [c for c in plan if c.number not in (2, 3)]  # resumed: 2 and 3 are done
+    sequences = slot_sequences([left], 4)
+    _check_sequences([left], sequences, 4)
+    assert sorted(numbers for _, numbers in _runs(sequences)) == [[0], [1], [4], [5]]
+    assert slot_sequences([[]], 3) == [[], [], []]
+    assert sequence_cost(plan[1:3]) == 3000 + WARMUP
+    with pytest.raises(ValueError):
+        slot_sequences([plan], 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_slot_sequences_never_load_a_slot_more_than_fresh_chunk_tasks(seed):
+    rng = random.Random(seed)
+    files = [_packets(rng.randint(500, 20_000), [rng.randint(10, 900) for _ in range(7)], f"{n}.mp4") for n in range(rng.randint(1, 6))]
+    slots = rng.choice([1, 2, 3, 8, 16])
+    plans = [f.plan(20.0, WARMUP) for f in files]
+    sequences = slot_sequences(plans, slots)
+    _check_sequences(plans, sequences, slots)
+    assert _busiest(sequences) <= makespan([c for plan in plans for c in plan], slots)
+    assert slot_sequences([list(plan) for plan in plans], slots) == sequences  # deterministic
+
+
 def test_local_slots_count_what_open_client_starts(monkeypatch):
     assert cluster.local_slots(3, cuda=False) == 3
     assert cluster.local_slots(None, cuda=False) == (os.cpu_count() or 1)
@@ -227,3 +326,27 @@ def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):
     assert cluster.visible_gpus() == ["3"]
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert cluster.visible_gpus() == ["0"]
+
+
+def test_worker_slots_alternate_gpus_and_count_threads():
+    """A local GPU cluster's slots alternate between its GPUs (8 chunks on 16 slots use both);
+    a worker of two threads is two slots; other workers are grouped by host."""
+    from motiondetect.scaleout.chunked import worker_slots
+
+    class Client:
+        def __init__(self, workers):
+            self.workers = workers
+
+        def scheduler_info(self):
+            return {"workers": self.workers}
+
+    gpus = {
+        f"tcp://127.0.0.1:{4000 + 10 * d + n}": {"name": f"gpu{d}-{n}", "nthreads": 1, "host": "127.0.0.1"}
+        for d in (0, 1)
+        for n in range(3)
+    }
+    slots = worker_slots(Client(gpus))
+    assert [gpus[a]["name"] for a in slots] == ["gpu0-0", "gpu1-0", "gpu0-1", "gpu1-1", "gpu0-2", "gpu1-2"]
+    hosts = {"tcp://a:1": {"name": 0, "nthreads": 2, "host": "a"}, "tcp://b:1": {"name": 1, "nthreads": 1, "host": "b"}}
+    assert worker_slots(Client(hosts)) == ["tcp://a:1", "tcp://b:1", "tcp://a:1"]
+    assert worker_slots(Client({})) == []

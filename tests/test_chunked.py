@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -22,7 +23,8 @@ from motiondetect.filters import GaussianBackground, RunningAverage
 from motiondetect.outputs.events import EventSegmenter
 from motiondetect.pipeline.config import build_filters, load_config
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.scaleout.chunk_task import KILL_WORKER_ENV, ChunkJob, run_chunk
+from motiondetect.scaleout import open_scans
+from motiondetect.scaleout.chunk_task import KILL_WORKER_ENV, ChunkJob, Scan, run_chunk
 from motiondetect.scaleout.chunks import packet_timestamps, plan_chunks, warmup_frames
 from motiondetect.sources.video import VideoHandler
 
@@ -59,8 +61,10 @@ def _sequential(path: Path, config: dict) -> tuple[np.ndarray, list, list]:
     return np.array(fractions), boxes, masks
 
 
-def _chunked(path: Path, config: dict, seconds: float, masks_dir: Path | None = None):
-    """Every chunk of the file scanned on its own, numbered as the run stitches them."""
+def _chunked(path: Path, config: dict, seconds: float, masks_dir: Path | None = None, continued: bool = False):
+    """Every chunk of the file scanned on its own, numbered as the run stitches them; with
+    ``continued``, as one worker slot scans them in a row (each task keeps its scan open for the
+    next)."""
     with VideoHandler(path) as video:
         fps = video.fps
     warmup = warmup_frames(build_filters(config))
@@ -68,9 +72,12 @@ def _chunked(path: Path, config: dict, seconds: float, masks_dir: Path | None = 
     results, first = [], 0
     for chunk in chunks:
         job = ChunkJob(chunk, config, None, warmup, first, path.stem, masks_dir=str(masks_dir) if masks_dir else None)
+        if continued:
+            job = replace(job, run="test", keep_open=chunk is not chunks[-1])
         result = run_chunk(job)
         results.append(result)
         first += result.frames
+    open_scans.discard()
     return chunks, results
 
 
@@ -201,6 +208,43 @@ def test_background_model_agrees_after_the_warmup(path, config, tmp_path):
     got = _events(stitched, [r.box(j) for r in results for j in range(r.frames)], config, fps, w * h)
     assert len(got) == len(expected)
     assert all(abs(a - b) <= 2 for e, g in zip(expected, got) for a, b in zip(e, g)), (expected, got)
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_chunks_scanned_in_a_row_equal_the_sequential_run_exactly(path):
+    """A slot's consecutive chunks continue one scan: no warm-up, the pipeline's state that of
+    every frame before, so even the background model's results are the sequential run's, where
+    chunks started afresh from a keyframe only agree after their warm-up."""
+    config = _config("fast")
+    fractions, boxes, _ = _sequential(path, config)
+    chunks, results = _chunked(path, config, _quarter(path), continued=True)
+    assert len(chunks) >= 3 and any(c.seek_pts is not None for c in chunks)  # fresh tasks would seek
+    assert np.array_equal(np.concatenate([r.fractions for r in results]), fractions)
+    assert [r.box(j) for r in results for j in range(r.frames)] == boxes
+    if path == BUNDLED:  # the comparison can fail: afresh, the chunks differ here
+        _, fresh = _chunked(path, config, _quarter(path))
+        assert not np.array_equal(np.concatenate([r.fractions for r in fresh]), fractions)
+
+
+def test_a_kept_scan_is_closed_when_another_chunk_comes(monkeypatch):
+    """A task that is not the kept scan's next chunk (a retry, a chunk given elsewhere) closes it
+    and starts afresh, with the results of a fresh task."""
+    config = _config("fast")
+    warmup = warmup_frames(build_filters(config))
+    with VideoHandler(BUNDLED) as video:
+        chunks = plan_chunks(str(BUNDLED), video.fps, _quarter(BUNDLED), warmup)
+    closed = []
+    original = Scan.close
+    monkeypatch.setattr(Scan, "close", lambda self: (closed.append(self), original(self))[1])
+    first = run_chunk(ChunkJob(chunks[0], config, None, warmup, 0, "x", run="r", keep_open=True))
+    assert not closed  # kept for chunk 1
+    skipped = chunks[2].first_index
+    got = run_chunk(ChunkJob(chunks[2], config, None, warmup, skipped, "x", run="r"))
+    assert len(closed) == 2  # the kept scan, then the fresh task's own
+    expected = run_chunk(ChunkJob(chunks[2], config, None, warmup, skipped, "x"))
+    assert first.frames > 0 and got.frames == expected.frames > 0
+    assert np.array_equal(got.fractions, expected.fractions)
+    assert open_scans.take("r", 0, 1) is None  # nothing left open
 
 
 @pytest.mark.parametrize("name", ["seed", "fast"])

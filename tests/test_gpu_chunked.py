@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 from helpers import SEED_YAML, run_cli
-from test_chunked import BUNDLED, SAMPLES, _chunked, _config, _registered, _sequential
+from test_chunked import BUNDLED, SAMPLES, _chunked, _config, _quarter, _registered, _sequential
 
 from motiondetect.sources.nvdec import nvdec_problem
 
@@ -28,6 +28,22 @@ def test_cuda_chunks_equal_the_sequential_cpu_run(cuda, path):
     _, results = _chunked(path, config, 1.0)
     assert {r.backend for r in results} == {"cuda"}
     if path.suffix == ".mp4" and nvdec_problem() is None:  # H.264: NVDEC, seeking to each keyframe
+        assert {r.decoder for r in results} == {"NVDEC (H264)"}
+    assert np.array_equal(np.concatenate([r.fractions for r in results]), fractions)
+    assert [r.box(j) for r in results for j in range(r.frames)] == boxes
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_cuda_chunks_scanned_in_a_row_equal_the_sequential_cpu_run(cuda, path):
+    """One slot's consecutive CUDA chunk tasks (NVDEC on H.264, the batched path) continue one
+    scan, its decoder and the background model's device state: the stitched results are the
+    sequential CPU run's exactly."""
+    config = _config("fast")
+    fractions, boxes, _ = _sequential(path, config)
+    config["backend"] = "cuda"
+    chunks, results = _chunked(path, config, _quarter(path), continued=True)
+    assert len(chunks) >= 3 and {r.backend for r in results} == {"cuda"}
+    if path.suffix == ".mp4" and nvdec_problem() is None:
         assert {r.decoder for r in results} == {"NVDEC (H264)"}
     assert np.array_equal(np.concatenate([r.fractions for r in results]), fractions)
     assert [r.box(j) for r in results for j in range(r.frames)] == boxes

@@ -189,3 +189,83 @@ def balance_chunks(inputs: Sequence[Packets], warmup: int | None, seconds: float
                 best = (load, length, tried)
     load, length, plans = best
     return Balance(seconds, length, slots, plans, load)
+
+
+def sequence_cost(chunks: Sequence[Chunk]) -> int:
+    """Frames a worker decodes for consecutive chunks of one file scanned in a row: their frames
+    plus the first one's warm-up (the others continue its scan: no warm-up of their own)."""
+    return sum(c.frames for c in chunks) + chunks[0].warmup
+
+
+def _consecutive_runs(position: int, chunks: Sequence[Chunk]) -> list[tuple[int, list[Chunk]]]:
+    runs: list[tuple[int, list[Chunk]]] = []
+    for chunk in chunks:
+        if runs and runs[-1][1][-1].number + 1 == chunk.number:
+            runs[-1][1].append(chunk)
+        else:
+            runs.append((position, [chunk]))
+    return runs
+
+
+def _split(run: list[Chunk]) -> tuple[list[Chunk], list[Chunk]]:
+    """The cut of ``run`` (two chunks or more) whose costlier half costs least (the earliest cut on
+    ties)."""
+    cut = min(range(1, len(run)), key=lambda i: (max(sequence_cost(run[:i]), sequence_cost(run[i:])), i))
+    return run[:cut], run[cut:]
+
+
+def _assign(runs: list[tuple[int, list[Chunk]]], slots: int) -> tuple[int, list[list[tuple[int, list[Chunk]]]]]:
+    """LPT over ``slots``: the costliest run first (ties: input order, then chunk order) to the
+    least-loaded slot (ties: the lowest slot). Returns (makespan, each slot's runs in order)."""
+    loads = [(0, slot) for slot in range(slots)]
+    given: list[list[tuple[int, list[Chunk]]]] = [[] for _ in range(slots)]
+    for run in sorted(runs, key=lambda r: (-sequence_cost(r[1]), r[0], r[1][0].number)):
+        load, slot = loads[0]
+        heapq.heapreplace(loads, (load + sequence_cost(run[1]), slot))
+        given[slot].append(run)
+    for slot_runs in given:
+        slot_runs.sort(key=lambda r: (r[0], r[1][0].number))
+    return max(load for load, _ in loads), given
+
+
+def slot_sequences(plans: Sequence[Sequence[Chunk]], slots: int) -> list[list[tuple[int, Chunk]]]:
+    """Give a run's chunks to ``slots`` worker slots as runs of consecutive chunks of one file, so
+    that each task after a run's first continues the scan its slot's previous task kept open
+    (:mod:`motiondetect.scaleout.open_scans`): no set-up, no warm-up, results that are the
+    sequential run's.
+
+    Each input's consecutive chunks start as one run (:func:`sequence_cost`); the runs go to the
+    slots longest first (LPT) and the costliest run that can be cut is cut in two where its costlier
+    half costs least, for as long as that lowers the busiest slot's load, or keeps it while slots
+    stand idle. With 8 files of 30,000 frames on 16 slots each file becomes two runs (the second
+    paying one warm-up); on 8 slots each file is one run (no warm-up at all).
+
+    Args:
+        plans: each input's chunks still to scan, in order (finished chunks left out: a gap
+            starts a new run).
+        slots: worker slots (threads of the cluster), >= 1.
+
+    Returns:
+        For each slot, ``(input position, chunk)`` in the order the slot scans them (``[]`` for
+        an idle slot). Deterministic: the same plans and slots give the same sequences.
+
+    Raises:
+        ValueError: ``slots`` is below 1.
+    """
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1; got {slots}")
+    runs = [run for position, plan in enumerate(plans) for run in _consecutive_runs(position, plan)]
+    span, given = _assign(runs, slots)
+    while True:
+        splittable = [r for r in runs if len(r[1]) > 1]
+        if not splittable:
+            break
+        target = min(splittable, key=lambda r: (-sequence_cost(r[1]), r[0], r[1][0].number))
+        left, right = _split(target[1])
+        trial = [r for r in runs if r is not target] + [(target[0], left), (target[0], right)]
+        trial_span, trial_given = _assign(trial, slots)
+        idle = len(trial) <= slots and sequence_cost(target[1]) == span
+        if not (trial_span < span or (idle and trial_span == span)):
+            break
+        runs, span, given = trial, trial_span, trial_given
+    return [[(position, chunk) for position, run in slot_runs for chunk in run] for slot_runs in given]

@@ -1,17 +1,21 @@
 """What a worker runs for one chunk: decode from a keyframe, warm the pipeline up, scan the chunk.
 
 :func:`run_chunk` is the Dask task (:mod:`motiondetect.scaleout.chunked` submits it). It builds the
-pipeline from the run's config on the worker (the CUDA backend when the worker has a GPU and the
-config allows it, with the batched GPU path where a sequential run would take it), decodes the
-chunk's file from its warm-up keyframe (:mod:`motiondetect.scaleout.chunks`), runs the warm-up frames
-through the pipeline (after the file's first frame, when the pipeline registers frames onto it)
-and drops their results, and returns the per-frame motion fractions and boxes of the chunk's own
-frames. The annotated video and the mask video of the chunk are written
-as part files (joined later by stream copy), mask images straight into their folder.
+pipeline from the run's config on the worker (:func:`open_scan`: the CUDA backend when the worker
+has a GPU and the config allows it, with the batched GPU path where a sequential run would take
+it), decodes the chunk's file from its warm-up keyframe (:mod:`motiondetect.scaleout.chunks`),
+runs the warm-up frames through the pipeline (after the file's first frame, when the pipeline
+registers frames onto it) and drops their results, and returns the per-frame motion fractions and
+boxes of the chunk's own frames. When the worker slot's next task is the next chunk of the same
+file, the scan stays open for it (:mod:`motiondetect.scaleout.open_scans`): that task continues
+from the frame where this one stopped, with no set-up and no warm-up. The annotated video and the
+mask video of the chunk are written as part files (joined later by stream copy), mask images
+straight into their folder.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -58,6 +62,10 @@ class ChunkJob:
             ``None`` to leave them as they are.
         input_number: 0-based position of the chunk's input among the run's inputs, so that the
             same file given twice (a link, a second name) makes tasks of its own.
+        run: a token of the run, naming the scans its tasks keep open for each other; ``""``:
+            the task neither takes nor keeps one.
+        keep_open: the worker slot's next task is this input's next chunk: keep the scan open
+            for it (:mod:`motiondetect.scaleout.open_scans`).
     """
 
     chunk: Chunk
@@ -71,6 +79,8 @@ class ChunkJob:
     masks_dir: str | None = None
     threads: int | None = None
     input_number: int = 0
+    run: str = ""
+    keep_open: bool = False
 
     @property
     def key(self) -> str:
@@ -182,16 +192,67 @@ class RangeDetector:
                 yield frame, result
 
 
-def chunk_frames(video: VideoHandler, chunk: Chunk, first_index: int, pairs: bool) -> Iterator[Frame]:
+class Scan:
+    """A chunk task's open pipeline and decoder, and the decoder's place in the file: what a
+    worker keeps for the next chunk of the same file (:mod:`motiondetect.scaleout.open_scans`).
+
+    Attributes:
+        stack: closes the decoder, the outputs' resources and the CUDA handler.
+        video: the frame source (the CPU decoder's ``VideoHandler`` or NVDEC's source).
+        decoder: how frames are decoded, as the report names it.
+        detector: the :class:`~motiondetect.pipeline.detector.MotionDetector` or
+            :class:`~motiondetect.pipeline.batch.BatchDetector`; its state is the last frame's.
+        cuda: the entered CUDA handler, or ``None`` on the CPU backend.
+        frames: the source's frame iterator once decoding started, else ``None``.
+        pending: the first frame of the next chunk, decoded when the last chunk's end was found
+            (its timestamp is ``pending_pts``), or ``None``.
+    """
+
+    def __init__(self, stack: ExitStack, video, decoder: str, detector, cuda) -> None:
+        self.stack = stack
+        self.video = video
+        self.decoder = decoder
+        self.detector = detector
+        self.cuda = cuda
+        self.frames: Iterator[Frame] | None = None
+        self.pending: Frame | None = None
+        self.pending_pts: int | None = None
+
+    def continues(self, chunk: Chunk) -> bool:
+        """Whether the next frame this scan gives is ``chunk``'s first."""
+        return self.frames is not None and self.pending is not None and self.pending_pts == chunk.start_pts
+
+    def next_frame(self) -> Frame | None:
+        """The pending frame, else the next decoded one, else ``None`` at the end of the file."""
+        if self.pending is not None:
+            frame, self.pending = self.pending, None
+            return frame
+        assert self.frames is not None
+        return next(self.frames, None)
+
+    def close(self) -> None:
+        """Release the decoder, the pipeline and the CUDA handler (on the thread that made it).
+        Garbage is collected first: a CUDA event of the last batch freed later, on another
+        thread, would find its context gone (PyCUDA warns then)."""
+        self.pending = self.frames = None
+        self.detector = None
+        gc.collect()
+        self.stack.close()
+
+
+def chunk_frames(scan: Scan, chunk: Chunk, first_index: int, pairs: bool) -> Iterator[Frame]:
     """The frames a chunk's pipeline runs on: the warm-up, numbered ``first_index - 1``, then the
     chunk's own, numbered from ``first_index`` (times ``index / fps``).
 
-    Decoding starts at ``chunk.seek_pts`` (or the start of the file). The chunk's frames are
-    those from the one with timestamp ``chunk.start_pts`` up to, not including, the one with
-    ``chunk.stop_pts``: the frames a sequential decode gives between the two keyframes.
+    A scan that :meth:`Scan.continues` with ``chunk`` gives its pending frame and those after it,
+    with no warm-up (its pipeline has seen every frame before). Otherwise decoding starts at
+    ``chunk.seek_pts`` (or the start of the file). The chunk's frames are those from the one with
+    timestamp ``chunk.start_pts`` up to, not including, the one with ``chunk.stop_pts``: the
+    frames a sequential decode gives between the two keyframes. That next frame, decoded to find
+    the end, is left pending in ``scan`` for the next chunk.
 
     Args:
-        video: the open file, at its start.
+        scan: the open scan; its source at its start, or where :meth:`Scan.continues` says.
         chunk: the chunk.
         first_index: its first frame's number.
         pairs: only the frame just before the chunk is a warm-up frame (a frame-pair pipeline).
@@ -200,32 +261,39 @@ def chunk_frames(video: VideoHandler, chunk: Chunk, first_index: int, pairs: boo
         VideoOpenFailure: a keyframe of the plan is not found, or the file ends before the next
             chunk's keyframe.
     """
-    if chunk.seek_pts is not None:
-        video.seek(chunk.seek_pts, chunk.seek_index)
-    frames = iter(video)
-    frame = next(frames, None)
-    if chunk.start_pts is not None:
-        held = None
-        # NVDEC's surfaces are reused by the next decode: a frame cannot be held past it, so
-        # every warm-up frame goes through the pipeline (only the last one counts for a pair).
-        transient = frame is not None and isinstance(frame.image, DeviceFrame)
-        while frame is not None and video.pts != chunk.start_pts:
-            if pairs and not transient:
-                held = frame
-            else:
-                yield Frame(first_index - 1, frame.time, frame.image)
-            frame = next(frames, None)
-        if frame is None:
-            raise VideoOpenFailure(f"{chunk.source!r}: the keyframe with timestamp {chunk.start_pts} (chunk {chunk.number}) was not found")
-        if held is not None:
-            yield Frame(first_index - 1, held.time, held.image)
+    video = scan.video
+    if scan.continues(chunk):
+        frame = scan.next_frame()
+    else:
+        if chunk.seek_pts is not None:
+            video.seek(chunk.seek_pts, chunk.seek_index)
+        scan.frames, scan.pending = iter(video), None
+        frame = scan.next_frame()
+        if chunk.start_pts is not None:
+            held = None
+            # NVDEC's surfaces are reused by the next decode: a frame cannot be held past it, so
+            # every warm-up frame goes through the pipeline (only the last one counts for a pair).
+            transient = frame is not None and isinstance(frame.image, DeviceFrame)
+            while frame is not None and video.pts != chunk.start_pts:
+                if pairs and not transient:
+                    held = frame
+                else:
+                    yield Frame(first_index - 1, frame.time, frame.image)
+                frame = scan.next_frame()
+            if frame is None:
+                raise VideoOpenFailure(
+                    f"{chunk.source!r}: the keyframe with timestamp {chunk.start_pts} (chunk {chunk.number}) was not found"
+                )
+            if held is not None:
+                yield Frame(first_index - 1, held.time, held.image)
     n = 0
     while frame is not None:
         index = first_index + n
         yield Frame(index, index / video.fps, frame.image)
         n += 1
-        frame = next(frames, None)
+        frame = scan.next_frame()
         if frame is not None and chunk.stop_pts is not None and video.pts == chunk.stop_pts:
+            scan.pending, scan.pending_pts = frame, video.pts
             return
     if chunk.stop_pts is not None:
         raise VideoOpenFailure(
@@ -262,30 +330,24 @@ def _injected_worker_death(chunk: Chunk) -> None:
         os._exit(17)
 
 
-def run_chunk(job: ChunkJob) -> ChunkResult:
-    """Scan one chunk (the Dask task).
-
-    Returns:
-        The chunk's :class:`ChunkResult`.
+def open_scan(job: ChunkJob) -> Scan:
+    """Open a chunk's file and build its pipeline from the run's config on this worker: the CUDA
+    backend when the worker has a GPU and the config allows it, with the batched GPU path and
+    NVDEC where a sequential run would take them; the registration anchor taken from the file's
+    first frame when the pipeline registers frames and the chunk is not the file's first.
 
     Raises:
-        MotionDetectError: the input, the backend or an output failed (one line, as the command
-            reports it); ``ConfigError`` when the ROI does not fit the frames.
+        MotionDetectError: the input or the backend failed; ``ConfigError`` when the ROI does not
+            fit the frames.
     """
     # Imported here: cli imports the module that submits this task.
     from motiondetect.gpu.backend import open_backend
-    from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
-    from motiondetect.outputs.overlay import Overlay
-    from motiondetect.outputs.sinks import VideoSink
-    from motiondetect.outputs.writer import VideoWriter
     from motiondetect.pipeline.assembly import batch_size, batched_path_problem, checked_on_device, choose_decoder, masks_needed
     from motiondetect.pipeline.batch import BatchDetector
     from motiondetect.pipeline.config import build_filters
     from motiondetect.pipeline.detector import MotionDetector
     from motiondetect.pipeline.roi import rasterize
-    from motiondetect.pipeline.runner import Runner
 
-    _injected_worker_death(job.chunk)
     if job.threads is not None:
         import cv2
 
@@ -329,6 +391,39 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
                 masks=detector.masks,
                 batch=batch_size(config, video),
             )
+        return Scan(stack.pop_all(), video, decoder, detector, cuda)
+    raise AssertionError("unreachable")  # for type checkers: the with block returns or raises
+
+
+def run_chunk(job: ChunkJob) -> ChunkResult:
+    """Scan one chunk (the Dask task): continue the scan this worker thread kept for it
+    (:mod:`motiondetect.scaleout.open_scans`), else open one (:func:`open_scan`); write the
+    chunk's outputs; keep the scan for the next chunk when ``job.keep_open`` says the slot's
+    next task is that chunk, else close it.
+
+    Returns:
+        The chunk's :class:`ChunkResult`.
+
+    Raises:
+        MotionDetectError: the input, the backend or an output failed (one line, as the command
+            reports it); ``ConfigError`` when the ROI does not fit the frames.
+    """
+    from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
+    from motiondetect.outputs.overlay import Overlay
+    from motiondetect.outputs.sinks import VideoSink
+    from motiondetect.outputs.writer import VideoWriter
+    from motiondetect.pipeline.runner import Runner
+    from motiondetect.scaleout import open_scans
+
+    _injected_worker_death(job.chunk)
+    kept = open_scans.take(job.run, job.input_number, job.chunk.number) if job.run else None
+    if kept is not None and not (isinstance(kept, Scan) and kept.continues(job.chunk)):
+        kept.close()
+        kept = None
+    scan = kept if isinstance(kept, Scan) else open_scan(job)
+    try:
+        config, video = job.config, scan.video
+        errors_before = video.decode_errors
         collector = _Collector()
         sinks: list[Sink] = []
         if job.video_part is not None:
@@ -338,18 +433,26 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         if job.masks_dir is not None:
             sinks.append(MaskImagesSink(job.masks_dir, job.stem))
         sinks.append(collector)
-        overlay = Overlay.from_config(config["overlays"]) if wants_frames else None
-        frames = chunk_frames(video, job.chunk, job.first_index, pairs=job.warmup <= 1)
-        summary: RunSummary = Runner(frames, RangeDetector(detector, job.first_index), sinks, overlay=overlay, source=video).run()
+        overlay = Overlay.from_config(config["overlays"]) if job.video_part is not None else None
+        frames = chunk_frames(scan, job.chunk, job.first_index, pairs=job.warmup <= 1)
+        summary: RunSummary = Runner(frames, RangeDetector(scan.detector, job.first_index), sinks, overlay=overlay, source=video).run()
         if summary.error is not None:
             raise MotionDetectError(f"chunk {job.chunk.number} of {job.chunk.source!r}: {summary.error}")
-        return ChunkResult(
+        result = ChunkResult(
             job.chunk.number,
             job.first_index,
             np.array(collector.fractions, np.float64),
             np.array(collector.boxes, np.int32).reshape(-1, 4),
-            video.decode_errors,
-            detector.backend,
-            cuda.device_name if cuda is not None else None,
-            decoder,
+            video.decode_errors - errors_before,
+            scan.detector.backend,
+            scan.cuda.device_name if scan.cuda is not None else None,
+            scan.decoder,
         )
+    except BaseException:
+        scan.close()
+        raise
+    if job.keep_open and job.run and summary.complete and scan.pending is not None:
+        open_scans.keep(job.run, job.input_number, job.chunk.number + 1, scan)
+    else:
+        scan.close()
+    return result

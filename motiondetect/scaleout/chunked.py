@@ -31,7 +31,8 @@ import copy
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from motiondetect.outputs.writer import join_videos
 from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.roi import rasterize
 from motiondetect.pipeline.runner import Runner
-from motiondetect.scaleout.balance import Balance, Packets, balance_chunks
+from motiondetect.scaleout.balance import Balance, Packets, balance_chunks, slot_sequences
 from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
 from motiondetect.scaleout.chunks import Chunk, packet_timestamps, warmup_frames
 from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
@@ -356,19 +357,56 @@ def _renumber(item: _Input, config, args, threads) -> list[ChunkJob]:
     return again
 
 
+def worker_slots(client) -> list[str]:
+    """The cluster's worker threads as worker addresses, one entry per thread, interleaved so that
+    consecutive slots are on different GPUs (a local GPU cluster's workers are named
+    ``gpu<device>-<n>``) or hosts: the first slots given work spread over all of them."""
+    import re
+
+    groups: dict[str, list[str]] = {}
+    workers = client.scheduler_info().get("workers", {})
+    for address in sorted(workers):
+        info = workers[address]
+        match = re.fullmatch(r"gpu(.+)-\d+", str(info.get("name", "")))
+        group = f"gpu {match.group(1)}" if match else str(info.get("host", ""))
+        groups.setdefault(group, []).extend([address] * max(1, int(info.get("nthreads", 1))))
+    columns = list(groups.values())
+    return [column[row] for row in range(max(map(len, columns), default=0)) for column in columns if row < len(column)]
+
+
 def _run_jobs(client, items: list[_Input], bar, config, args, threads) -> Exception | None:
-    """Submit every unfinished chunk, record each as it finishes; return the first failure."""
+    """Submit every unfinished chunk, record each as it finishes; return the first failure.
+
+    The chunks go to the worker slots as runs of consecutive chunks of one file
+    (:func:`~motiondetect.scaleout.balance.slot_sequences`), each pinned to its slot's worker
+    (loosely: another worker takes it when that one dies), in order of priority, and each task
+    keeps its scan open for the next one of its run (:mod:`motiondetect.scaleout.open_scans`).
+    """
     from distributed import as_completed
 
     owner: dict[str, _Input] = {}
     futures = []
+    run = uuid.uuid4().hex
+    slots = worker_slots(client)
+    plans = [[c for c in item.chunks if c.number in item.jobs and c.number not in item.results] for item in items]
     for item in items:
         item.manifest.folder.mkdir(parents=True, exist_ok=True)  # the workers write their parts there
-        for number, job in item.jobs.items():
-            if number in item.results:
-                continue
-            futures.append(client.submit(run_chunk, job, key=job.key, pure=False))
+    for address, sequence in zip(slots, slot_sequences(plans, len(slots)) if slots else []):
+        for position, (number, chunk) in enumerate(sequence):
+            item = items[number]
+            following = sequence[position + 1] if position + 1 < len(sequence) else None
+            keep_open = following is not None and following[0] == number and following[1].number == chunk.number + 1
+            job = replace(item.jobs[chunk.number], run=run, keep_open=keep_open)
+            futures.append(
+                client.submit(run_chunk, job, key=job.key, pure=False, workers=[address], allow_other_workers=True, priority=-position)
+            )
             owner[job.key] = item
+    if not slots:  # no worker yet (an existing cluster's join later): plain tasks
+        for item, plan in zip(items, plans):
+            for chunk in plan:
+                job = item.jobs[chunk.number]
+                futures.append(client.submit(run_chunk, job, key=job.key, pure=False))
+                owner[job.key] = item
     queue = as_completed(futures)
     try:
         for future in queue:

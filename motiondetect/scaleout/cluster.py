@@ -187,7 +187,10 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
                 ) from None
         else:
             environ = {f"distributed.nanny.pre-spawn-environ.{name}": value for name, value in WORKER_MALLOC.items()}
-            stack.enter_context(dask.config.set(environ))  # read as the nannies start
+            # Read as the nannies and the scheduler start. No work stealing: each chunk is pinned
+            # to the slot that scans the chunk before it (chunked._run_jobs); a stolen chunk would
+            # start afresh and leave its slot's open scan unused.
+            stack.enter_context(dask.config.set({**environ, "distributed.scheduler.work-stealing": False}))
             if cuda:  # the same count as local_slots
                 from distributed import Scheduler, SpecCluster
 
