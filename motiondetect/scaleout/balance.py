@@ -38,6 +38,11 @@ warm-up then costs at most ``warm-up / (MAX_STRETCH * C)`` of the decoding: 500 
 When a pipeline cannot be split (a warm-up of ``None``) every file stays one chunk, and when the
 slots are not known before the run (``--scheduler``: an existing cluster) the aimed length is
 kept.
+
+The estimate above prices every chunk as a task started afresh. Once the cluster is up, the
+chunks are given to its slots as runs of consecutive chunks of one file (:func:`slot_sequences`),
+whose tasks after the first continue one scan and decode no warm-up, so a run costs at most the
+estimate.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ scanned on a Dask cluster, the results stitched in order.
    chunks finished by an earlier, interrupted run of the same command are taken from its
    manifest (:mod:`motiondetect.scaleout.manifest`).
 2. Every remaining chunk of every input is one task (:func:`~motiondetect.scaleout.chunk_task.run_chunk`);
-   one progress bar counts the frames of all of them. A worker that dies mid-chunk costs a retry
-   (Dask reschedules its tasks), not the run.
+   one progress bar counts the frames of all of them. The tasks go to the worker slots as runs of
+   consecutive chunks of one file (:func:`~motiondetect.scaleout.balance.slot_sequences`), in
+   order, so each continues the scan the one before it kept open. A worker that dies mid-chunk
+   costs a retry (Dask reschedules its tasks), not the run.
 3. When an input's chunks are in, their frames are numbered in order (the plan's numbers are
    checked; a chunk whose outputs carry frame numbers is run again when they were off), the event
    segmenter runs once over the whole sequence, so events that cross a chunk boundary come out
