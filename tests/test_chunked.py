@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from helpers import SEED_YAML, SHARED_VIDEOS, one_line_error, run_cli
 
+from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.filters import GaussianBackground, RunningAverage
 from motiondetect.outputs.events import EventSegmenter
 from motiondetect.pipeline.config import build_filters, load_config
@@ -176,6 +177,15 @@ def test_gop_timeline_gives_the_frame_timestamps_from_a_keyframe(tmp_path):
             timeline.close()
         assert _GopTimeline.at_keyframe(str(path), keys[1] + 1, 0) is None  # not a keyframe's timestamp
     assert _GopTimeline.at_keyframe(str(BUNDLED), 0, 0) is None  # AVI: no sample index
+
+
+def test_several_files_are_read_side_by_side_as_one_after_the_other():
+    from motiondetect.scaleout.chunked import _packet_timestamps
+
+    paths = [str(p) for p in SAMPLES] * 2
+    assert _packet_timestamps(paths) == [packet_timestamps(p) for p in paths]
+    with pytest.raises(VideoOpenFailure, match="cannot open"):
+        _packet_timestamps([str(BUNDLED), str(ROOT / "README.md")])
 
 
 # -- same answers --------------------------------------------------------------------------------
