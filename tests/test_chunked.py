@@ -197,6 +197,7 @@ def test_frame_pairs_stitched_equal_the_sequential_run_exactly(path):
     assert len(chunks) >= 3
     assert np.array_equal(np.concatenate([r.fractions for r in results]), fractions)
     assert [r.box(j) for r in results for j in range(r.frames)] == boxes
+    assert [box for r in results for box in r.box_list()] == boxes and any(boxes) and None in boxes
 
 
 @pytest.mark.parametrize(

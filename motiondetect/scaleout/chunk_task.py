@@ -122,6 +122,10 @@ class ChunkResult:
         box = tuple(int(v) for v in self.boxes[j])
         return None if box == NO_BOX else box
 
+    def box_list(self) -> list[tuple[int, int, int, int] | None]:
+        """Every frame's :meth:`box`, in order (one conversion of the array, not one per frame)."""
+        return [None if row == [-1, -1, -1, -1] else (row[0], row[1], row[2], row[3]) for row in self.boxes.tolist()]
+
     def save(self, path: str | Path) -> None:
         """Write to an ``.npz`` file (the resume record of a finished chunk)."""
         meta = np.array([self.number, self.first_index, self.decode_errors], np.int64)

@@ -463,10 +463,10 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
         exact += result.frames
     complete = len(ordered) == len(item.chunks)
     fractions = np.concatenate([r.fractions for r in ordered]) if ordered else np.zeros(0)
-    boxes = [r.box(j) for r in ordered for j in range(r.frames)]
+    boxes = [box for r in ordered for box in r.box_list()]
     events = EventSegmenter.from_config(config["events"], item.fps, item.area)
-    for index, (fraction, box) in enumerate(zip(fractions, boxes)):
-        events.update(index, float(fraction), box)
+    for index, (fraction, box) in enumerate(zip(fractions.tolist(), boxes)):
+        events.update(index, fraction, box)
     paths, manifest = item.paths, item.manifest
     summary = RunSummary(frames=len(fractions), elapsed=elapsed, complete=complete, interrupted=interrupted and not complete)
     summary.decode_errors = sum(r.decode_errors for r in ordered)
