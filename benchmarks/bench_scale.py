@@ -28,7 +28,7 @@ Rows whose pieces are missing (no GPU, no PyNvVideoCodec, no Dask, no dvr-scan) 
 instead of failing. Prints one Markdown table. Usage::
 
     python benchmarks/bench_scale.py [--input FILE | --clip CLIP --encode 3000 --frames 30000]
-        [--chunk SECONDS] [--jobs 8] [--threads 8] [--files 8 [--files-long]] [--dvr-scan PATH]
+        [--chunk SECONDS] [--jobs 8] [--threads 8] [--files 8 [--files-long]] [--no-cpu] [--dvr-scan PATH]
 """
 
 from __future__ import annotations
@@ -170,6 +170,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8, help="NVDEC decoder threads of the decode-only row [8]")
     parser.add_argument("--files", type=int, default=8, help="files of the many-files rows [8]")
     parser.add_argument("--files-long", action="store_true", help="the many-files rows on copies of the long file too")
+    parser.add_argument("--no-cpu", action="store_true", help="leave out the CPU backend's and DVR-Scan's rows (minutes on long files)")
     parser.add_argument("--dvr-scan", default=shutil.which("dvr-scan"), help="the dvr-scan command [default: from PATH]")
     args = parser.parse_args()
 
@@ -209,14 +210,15 @@ def main() -> None:
         else:
             rows.append((f"motiondetect --jobs {args.jobs}, one GPU", None, "no CUDA device"))
 
-        run = md + [str(long), *common, "--backend", "cpu", "--jobs", "auto"]
-        cpu, note = scanned(command_rate(run, long_frames, folder), folder, [str(long)], long_frames)
-        rows.append((f"motiondetect LONG --backend cpu --jobs auto ({os.cpu_count()} cores)", cpu, note))
-        if args.dvr_scan:
-            dvr, note = command_rate([args.dvr_scan, "-i", str(long), "-so"], long_frames, folder)
-            rows.append(("dvr-scan -i LONG -so", dvr, f"cpu run {cpu / dvr:.2f}x DVR-Scan (target >= 4x)" if cpu and dvr else note))
-        else:
-            rows.append(("dvr-scan -i LONG -so", None, "dvr-scan not installed (--dvr-scan PATH): no comparison"))
+        if not args.no_cpu:
+            run = md + [str(long), *common, "--backend", "cpu", "--jobs", "auto"]
+            cpu, note = scanned(command_rate(run, long_frames, folder), folder, [str(long)], long_frames)
+            rows.append((f"motiondetect LONG --backend cpu --jobs auto ({os.cpu_count()} cores)", cpu, note))
+            if args.dvr_scan:
+                dvr, note = command_rate([args.dvr_scan, "-i", str(long), "-so"], long_frames, folder)
+                rows.append(("dvr-scan -i LONG -so", dvr, f"cpu run {cpu / dvr:.2f}x DVR-Scan (target >= 4x)" if cpu and dvr else note))
+            else:
+                rows.append(("dvr-scan -i LONG -so", None, "dvr-scan not installed (--dvr-scan PATH): no comparison"))
 
         copies = [(path, frames)] + ([(long, long_frames)] if args.files_long else [])
         for copied, copied_frames in copies if args.files else []:  # --files 0: no many-files rows
