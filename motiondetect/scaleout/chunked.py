@@ -404,7 +404,22 @@ def _run_jobs(client, items: list[_Input], bar, config, args, threads) -> Except
     plans = [[c for c in item.chunks if c.number in item.jobs and c.number not in item.results] for item in items]
     for item in items:
         item.manifest.folder.mkdir(parents=True, exist_ok=True)  # the workers write their parts there
-    for address, sequence in zip(slots, slot_sequences(plans, len(slots)) if slots else []):
+    sequences = slot_sequences(plans, len(slots)) if slots else []
+    if sequences:
+        starts = [
+            [p == 0 or seq[p - 1][0] != n or seq[p - 1][1].number + 1 != c.number for p, (n, c) in enumerate(seq)] for seq in sequences
+        ]
+        busiest = max(
+            sum(c.frames + (c.warmup if start else 0) for (_, c), start in zip(seq, flags)) for seq, flags in zip(sequences, starts)
+        )
+        log.debug(
+            "chunk runs: %d chunks in %d runs of consecutive chunks over %d worker threads, about %d frames decoded by the busiest",
+            sum(map(len, plans)),
+            sum(map(sum, starts)),
+            len(slots),
+            busiest,
+        )
+    for address, sequence in zip(slots, sequences):
         for position, (number, chunk) in enumerate(sequence):
             item = items[number]
             following = sequence[position + 1] if position + 1 < len(sequence) else None
