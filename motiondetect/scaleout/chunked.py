@@ -153,8 +153,12 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     roi = config.get("roi")
     if isinstance(roi, dict) and "mask" in roi:  # the workers read it from their own folder
         config = {**config, "roi": {"mask": str(Path(roi["mask"]).resolve())}}
-    cuda_here = _cuda_here(config)
     opened = [_open(args, source) for source in inputs]
+    # Read before CUDA starts here (the reading forks: better before the driver's threads), with
+    # absolute paths (workers may run in another folder or on another machine).
+    paths = [str(Path(one.source).resolve()) for one in opened]
+    packets = [Packets(path, one.fps, *read) for path, one, read in zip(paths, opened, _packet_timestamps(paths))]
+    cuda_here = _cuda_here(config)
     warmup = warmup_frames(build_filters(config))
     if warmup is None:
         for one in opened:
@@ -165,7 +169,7 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
             )
     # The slots of a local cluster are known before it starts; an existing one's are not.
     slots = None if args.scheduler else local_slots(args.jobs or None, cuda_here)
-    balance = _balance(opened, warmup, config["scan"]["chunk"], slots)
+    balance = _balance(packets, warmup, config["scan"]["chunk"], slots)
     taken: set[Path] = set()
     items = [
         _prepare(args, config, number, one, warmup, chunks, len(inputs) > 1, taken, plan_outputs)
@@ -238,12 +242,10 @@ def _open(args, source: str) -> _Opened:
         return _Opened(source, video.name, video.fps, video.size, video.frame_count)
 
 
-def _balance(opened: list[_Opened], warmup: int | None, seconds: float, slots: int | None) -> Balance:
-    """Every input's packets read once, the chunk length balanced over ``slots``, the plans; one
-    debug line (``-v``) says what was chosen."""
-    # Workers run elsewhere (another folder, another machine): they get absolute paths.
-    paths = [str(Path(item.source).resolve()) for item in opened]
-    packets = [Packets(path, item.fps, *read) for path, item, read in zip(paths, opened, _packet_timestamps(paths))]
+def _balance(packets: list[Packets], warmup: int | None, seconds: float, slots: int | None) -> Balance:
+    """The chunk length balanced over ``slots`` and every input planned with it (``packets``:
+    each input's, read once, with absolute paths: workers may run in another folder or machine);
+    one debug line (``-v``) says what was chosen."""
     balance = balance_chunks(packets, warmup, seconds, slots)
     if slots is None:
         log.debug("chunk plan: slots unknown (--scheduler), the aimed %g-s chunks kept: %d chunks", seconds, balance.chunks)
