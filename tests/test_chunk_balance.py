@@ -17,6 +17,7 @@ from motiondetect.scaleout.balance import (
     balance_chunks,
     candidate_lengths,
     chunk_cost,
+    continuations,
     makespan,
     sequence_cost,
     slot_sequences,
@@ -261,6 +262,7 @@ def test_eight_long_files_over_sixteen_slots_are_two_runs_each_over_eight_one():
     eight = slot_sequences(plans, 8)
     _check_sequences(plans, eight, 8)
     assert sorted(_runs(eight)) == [(n, [0, 1, 2, 3, 4]) for n in range(8)]
+    assert [continuations(sequence) for sequence in eight] == [[False, True, True, True, True]] * 8
     assert _busiest(eight) == 30_000
     sixteen = slot_sequences(plans, 16)
     _check_sequences(plans, sixteen, 16)

@@ -274,3 +274,10 @@ def slot_sequences(plans: Sequence[Sequence[Chunk]], slots: int) -> list[list[tu
             break
         runs, span, given = trial, trial_span, trial_given
     return [[(position, chunk) for position, run in slot_runs for chunk in run] for slot_runs in given]
+
+
+def continuations(sequence: Sequence[tuple[int, Chunk]]) -> list[bool]:
+    """For each ``(input position, chunk)`` of a slot's sequence (:func:`slot_sequences`), whether
+    it continues the entry before it: the same input's next chunk, scanned without set-up or
+    warm-up."""
+    return [p > 0 and sequence[p - 1][0] == n and sequence[p - 1][1].number + 1 == c.number for p, (n, c) in enumerate(sequence)]

@@ -33,6 +33,7 @@ import copy
 import logging
 import multiprocessing
 import os
+import re
 import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
@@ -55,7 +56,7 @@ from motiondetect.outputs.writer import join_videos
 from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.roi import rasterize
 from motiondetect.pipeline.runner import Runner
-from motiondetect.scaleout.balance import Balance, Packets, balance_chunks, slot_sequences
+from motiondetect.scaleout.balance import Balance, Packets, balance_chunks, continuations, slot_sequences
 from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
 from motiondetect.scaleout.chunks import Chunk, packet_timestamps, warmup_frames
 from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
@@ -376,8 +377,6 @@ def worker_slots(client) -> list[str]:
     """The cluster's worker threads as worker addresses, one entry per thread, interleaved so that
     consecutive slots are on different GPUs (a local GPU cluster's workers are named
     ``gpu<device>-<n>``) or hosts: the first slots given work spread over all of them."""
-    import re
-
     groups: dict[str, list[str]] = {}
     workers = client.scheduler_info().get("workers", {})
     for address in sorted(workers):
@@ -407,25 +406,21 @@ def _run_jobs(client, items: list[_Input], bar, config, args, threads) -> Except
     for item in items:
         item.manifest.folder.mkdir(parents=True, exist_ok=True)  # the workers write their parts there
     sequences = slot_sequences(plans, len(slots)) if slots else []
+    flags = [continuations(sequence) for sequence in sequences]
     if sequences:
-        starts = [
-            [p == 0 or seq[p - 1][0] != n or seq[p - 1][1].number + 1 != c.number for p, (n, c) in enumerate(seq)] for seq in sequences
-        ]
-        busiest = max(
-            sum(c.frames + (c.warmup if start else 0) for (_, c), start in zip(seq, flags)) for seq, flags in zip(sequences, starts)
-        )
         log.debug(
             "chunk runs: %d chunks in %d runs of consecutive chunks over %d worker threads, about %d frames decoded by the busiest",
             sum(map(len, plans)),
-            sum(map(sum, starts)),
+            sum(not continued for row in flags for continued in row),
             len(slots),
-            busiest,
+            max(
+                sum(c.frames + (0 if continued else c.warmup) for (_, c), continued in zip(seq, row)) for seq, row in zip(sequences, flags)
+            ),
         )
-    for address, sequence in zip(slots, sequences):
+    for address, sequence, row in zip(slots, sequences, flags):
         for position, (number, chunk) in enumerate(sequence):
             item = items[number]
-            following = sequence[position + 1] if position + 1 < len(sequence) else None
-            keep_open = following is not None and following[0] == number and following[1].number == chunk.number + 1
+            keep_open = position + 1 < len(row) and row[position + 1]
             job = replace(item.jobs[chunk.number], run=run, keep_open=keep_open)
             futures.append(
                 client.submit(run_chunk, job, key=job.key, pure=False, workers=[address], allow_other_workers=True, priority=-position)
