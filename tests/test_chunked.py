@@ -179,13 +179,25 @@ def test_gop_timeline_gives_the_frame_timestamps_from_a_keyframe(tmp_path):
     assert _GopTimeline.at_keyframe(str(BUNDLED), 0, 0) is None  # AVI: no sample index
 
 
-def test_several_files_are_read_side_by_side_as_one_after_the_other():
-    from motiondetect.scaleout.chunked import _packet_timestamps
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_several_files_are_read_side_by_side_as_one_after_the_other(monkeypatch):
+    """Forked readers (a single-threaded process, as the command is when it plans) give what
+    reading one file after the other gives, errors included; a process with threads reads
+    them in turn."""
+    from motiondetect.scaleout import chunked
 
+    pools = []
+    real_pool = chunked.ProcessPoolExecutor
+    monkeypatch.setattr(chunked, "ProcessPoolExecutor", lambda **kw: pools.append(kw) or real_pool(**kw))
     paths = [str(p) for p in SAMPLES] * 2
-    assert _packet_timestamps(paths) == [packet_timestamps(p) for p in paths]
-    with pytest.raises(VideoOpenFailure, match="cannot open"):
-        _packet_timestamps([str(BUNDLED), str(ROOT / "README.md")])
+    expected = [packet_timestamps(p) for p in paths]
+    for threads, forked in ((1, 1), (3, 0)):
+        pools.clear()
+        monkeypatch.setattr(chunked.threading, "active_count", lambda threads=threads: threads)
+        assert chunked._packet_timestamps(paths) == expected
+        assert len(pools) == forked
+        with pytest.raises(VideoOpenFailure, match="cannot open"):
+            chunked._packet_timestamps([str(BUNDLED), str(ROOT / "README.md")])
 
 
 # -- same answers --------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ import logging
 import multiprocessing
 import os
 import re
+import threading
 import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
@@ -268,8 +269,10 @@ def _packet_timestamps(paths: list[str]) -> list[tuple[list[int], list[int]]]:
     """:func:`~motiondetect.scaleout.chunks.packet_timestamps` of every file; several files are
     read side by side in forked processes, up to one per core. The demuxing loop holds the
     interpreter lock (threads do not help): 8 files of 30,000 frames took 1.8 s one after the
-    other, 0.83 s in 8 processes on 2 cores."""
-    if len(paths) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    other, 0.83 s in 8 processes on 2 cores. A process that runs other threads (a program calling
+    this one, a Dask client) reads them one after the other: a child forked while another thread
+    holds a lock can deadlock."""
+    if len(paths) < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [packet_timestamps(path) for path in paths]
     workers = min(len(paths), os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
