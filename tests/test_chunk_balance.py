@@ -19,6 +19,7 @@ from motiondetect.scaleout.balance import (
     chunk_cost,
     continuations,
     makespan,
+    runs_makespan,
     sequence_cost,
     slot_sequences,
 )
@@ -114,30 +115,35 @@ def test_candidate_lengths_are_the_aim_the_multiples_of_the_slots_around_it_and_
 
 # -- the balancer --------------------------------------------------------------------------------
 @pytest.mark.parametrize("gop", [25, 250])
-def test_thirty_thousand_frames_over_eight_slots_take_eight_chunks(gop):
-    """The issue's measurement: 20 chunks of 1,500 frames run in 3 waves on 8 slots (6,000
-    frames for the busiest); 24 of 1,250 still in 3 (5,250); 16 of about 1,875 in 2 (4,750);
-    8 of 3,750 in one (4,250: the fewest warm-ups)."""
+def test_thirty_thousand_frames_over_eight_slots_take_runs_of_equal_chunks(gop):
+    """The issue's measurement. As chunk tasks started afresh: 20 chunks of 1,500 frames run in
+    3 waves on 8 slots (6,000 frames for the busiest); 24 of 1,250 still in 3 (5,250); 16 of
+    about 1,875 in 2 (4,750); 8 of 3,750 in one (4,250: the fewest warm-ups). As runs of
+    consecutive chunks (one warm-up per run): 20 chunks make runs of 3 and 2 (5,000); 24, 16
+    and 8 chunks make 8 equal runs of 3, 2 and 1 (4,250 each), and the tie goes to the length
+    nearest the aim: 24 chunks of 50 s, finer progress and resume at the same speed."""
     packets = _packets(30_000, gop)
     assert len(packets.plan(60.0, WARMUP)) == 20
     assert makespan(packets.plan(60.0, WARMUP), 8) == 6000
     assert makespan(packets.plan(50.0, WARMUP), 8) == 5250
     assert makespan(packets.plan(75.0, WARMUP), 8) == 4750
+    assert [runs_makespan([packets.plan(s, WARMUP)], 8) for s in (60.0, 50.0, 75.0, 150.0)] == [5000, 4250, 4250, 4250]
     balance = balance_chunks([packets], WARMUP, 60.0, 8)
-    assert (balance.seconds, balance.chunks, balance.makespan, balance.slots, balance.aimed) == (150.0, 8, 4250, 8, 60.0)
-    assert makespan(balance.plans[0], 8) == balance.makespan
+    assert (balance.seconds, balance.chunks, balance.makespan, balance.slots, balance.aimed) == (50.0, 24, 4250, 8, 60.0)
+    assert runs_makespan(balance.plans, 8) == balance.makespan
     _check_plan(packets, balance.plans[0], WARMUP)
-    assert {c.frames for c in balance.plans[0]} == {3750}  # a multiple of both GOP lengths
+    assert {c.frames for c in balance.plans[0]} == {1250}  # a multiple of both GOP lengths
 
 
-def test_eight_files_over_eight_slots_take_one_chunk_each():
-    """16 chunks of 60 s (two per file) cost a first chunk and a warmed-up second one per slot
-    (3,500 frames); one 120-s chunk per file costs its 3,000 frames and no warm-up."""
+def test_eight_files_over_eight_slots_take_one_run_each():
+    """16 chunks of 60 s (two per file) as fresh tasks cost a first chunk and a warmed-up second
+    one per slot (3,500 frames); as one run per file, its 3,000 frames and no warm-up, as one
+    120-s chunk per file would: the aimed 60 s is kept."""
     files = [_packets(3000, 250, f"{n}.mp4") for n in range(8)]
     assert makespan([c for f in files for c in f.plan(60.0, WARMUP)], 8) == 1500 + 2000
     balance = balance_chunks(files, WARMUP, 60.0, 8)
-    assert (balance.seconds, balance.chunks, balance.makespan) == (120.0, 8, 3000)
-    assert [[c.frames for c in plan] for plan in balance.plans] == [[3000]] * 8
+    assert (balance.seconds, balance.chunks, balance.makespan) == (60.0, 16, 3000)
+    assert [[c.frames for c in plan] for plan in balance.plans] == [[1500, 1500]] * 8
     assert [plan[0].source for plan in balance.plans] == [f"{n}.mp4" for n in range(8)]  # the inputs' order
 
 
@@ -162,14 +168,17 @@ def test_a_single_file_is_spread_over_idle_slots():
 def test_uneven_gops_are_planned_with_their_real_keyframes():
     """GOPs of 200 and 1,600 frames in turn: 17 chunks at 60 s. Cut evenly, 16 chunks would take 2
     waves; cut at these keyframes the 63.75-s aim gives 19 uneven chunks and the 42.5-s one 19
-    too, both slower than the aim; the one-wave aim (8 chunks, 127.5 s) gives 10 uneven chunks
-    whose busiest slot still decodes the least."""
+    too; the one-wave aim (8 chunks, 127.5 s) gives 10 uneven chunks. As fresh tasks the last
+    is fastest (7,000 frames for the busiest slot); as runs of consecutive chunks the aim's 17
+    chunks are fastest (5,400)."""
     packets = _packets(30_000, [200, 1600])
     lengths = (60.0, 63.75, 42.5, 127.5)
     assert [len(packets.plan(s, WARMUP)) for s in lengths] == [17, 19, 19, 10]
     assert [makespan(packets.plan(s, WARMUP), 8) for s in lengths] == [8000, 8600, 8600, 7000]
+    spans = [runs_makespan([packets.plan(s, WARMUP)], 8) for s in lengths]
+    assert spans[0] == min(spans) == 5400
     balance = balance_chunks([packets], WARMUP, 60.0, 8)
-    assert (balance.seconds, balance.chunks, balance.makespan) == (127.5, 10, 7000)
+    assert (balance.seconds, balance.chunks, balance.makespan) == (60.0, 17, 5400)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -179,7 +188,7 @@ def test_the_choice_is_the_best_candidate_on_random_gops(seed):
     slots = rng.choice([2, 3, 8, 16])
     balance = balance_chunks(files, WARMUP, 20.0, slots)
     count = sum(len(f.plan(20.0, WARMUP)) for f in files)
-    spans = {s: makespan([c for f in files for c in f.plan(s, WARMUP)], slots) for s in candidate_lengths(20.0, count, slots)}
+    spans = {s: runs_makespan([f.plan(s, WARMUP) for f in files], slots) for s in candidate_lengths(20.0, count, slots)}
     assert balance.seconds in spans and balance.makespan == spans[balance.seconds] == min(spans.values())
     best = [s for s, span in spans.items() if span == balance.makespan]
     assert abs(balance.seconds - 20.0) == min(abs(s - 20.0) for s in best)  # ties: nearest the aim
@@ -206,9 +215,11 @@ def test_unknown_slots_and_unsplittable_pipelines_keep_the_aim():
     assert (kept.seconds, kept.chunks, kept.slots, kept.makespan) == (60.0, 20, None, None)
     whole = balance_chunks([packets, _packets(900, 25, "b.mp4")], None, 60.0, 8)  # warm-up None
     assert (whole.seconds, whole.chunks, whole.makespan) == (60.0, 2, 30_000)
-    # One slot has no idle slots to fill; fewer, longer chunks (up to MAX_STRETCH x) spare warm-ups.
+    # One slot scans the file as one run, no warm-up, at the aimed length (fresh tasks would need
+    # fewer, longer chunks, up to MAX_STRETCH x, to spare warm-ups).
     alone = balance_chunks([packets], WARMUP, 60.0, 1)
-    assert (alone.seconds, alone.chunks, alone.makespan) == (MAX_STRETCH * 60.0, 5, 30_000 + 4 * WARMUP)
+    assert (alone.seconds, alone.chunks, alone.makespan) == (60.0, 20, 30_000)
+    assert makespan(balance_chunks([packets], WARMUP, MAX_STRETCH * 60.0, 1).plans[0], 1) == 30_000 + 4 * WARMUP
     with pytest.raises(ValueError, match="slots must be >= 1"):
         balance_chunks([packets], WARMUP, 60.0, 0)
 

@@ -1,48 +1,42 @@
-"""Balancing a chunked run: the chunk length chosen so that the chunks fill the worker slots.
+"""Balancing a chunked run: the chunk length chosen so that the chunks fill the worker slots, and
+the chunks given to the slots as runs of consecutive chunks of one file.
 
 ``--chunk`` (config ``scan.chunk``) is the length a run aims at; the planner adjusts it to the
-run's worker *slots* (the chunks a cluster scans at once). With ``N`` chunks at the aimed length
-``C`` over all the inputs and ``S`` slots, the chunks run in ``ceil(N / S)`` waves and the last
-one may leave slots idle: 20 chunks over 8 slots run as 8, 8 and 4. Every chunk after a file's
-first also decodes its warm-up frames again. The candidates are therefore
+run's worker *slots* (the chunks a cluster scans at once). Each slot scans runs of consecutive
+chunks of one file (:func:`slot_sequences`): a run's first chunk decodes its warm-up frames, the
+chunks after it continue the same scan (:mod:`motiondetect.scaleout.open_scans`) and decode
+none. With ``N`` chunks at the aimed length ``C`` over all the inputs and ``S`` slots, the runs
+can only be cut at chunk boundaries, so some lengths fill the slots more evenly than others. The
+candidates are
 
 - ``C`` itself,
 - ``C * N / N'`` for ``N'`` the multiples of ``S`` just below and just above ``N``
   (``S * floor(N / S)`` and ``S * ceil(N / S)``; only those >= 1; when ``N`` is a multiple of
   ``S`` they are ``C`` again), and
 - the fewest waves whose chunks are at most :data:`MAX_STRETCH` times ``C``:
-  ``N' = S * ceil(N / (S * MAX_STRETCH))`` (fewer chunks, fewer warm-ups).
+  ``N' = S * ceil(N / (S * MAX_STRETCH))``.
 
 Each candidate is planned on every input with the real keyframes
 (:func:`~motiondetect.scaleout.chunks.plan_from_stamps`: chunks start at keyframes, so their
-sizes are uneven) and its *makespan* estimated: each chunk costs its frames plus its planned
-warm-up frames (the frames its worker decodes), and the chunks, longest first, each go to the
-least-loaded of ``S`` slots (LPT, longest processing time first); the makespan is the busiest
-slot's load, in frames. The run takes the candidate with the smallest makespan; ties go to the
-candidate nearest ``C`` (then to the longer one). Everything is integer arithmetic on the plans,
-so the same inputs, settings and slots always give the same plan, as resuming needs (the plan is
-part of each input's manifest fingerprint).
+sizes are uneven) and its *makespan* estimated (:func:`runs_makespan`): the runs
+:func:`slot_sequences` makes, each costing its frames plus its first chunk's planned warm-up
+(the frames its worker decodes); the makespan is the busiest slot's load, in frames. The run
+takes the candidate with the smallest makespan; ties go to the candidate nearest ``C`` (then to
+the longer one), so chunks stay near the aimed length (a chunk is the unit of progress and of
+resuming: an interrupted run keeps the chunks it finished). Everything is integer arithmetic on
+the plans, so the same inputs, settings and slots always give the same plan, as resuming needs
+(the plan is part of each input's manifest fingerprint).
 
-Measured example (an H200, 8 decoder threads in one worker, the default pipeline's 500-frame
-warm-up): a 30,000-frame 1080p file at 25 fps in 60-s chunks is 20 chunks of 1,500 frames in 3
-waves, estimated ``3 * (1,500 + 500) = 6,000`` frames; 75-s chunks are 16 in 2 waves (4,750);
-150-s chunks are 8 in one wave (``3,750 + 500 = 4,250``). The planner takes 150 s. The whole
-command took 16.5 and 15.8 s with 75-s chunks, 14.2-15.7 s in five runs with 150-s ones (the
-eight tasks ran 8.6-10.1 s each, together about 94 % of the decoders' rate).
-
-Why the stretch is bounded: a chunk is also the unit of progress and of resuming (an
-interrupted run keeps the chunks it finished), so chunks stay within a few aimed lengths, and the
-warm-up then costs at most ``warm-up / (MAX_STRETCH * C)`` of the decoding: 500 frames against
-6,000 (8 %) at the default 60 s and 25 fps.
-
-When a pipeline cannot be split (a warm-up of ``None``) every file stays one chunk, and when the
-slots are not known before the run (``--scheduler``: an existing cluster) the aimed length is
-kept.
-
-The estimate above prices every chunk as a task started afresh. Once the cluster is up, the
-chunks are given to its slots as runs of consecutive chunks of one file (:func:`slot_sequences`),
-whose tasks after the first continue one scan and decode no warm-up, so a run costs at most the
-estimate.
+Example (the default pipeline's 500-frame warm-up, 8 slots): a 30,000-frame file at 25 fps in
+60-s chunks is 20 chunks of 1,500 frames, runs of 3 and of 2 chunks, ``3 * 1,500 + 500 = 5,000``
+frames for the busiest slot; 50-s, 75-s and 150-s chunks (24, 16 and 8) make 8 equal runs of
+``3,750 + 500 = 4,250``, and the planner takes 50 s. As chunk tasks started afresh
+(:func:`makespan`, how runs were planned before slots kept their scans open) the same lengths cost
+6,000, 5,250, 4,750 and 4,250 frames: 150 s was taken then, and the whole command took 14.2-15.7
+s on an H200 against 15.8-16.5 s with 75-s chunks. A slot with several files' runs scans them
+one after the other, each run paying its warm-up; when a pipeline cannot be split (a warm-up of
+``None``) every file stays one chunk, and when the slots are not known before the run
+(``--scheduler``: an existing cluster) the aimed length is kept.
 """
 
 from __future__ import annotations
@@ -93,7 +87,7 @@ class Balance:
         seconds: the chunk length chosen, seconds (``aimed`` when not balanced).
         slots: the worker slots it was balanced over; ``None``: not known, not balanced.
         plans: each input's chunks, in the order of the inputs.
-        makespan: estimated frames decoded by the busiest slot (:func:`makespan`); ``None``
+        makespan: estimated frames decoded by the busiest slot (:func:`runs_makespan`); ``None``
             when ``slots`` is.
     """
 
@@ -115,8 +109,10 @@ def chunk_cost(chunk: Chunk) -> int:
 
 
 def makespan(chunks: Iterable[Chunk], slots: int) -> int:
-    """Estimated load of the busiest slot, in decoded frames, when the chunks are given out
-    longest first, each to the least-loaded of ``slots`` slots (LPT scheduling).
+    """Estimated load of the busiest slot, in decoded frames, when every chunk is a task started
+    afresh (its own warm-up) and the chunks are given out longest first, each to the
+    least-loaded of ``slots`` slots (LPT scheduling): the estimate before slots continued their
+    scans (:func:`runs_makespan` is the planner's now).
 
     Args:
         chunks: the chunks of a run, any order; each costs :func:`chunk_cost` frames.
@@ -184,12 +180,12 @@ def balance_chunks(inputs: Sequence[Packets], warmup: int | None, seconds: float
     plans = [item.plan(seconds, warmup) for item in inputs]
     if slots is None:
         return Balance(seconds, seconds, None, plans, None)
-    best = (makespan((c for plan in plans for c in plan), slots), seconds, plans)
+    best = (runs_makespan(plans, slots), seconds, plans)
     count = sum(len(plan) for plan in plans)
     if warmup is not None and count:
         for length in candidate_lengths(seconds, count, slots)[1:]:
             tried = [item.plan(length, warmup) for item in inputs]
-            load = makespan((c for plan in tried for c in plan), slots)
+            load = runs_makespan(tried, slots)
             if (load, abs(length - seconds), -length) < (best[0], abs(best[1] - seconds), -best[1]):
                 best = (load, length, tried)
     load, length, plans = best
@@ -257,6 +253,23 @@ def slot_sequences(plans: Sequence[Sequence[Chunk]], slots: int) -> list[list[tu
     Raises:
         ValueError: ``slots`` is below 1.
     """
+    span, given = _slot_runs(plans, slots)
+    return [[(position, chunk) for position, run in slot_runs for chunk in run] for slot_runs in given]
+
+
+def runs_makespan(plans: Sequence[Sequence[Chunk]], slots: int) -> int:
+    """Frames the busiest of ``slots`` slots decodes when the chunks of ``plans`` (each input's,
+    in order) are scanned as :func:`slot_sequences` gives them: every run's frames plus its first
+    chunk's warm-up (0 for no chunks).
+
+    Raises:
+        ValueError: ``slots`` is below 1.
+    """
+    return _slot_runs(plans, slots)[0]
+
+
+def _slot_runs(plans: Sequence[Sequence[Chunk]], slots: int) -> tuple[int, list[list[tuple[int, list[Chunk]]]]]:
+    """(makespan, each slot's runs) for :func:`slot_sequences` and :func:`runs_makespan`."""
     if slots < 1:
         raise ValueError(f"slots must be >= 1; got {slots}")
     runs = [run for position, plan in enumerate(plans) for run in _consecutive_runs(position, plan)]
@@ -273,7 +286,7 @@ def slot_sequences(plans: Sequence[Sequence[Chunk]], slots: int) -> list[list[tu
         if not (trial_span < span or (idle and trial_span == span)):
             break
         runs, span, given = trial, trial_span, trial_given
-    return [[(position, chunk) for position, run in slot_runs for chunk in run] for slot_runs in given]
+    return span, given
 
 
 def continuations(sequence: Sequence[tuple[int, Chunk]]) -> list[bool]:
