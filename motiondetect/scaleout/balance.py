@@ -42,6 +42,7 @@ one after the other, each run paying its warm-up; when a pipeline cannot be spli
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -210,8 +211,14 @@ def _consecutive_runs(position: int, chunks: Sequence[Chunk]) -> list[tuple[int,
 
 def _split(run: list[Chunk]) -> tuple[list[Chunk], list[Chunk]]:
     """The cut of ``run`` (two chunks or more) whose costlier half costs least (the earliest cut on
-    ties)."""
-    cut = min(range(1, len(run)), key=lambda i: (max(sequence_cost(run[:i]), sequence_cost(run[i:])), i))
+    ties): :func:`sequence_cost` of both halves from running sums, one pass over the run."""
+    before = list(itertools.accumulate(c.frames for c in run))  # frames of run[: i + 1]
+    total = before[-1]
+
+    def worse_half(i: int) -> int:
+        return max(before[i - 1] + run[0].warmup, total - before[i - 1] + run[i].warmup)
+
+    cut = min(range(1, len(run)), key=lambda i: (worse_half(i), i))
     return run[:cut], run[cut:]
 
 
@@ -253,7 +260,7 @@ def slot_sequences(plans: Sequence[Sequence[Chunk]], slots: int) -> list[list[tu
     Raises:
         ValueError: ``slots`` is below 1.
     """
-    span, given = _slot_runs(plans, slots)
+    _, given = _slot_runs(plans, slots)
     return [[(position, chunk) for position, run in slot_runs for chunk in run] for slot_runs in given]
 
 

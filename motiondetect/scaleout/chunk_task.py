@@ -209,7 +209,7 @@ class Scan:
         cuda: the entered CUDA handler, or ``None`` on the CPU backend.
         frames: the source's frame iterator once decoding started, else ``None``.
         pending: the first frame of the next chunk, decoded when the last chunk's end was found
-            (its timestamp is ``pending_pts``), or ``None``.
+            (the source's ``pts`` is still its timestamp: nothing is decoded after it), or ``None``.
     """
 
     def __init__(self, stack: ExitStack, video, decoder: str, detector, cuda) -> None:
@@ -220,11 +220,10 @@ class Scan:
         self.cuda = cuda
         self.frames: Iterator[Frame] | None = None
         self.pending: Frame | None = None
-        self.pending_pts: int | None = None
 
     def continues(self, chunk: Chunk) -> bool:
         """Whether the next frame this scan gives is ``chunk``'s first."""
-        return self.frames is not None and self.pending is not None and self.pending_pts == chunk.start_pts
+        return self.frames is not None and self.pending is not None and self.video.pts == chunk.start_pts
 
     def next_frame(self) -> Frame | None:
         """The pending frame, else the next decoded one, else ``None`` at the end of the file."""
@@ -297,7 +296,7 @@ def chunk_frames(scan: Scan, chunk: Chunk, first_index: int, pairs: bool) -> Ite
         n += 1
         frame = scan.next_frame()
         if frame is not None and chunk.stop_pts is not None and video.pts == chunk.stop_pts:
-            scan.pending, scan.pending_pts = frame, video.pts
+            scan.pending = frame
             return
     if chunk.stop_pts is not None:
         raise VideoOpenFailure(
@@ -421,10 +420,12 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
 
     _injected_worker_death(job.chunk)
     kept = open_scans.take(job.run, job.input_number, job.chunk.number) if job.run else None
-    if kept is not None and not (isinstance(kept, Scan) and kept.continues(job.chunk)):
-        kept.close()
-        kept = None
-    scan = kept if isinstance(kept, Scan) else open_scan(job)
+    if isinstance(kept, Scan) and kept.continues(job.chunk):
+        scan = kept
+    else:
+        if kept is not None:
+            kept.close()
+        scan = open_scan(job)
     try:
         config, video = job.config, scan.video
         errors_before = video.decode_errors

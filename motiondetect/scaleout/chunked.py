@@ -57,7 +57,7 @@ from motiondetect.outputs.writer import join_videos
 from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.roi import rasterize
 from motiondetect.pipeline.runner import Runner
-from motiondetect.scaleout.balance import Balance, Packets, balance_chunks, continuations, slot_sequences
+from motiondetect.scaleout.balance import Balance, Packets, balance_chunks, continuations, runs_makespan, slot_sequences
 from motiondetect.scaleout.chunk_task import ChunkJob, ChunkResult, run_chunk
 from motiondetect.scaleout.chunks import Chunk, packet_timestamps, warmup_frames
 from motiondetect.scaleout.manifest import Manifest, fingerprint, parts_folder
@@ -410,15 +410,13 @@ def _run_jobs(client, items: list[_Input], bar, config, args, threads) -> Except
         item.manifest.folder.mkdir(parents=True, exist_ok=True)  # the workers write their parts there
     sequences = slot_sequences(plans, len(slots)) if slots else []
     flags = [continuations(sequence) for sequence in sequences]
-    if sequences:
+    if sequences and log.isEnabledFor(logging.DEBUG):
         log.debug(
             "chunk runs: %d chunks in %d runs of consecutive chunks over %d worker threads, about %d frames decoded by the busiest",
             sum(map(len, plans)),
             sum(not continued for row in flags for continued in row),
             len(slots),
-            max(
-                sum(c.frames + (0 if continued else c.warmup) for (_, c), continued in zip(seq, row)) for seq, row in zip(sequences, flags)
-            ),
+            runs_makespan(plans, len(slots)),
         )
     for address, sequence, row in zip(slots, sequences, flags):
         for position, (number, chunk) in enumerate(sequence):

@@ -31,33 +31,32 @@ _kept: dict[int, tuple[tuple[str, int, int], OpenScan]] = {}
 _lock = threading.Lock()
 
 
+def _pop() -> tuple[tuple[str, int, int], OpenScan] | None:
+    with _lock:
+        return _kept.pop(threading.get_ident(), None)
+
+
 def keep(run: str, input_number: int, next_chunk: int, scan: OpenScan) -> None:
     """Keep ``scan`` on this thread for the task of chunk ``next_chunk`` of input ``input_number``
     in run ``run``; a scan this thread kept before is closed."""
+    discard()
     with _lock:
-        old = _kept.pop(threading.get_ident(), None)
         _kept[threading.get_ident()] = ((run, input_number, next_chunk), scan)
-    if old is not None:
-        old[1].close()
 
 
 def take(run: str, input_number: int, chunk: int) -> OpenScan | None:
     """The scan this thread kept for chunk ``chunk`` of input ``input_number`` in run ``run``, or
     ``None``; a scan kept for another chunk is closed (the caller starts afresh)."""
-    with _lock:
-        entry = _kept.pop(threading.get_ident(), None)
-    if entry is None:
-        return None
-    key, scan = entry
-    if key == (run, input_number, chunk):
-        return scan
-    scan.close()
+    entry = _pop()
+    if entry is not None and entry[0] == (run, input_number, chunk):
+        return entry[1]
+    if entry is not None:
+        entry[1].close()
     return None
 
 
 def discard() -> None:
     """Close the scan this thread keeps, if any (the end of a run's in-process tasks, tests)."""
-    with _lock:
-        entry = _kept.pop(threading.get_ident(), None)
+    entry = _pop()
     if entry is not None:
         entry[1].close()
