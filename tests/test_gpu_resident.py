@@ -199,3 +199,38 @@ def test_nvdec_file_with_no_decodable_frame_fails_before_any_output(tmp_path, mo
         assert rc == 1 and "Traceback" not in err
         assert expected in err.strip().splitlines()[-1], err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["blank.mp4"]
+
+
+@pytest.mark.parametrize("annotate, mixed", [(False, False), (True, False), (True, True)])
+def test_pooled_decoder_pictures_go_by_dma_and_equal_the_cpu(cuda, annotate, mixed):
+    """Pictures that view PyAV's pooled H.264 frame buffers are copied to the GPU by DMA from
+    registered buffers, not staged. Over two decoders one after the other (the first closed
+    before the second opens, so the second's buffers may take the first's freed addresses),
+    the results equal the CPU reference on copies of the same pictures; also when every third
+    picture is a copy (no pool), staged and uploaded alone among DMA'd ones."""
+    from motiondetect.core.types import Frame
+
+    path = h264(H264[0])
+    want = pictures(path, 60)
+    cpu = MotionDetector(build_filters(default_config()), annotate=annotate)
+    expected = [cpu.process(p) for p in want + want]
+    batched = BatchDetector(build_filters(default_config()), cuda, annotate=annotate, masks=True, batch=8)
+    pools = set()
+
+    def two_decoders():
+        index = 0
+        for _ in range(2):
+            with VideoHandler(str(path)) as video:
+                for _, frame in zip(range(60), video):
+                    pools.add(frame.image.pool)
+                    image = frame.image.copy() if mixed and index % 3 == 2 else frame.image
+                    yield Frame(index, index / 10, image)
+                    index += 1
+
+    seen = 0
+    for frame, result in batched.stream(two_decoders()):  # nothing kept: buffers go back to the pool
+        results_equal(expected[frame.index], result, f"frame {frame.index}")
+        seen += 1
+    assert seen == 120 and len(pools) == 2 and None not in pools
+    assert batched.host_pictures == ({"dma": 80, "staged": 40} if mixed else {"dma": 120, "staged": 0})
+    assert sum(r.motion_fraction > 0 for r in expected) > 30

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Hashable
 
 import cv2
 import numpy as np
@@ -61,12 +61,18 @@ class Picture:
         u, v: (ceil(H / 2), ceil(W / 2)) uint8 Cb and Cr.
         full_range: the stream's colour range is full ("JPEG"); ``False`` for limited
             ("MPEG"), which is also what an unspecified range means for yuv420p video.
+        pool: for planes that view a decoder's pooled frame buffers, which stay allocated at
+            the same addresses while the decoder lives: a key naming that pool (equal keys,
+            the same pool); ``None`` for any other memory (copies, conversions). The GPU path
+            registers pooled buffers as pinned memory and reads them by DMA
+            (:mod:`motiondetect.gpu.registered_buffers`).
     """
 
     y: np.ndarray
     u: np.ndarray
     v: np.ndarray
     full_range: bool = False
+    pool: Hashable | None = None
 
     @property
     def size(self) -> tuple[int, int]:

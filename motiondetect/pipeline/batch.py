@@ -5,12 +5,15 @@ from Python per frame and waits for each frame: on the GPU that is launch-bound.
 thread fills ring slots of K frames while the main thread runs the previous batch:
 
 - NVDEC frames (:class:`~motiondetect.sources.nvdec.DeviceFrame`) are copied device to device into the
-  slot by the decode thread, on the decoder's own stream; host-decoded pictures are copied into
-  the slot's page-locked (pinned) buffers by a pool of staging threads, each as soon as it is
-  decoded (fresh in the CPU's caches), while the main thread hands out earlier results, and
-  uploaded once the slot is full with one asynchronous
+  slot by the decode thread, on the decoder's own stream. Host-decoded pictures whose planes lie
+  in a decoder's pooled frame buffers (H.264 and HEVC through PyAV) are copied by DMA straight
+  from there, each buffer registered as pinned memory once
+  (:mod:`~motiondetect.gpu.registered_buffers`), queued by the decode thread on a stream of their
+  own. Other host pictures are copied into the slot's page-locked (pinned) buffers by a pool of
+  staging threads, each as soon as it is decoded (fresh in the CPU's caches), while the main
+  thread hands out earlier results, and uploaded once the slot is full with one asynchronous
   copy per plane on an upload stream of their own. The kernels run on the handler's stream
-  after the upload's event: decode, staging, uploads, kernels and downloads overlap.
+  after the copies' events: decode, copies, kernels and downloads overlap.
 - The grey stage reads the luma in place (``md_luma_to_gray_u8``, cropped to the ROI's box by
   addressing), every filter runs once per batch on a (K, H, W) grid (``BATCHED`` filters; the
   others frame by frame on views), the background model carries its state through the batch in
@@ -30,12 +33,13 @@ One synchronisation per batch; device buffers are allocated once (memory stays f
 
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -43,6 +47,7 @@ import numpy as np
 from motiondetect.core.picture import Picture, chroma_shape, unpack_planes
 from motiondetect.core.types import Frame, FrameResult
 from motiondetect.filters import Filter
+from motiondetect.gpu.registered_buffers import RegisteredBuffers, extent
 from motiondetect.pipeline.detector import (
     Geometry,
     MotionDetector,
@@ -165,6 +170,10 @@ class _Slot:
     frames: list | None = None
     #: The staging threads' copies of the batch's pictures into the pinned buffers (futures).
     staging: list | None = None
+    #: Images of the batch staged in the pinned buffers (the others went by DMA).
+    staged: list[int] = field(default_factory=list)
+    #: Event after the DMA copies of the batch's pictures, or ``None`` when none went by DMA.
+    dma_done: object | None = None
     layout: str = "nv12"
     full_range: bool = False
     geo: Geometry | None = None
@@ -236,6 +245,12 @@ class BatchDetector:
         #: Pinned buffers the results are downloaded into and handed out from, by what they hold.
         self._pools: dict[tuple, PinnedPool] = {}
         self._upload_stream = None  # host pictures' uploads, beside the kernels' stream
+        self._dma_stream = None  # the decode thread's copies from registered decoder buffers
+        #: Decoder buffers registered for DMA while a stream of host pictures runs.
+        self._registered: RegisteredBuffers | None = None
+        #: Host pictures copied to the device by DMA from their decoder's buffers, and staged
+        #: through the pinned buffers, since the detector was made.
+        self.host_pictures = {"dma": 0, "staged": 0}
 
     def reset(self) -> None:
         """Start a new stream: the next frame has no predecessor, every model starts afresh."""
@@ -291,7 +306,7 @@ class BatchDetector:
                         if stop.is_set():
                             return
                     slot = slots[turn % RING_SLOTS]
-                    slot.staging = []
+                    slot.staging, slot.staged, slot.dma_done = [], [], None
                     turn += 1
                     batch = []
                 self._copy_in(slot, len(batch), frame.image)
@@ -313,10 +328,11 @@ class BatchDetector:
         """Decode thread: copy frame ``k``'s planes into the slot as soon as it is decoded.
 
         NVDEC frames are copied device to device on the decoder's stream, after its writes.
-        Host pictures are copied into the slot's pinned buffers by a staging thread, started
-        now, while the picture is fresh in the CPU's caches; the decode thread goes back to the
-        decoder at once (:meth:`_upload` waits for the copies). Without staging threads
-        (:meth:`load_batch`) the copy is made here.
+        Host pictures in registered decoder buffers are copied by DMA, queued here on the DMA
+        stream (:meth:`_dma_copy`). Others are copied into the slot's pinned buffers by a
+        staging thread, started now, while the picture is fresh in the CPU's caches; the decode
+        thread goes back to the decoder at once (:meth:`_upload` waits for the copies). Without
+        staging threads (:meth:`load_batch`) the copy is made here.
         """
         if isinstance(image, DeviceFrame):
             stream = image.stream
@@ -333,31 +349,68 @@ class BatchDetector:
         if not isinstance(image, Picture):
             raise TypeError(f"the batched GPU path takes decoded video pictures; got {type(image).__name__}")
         slot.full_range = image.full_range
+        if self._registered is not None and self._dma_copy(slot, k, image):
+            self.host_pictures["dma"] += 1
+            return
+        self.host_pictures["staged"] += 1
+        slot.staged.append(k)
         if self._stagers is None:
             _stage(slot, k, image)
         else:
             slot.staging.append(self._stagers.submit(_stage, slot, k, image))
 
+    def _dma_copy(self, slot: _Slot, k: int, picture: Picture) -> bool:
+        """Decode thread: queue the copies of a picture's planes into image ``k`` of the slot
+        straight from the decoder's buffers, when they are (now) registered; ``False`` when
+        the picture must be staged. The slot's frames keep the pictures, hence their buffers,
+        until the batch's results are handed out, long after these copies."""
+        planes = [(picture.y, int(slot.luma.gpudata) + k * picture.y.size)]
+        if slot.chroma is not None:
+            ch, cw = picture.u.shape
+            base = int(slot.chroma.gpudata) + k * 2 * ch * cw
+            planes += [(picture.u, base), (picture.v, base + ch * cw)]
+        registered = self._registered
+        assert registered is not None
+        if not all(registered.readable(plane, picture.pool) for plane, _ in planes):
+            return False
+        for plane, target in planes:
+            _copy_2d_from_host(target, plane, self._dma_stream)
+        return True
+
     def _hand_over(self, slot: _Slot, batch: list[Frame], ready: queue.Queue) -> None:
+        import pycuda.driver as drv
+
+        if len(slot.staged) < len(batch) and slot.luma_host is not None:  # some went by DMA
+            done = drv.Event()
+            done.record(self._dma_stream)
+            slot.dma_done = done
         slot.frames = batch
         ready.put(slot)
 
     def _upload(self, slot: _Slot) -> None:
-        """Main thread: wait for a slot's host pictures to be in its pinned buffers, then queue
-        one asynchronous upload per plane."""
+        """Main thread: wait for a slot's staged host pictures to be in its pinned buffers, then
+        queue one asynchronous upload per plane (per picture when others of the batch went by
+        DMA); the kernels' stream waits for these uploads and for the DMA copies."""
         import pycuda.driver as drv
 
         n = len(slot.frames)
         for copy in slot.staging or ():
             copy.result()  # re-raises a failed copy here
         slot.staging = None
+        if slot.dma_done is not None:
+            self.cuda.stream.wait_for_event(slot.dma_done)
+        if not slot.staged:
+            return
         if self._upload_stream is None:
             self._upload_stream = drv.Stream()
         # On a stream of their own, so they overlap the kernels and the download of the batch
         # before; the kernels' stream waits for them.
-        drv.memcpy_htod_async(slot.luma.gpudata, slot.luma_host[:n], self._upload_stream)
-        if slot.chroma_host is not None:
-            drv.memcpy_htod_async(slot.chroma.gpudata, slot.chroma_host[:n], self._upload_stream)
+        runs = [(0, n)] if len(slot.staged) == n else [(k, k + 1) for k in slot.staged]
+        for start, stop in runs:
+            for host, device in ((slot.luma_host, slot.luma), (slot.chroma_host, slot.chroma)):
+                if host is not None:
+                    per = host[0].nbytes
+                    drv.memcpy_htod_async(int(device.gpudata) + start * per, host[start:stop], self._upload_stream)
         uploaded = drv.Event()
         uploaded.record(self._upload_stream)
         self.cuda.stream.wait_for_event(uploaded)
@@ -393,7 +446,11 @@ class BatchDetector:
             target=self._fill, args=(chained(), slots, free, ready, stop), name="motiondetect-batch-feed", daemon=True
         )
         if layout == "planar":
+            import pycuda.driver as drv
+
             self._stagers = ThreadPoolExecutor(STAGING_THREADS, thread_name_prefix="motiondetect-stage")
+            self._dma_stream = self._dma_stream or drv.Stream()
+            self._registered = RegisteredBuffers(self._dma_stream)
         thread.start()
         try:
             # Batch n + 1 is queued before batch n's results are handed out (module docstring).
@@ -418,6 +475,9 @@ class BatchDetector:
             if self._stagers is not None:
                 self._stagers.shutdown()
                 self._stagers = None
+            if self._registered is not None:  # before the decoder that owns the buffers closes
+                self._registered.release()
+                self._registered = None
 
     def load_batch(self, frames: Sequence[Frame]) -> _Slot:
         """Put up to K host-decoded frames (:class:`~motiondetect.core.picture.Picture` images) on
@@ -592,6 +652,22 @@ def _stage(slot: _Slot, k: int, picture: Picture) -> None:
     if slot.chroma_host is not None:
         slot.chroma_host[k, 0] = picture.u
         slot.chroma_host[k, 1] = picture.v
+
+
+def _copy_2d_from_host(dst: int, plane: np.ndarray, stream) -> None:
+    """Queue a copy of a host plane (a 2-D uint8 view with unit column stride, in registered
+    memory) to ``dst``, rows packed on the device."""
+    import pycuda.driver as drv
+
+    address, nbytes = extent(plane)
+    rows, cols = plane.shape
+    copy = drv.Memcpy2D()
+    copy.set_src_host(np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address)))
+    copy.src_pitch = plane.strides[0]
+    copy.set_dst_device(dst)
+    copy.dst_pitch = copy.width_in_bytes = cols
+    copy.height = rows
+    copy(stream)
 
 
 def _copy_2d(dst: int, dst_pitch: int, src: int, src_pitch: int, width: int, height: int, stream) -> None:

@@ -18,7 +18,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Hashable, Iterable, Iterator, Sequence
 
 import cv2
 import numpy as np
@@ -41,6 +41,11 @@ _REPORTED_BAD_IMAGES = 3
 
 #: Picture formats taken as they are; other decoded formats are converted to yuv420p.
 _YUV420 = {"yuv420p": False, "yuvj420p": True}
+#: Decoders whose frames view buffers of FFmpeg's frame pool (``ff_get_buffer`` and its
+#: ``av_buffer_pool``), kept at their addresses while the decoder lives: their pictures name the
+#: pool (:attr:`~motiondetect.core.picture.Picture.pool`). Others (raw video, for one, whose
+#: frames view the packets) may free a frame's memory as soon as it is released.
+_POOLED_DECODERS = frozenset({"h264", "hevc"})
 
 
 class PyAVCapture:
@@ -67,6 +72,7 @@ class PyAVCapture:
         self._pts: float | None = None
         self._ended = False
         self._decoded: list = []
+        self._decoder: object | None = None
         try:
             self._container = av.open(path)
             self._stream = self._container.streams.video[0] if self._container.streams.video else None
@@ -77,6 +83,8 @@ class PyAVCapture:
             self.release()
             return
         self._stream.thread_type = "AUTO"
+        #: This decoder's key in its pictures' ``pool``, when its frames come from FFmpeg's pool.
+        self._decoder = object() if self._stream.codec_context.name in _POOLED_DECODERS else None
         if threads is not None:
             self._stream.codec_context.thread_count = threads
         self._packets = self._container.demux(self._stream)
@@ -150,7 +158,7 @@ class PyAVCapture:
         if frame is None:
             return False, None
         self._pts = None if frame.pts is None else float(frame.pts)
-        return True, picture_of(frame)
+        return True, picture_of(frame, self._decoder)
 
     def release(self) -> None:
         if self._container is not None:
@@ -158,17 +166,25 @@ class PyAVCapture:
         self._container = self._stream = None
 
 
-def picture_of(frame) -> Picture:
+def picture_of(frame, decoder: Hashable | None = None) -> Picture:
     """A :class:`~motiondetect.core.picture.Picture` of a decoded PyAV ``VideoFrame`` whose planes
-    it views (no copy for yuv420p / yuvj420p; other formats through ``reformat``)."""
+    it views (no copy for yuv420p / yuvj420p; other formats through ``reformat``).
+
+    ``decoder``: a key of the decoder when its frames come from FFmpeg's frame pool
+    (:data:`_POOLED_DECODERS`); the picture's ``pool`` is then that key with the frame's format
+    and size (a change of either starts a new pool), unless the frame had to be converted.
+    """
     full_range = _YUV420.get(frame.format.name)
+    pool = None
     if full_range is None:
         full_range = frame.color_range == 2  # AVCOL_RANGE_JPEG
         frame = frame.reformat(format="yuv420p")
     else:
         full_range = full_range or frame.color_range == 2
+        if decoder is not None:
+            pool = (decoder, frame.format.name, frame.width, frame.height)
     y, u, v = (np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width] for plane in frame.planes)
-    return Picture(y, u, v, full_range)
+    return Picture(y, u, v, full_range, pool)
 
 
 def _natural_key(path: Path):
