@@ -60,12 +60,14 @@ def test_a_buffer_is_registered_once_per_pool_and_released_when_the_pool_changes
     buffers = RegisteredBuffers(driver, driver.register)
     a, b = np.zeros(4096, np.uint8), np.zeros(4096, np.uint8)
     pa, pb = plane(a, 8, 60, 64), plane(b, 8, 60, 64)
-    assert buffers.readable(pa, "decoder 1") and buffers.readable(pb, "decoder 1")
-    assert buffers.readable(pa, "decoder 1")  # again: no second registration
+    source_a = buffers.source(pa, "decoder 1")
+    assert source_a is not None and source_a.ctypes.data == a.ctypes.data and source_a.size == 7 * 64 + 60
+    assert buffers.source(pb, "decoder 1") is not None
+    assert buffers.source(pa, "decoder 1") is source_a  # again: no second registration
     assert driver.calls == 2 and len(driver.live) == 2 and buffers.registered == 2
     # Another pool: everything registered before goes (after the queued copies), then a's
     # buffer is registered afresh for the new pool.
-    assert buffers.readable(pa, "decoder 2")
+    assert buffers.source(pa, "decoder 2") is not None
     assert driver.syncs == 1 and list(driver.live) == [a.ctypes.data] and buffers.registered == 3
     buffers.release()
     assert driver.live == {} and driver.syncs == 2
@@ -74,19 +76,20 @@ def test_a_buffer_is_registered_once_per_pool_and_released_when_the_pool_changes
 def test_pictures_without_a_pool_or_refused_ranges_are_staged(driver):
     buffers = RegisteredBuffers(driver, driver.register)
     a = np.zeros(4096, np.uint8)
-    assert not buffers.readable(plane(a, 8, 60, 64), None)
+    assert buffers.source(plane(a, 8, 60, 64), None) is None
     assert driver.calls == 0
     driver.live[a.ctypes.data + 100] = 10  # someone else's registration inside the range
-    assert not buffers.readable(plane(a, 8, 60, 64), "decoder")
-    assert not buffers.readable(plane(a, 8, 60, 64), "decoder")  # refused once, not asked again
+    assert buffers.source(plane(a, 8, 60, 64), "decoder") is None
+    assert buffers.source(plane(a, 8, 60, 64), "decoder") is None  # refused once, not asked again
     assert driver.calls == 1 and buffers.registered == 0
 
 
 def test_a_longer_view_of_a_registered_address_replaces_its_registration(driver):
     buffers = RegisteredBuffers(driver, driver.register)
     a = np.zeros(8192, np.uint8)
-    assert buffers.readable(plane(a, 4, 60, 64), "decoder")
-    assert buffers.readable(plane(a, 8, 60, 64), "decoder")
+    assert buffers.source(plane(a, 4, 60, 64), "decoder") is not None
+    longer = buffers.source(plane(a, 8, 60, 64), "decoder")
+    assert longer is not None and longer.size == 7 * 64 + 60
     assert driver.live == {a.ctypes.data: 7 * 64 + 60}
 
 

@@ -5,9 +5,11 @@ buffer, at the same address, for as long as the decoder lives (``av_buffer_pool`
 stream uses about 25 Y-plane buffers). Registering each buffer once as page-locked memory
 (``cuMemHostRegister``) lets an
 asynchronous copy read a plane straight from where the decoder wrote it, so the CPU does not
-copy the picture into a staging buffer first. Measured in one process on the GPU machine
-(NVIDIA H200, 16 cores), 1080p H.264, ``--no-video`` pipeline in batches of 8: decoding alone
-1,256 frames/s, staging copies 1,185 (94 %), these registered buffers 1,232 (98 %).
+copy the picture into a staging buffer first. Measured on the GPU machine (NVIDIA H200, 16
+cores), 1080p H.264, ``--no-video``, CPU decoder, batches of 8: in one process, decoding alone
+1,225 frames/s, staging copies 1,133 (92 %), these registered buffers 1,149 (94 %); whole
+processes on a 12,000-frame file, 91 % of a decode-only process staged, 93 % registered
+(``docs/performance.md``).
 
 A registration stays valid only while its memory stays mapped: were a buffer freed and its
 address given to another allocation, a copy through the old registration would read the old
@@ -78,48 +80,51 @@ class RegisteredBuffers:
     def __init__(self, stream, register: Callable[[int, int], object] | None = None) -> None:
         self._stream = stream
         self._register = register or _DriverRegistration.register
-        self._held: dict[int, tuple[int, object]] = {}  # address -> (bytes, registration)
+        #: address -> (registration, the registered bytes as a 1-D uint8 array over them)
+        self._held: dict[int, tuple[object, np.ndarray]] = {}
         self._refused: set[tuple[int, int]] = set()  # (address, bytes) the driver would not register
         self._pool: Hashable | None = None
-        #: Buffers registered over the object's life (for tests and ``-v`` diagnostics).
+        #: Buffers registered over the object's life.
         self.registered = 0
 
-    def readable(self, plane: np.ndarray, pool: Hashable | None) -> bool:
-        """Whether ``plane`` (a 2-D uint8 view with unit column stride) may be copied to the GPU
-        asynchronously straight from its memory: its pool is known and its buffer is (now)
-        registered. ``False`` when the picture names no pool or the driver refuses the range
-        (it overlaps another registration's pages, for one): stage it instead.
+    def source(self, plane: np.ndarray, pool: Hashable | None) -> np.ndarray | None:
+        """The registered memory ``plane`` (a 2-D uint8 view with unit column stride) lies in,
+        as a 1-D uint8 array from its first pixel, for an asynchronous copy straight from it
+        (``pycuda.driver.Memcpy2D.set_src_host``, the plane's pitch and shape); the buffer is
+        registered now if it was not. ``None`` when the picture names no pool or the driver
+        refuses the range (it overlaps another registration's pages, for one): stage it instead.
 
         A picture of another pool than the last one's releases every registration first.
         """
         if pool is None:
-            return False
+            return None
         if pool != self._pool:
             self.release()
             self._pool = pool
         address, nbytes = extent(plane)
         held = self._held.get(address)
-        if held is not None and held[0] >= nbytes:
-            return True
+        if held is not None and held[1].size >= nbytes:
+            return held[1]
         if (address, nbytes) in self._refused:
-            return False
+            return None
         if held is not None:  # a smaller range at the same address: give it up first
             self._stream.synchronize()
-            held[1].unregister()
+            held[0].unregister()
             del self._held[address]
         registration = self._register(address, nbytes)
         if registration is None:
             self._refused.add((address, nbytes))
-            return False
-        self._held[address] = (nbytes, registration)
+            return None
+        memory = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
+        self._held[address] = (registration, memory)
         self.registered += 1
-        return True
+        return memory
 
     def release(self) -> None:
         """Wait for the copies queued from the buffers, then unregister them all."""
         if self._held:
             self._stream.synchronize()
-            for _, registration in self._held.values():
+            for registration, _ in self._held.values():
                 registration.unregister()
             self._held.clear()
         self._refused.clear()

@@ -33,7 +33,6 @@ One synchronisation per batch; device buffers are allocated once (memory stays f
 
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 import threading
@@ -47,7 +46,7 @@ import numpy as np
 from motiondetect.core.picture import Picture, chroma_shape, unpack_planes
 from motiondetect.core.types import Frame, FrameResult
 from motiondetect.filters import Filter
-from motiondetect.gpu.registered_buffers import RegisteredBuffers, extent
+from motiondetect.gpu.registered_buffers import RegisteredBuffers
 from motiondetect.pipeline.detector import (
     Geometry,
     MotionDetector,
@@ -371,10 +370,11 @@ class BatchDetector:
             planes += [(picture.u, base), (picture.v, base + ch * cw)]
         registered = self._registered
         assert registered is not None
-        if not all(registered.readable(plane, picture.pool) for plane, _ in planes):
+        sources = [registered.source(plane, picture.pool) for plane, _ in planes]
+        if any(source is None for source in sources):
             return False
-        for plane, target in planes:
-            _copy_2d_from_host(target, plane, self._dma_stream)
+        for (plane, target), source in zip(planes, sources):
+            _copy_2d_from_host(target, plane, source, self._dma_stream)
         return True
 
     def _hand_over(self, slot: _Slot, batch: list[Frame], ready: queue.Queue) -> None:
@@ -654,15 +654,15 @@ def _stage(slot: _Slot, k: int, picture: Picture) -> None:
         slot.chroma_host[k, 1] = picture.v
 
 
-def _copy_2d_from_host(dst: int, plane: np.ndarray, stream) -> None:
-    """Queue a copy of a host plane (a 2-D uint8 view with unit column stride, in registered
-    memory) to ``dst``, rows packed on the device."""
+def _copy_2d_from_host(dst: int, plane: np.ndarray, source: np.ndarray, stream) -> None:
+    """Queue a copy of a host plane (a 2-D uint8 view with unit column stride) to ``dst``, rows
+    packed on the device, from ``source``: the registered memory it lies in, from its first
+    pixel (:meth:`RegisteredBuffers.source`)."""
     import pycuda.driver as drv
 
-    address, nbytes = extent(plane)
     rows, cols = plane.shape
     copy = drv.Memcpy2D()
-    copy.set_src_host(np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address)))
+    copy.set_src_host(source)
     copy.src_pitch = plane.strides[0]
     copy.set_dst_device(dst)
     copy.dst_pitch = copy.width_in_bytes = cols
