@@ -81,6 +81,56 @@ def test_the_retain_is_released_once_by_finish(fresh):
     assert driver.calls == ["cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2"]
 
 
+def test_a_kept_retain_lasts_until_finish(fresh):
+    driver = FakeDriver()
+    fresh(driver)
+    early_start.start(0)
+    early_start.keep()  # a handler took the context
+    assert early_start.holding()
+    assert "cuDevicePrimaryCtxRelease_v2" not in driver.calls
+    early_start.finish()  # the run went to the CPU after all
+    assert not early_start.holding()
+    assert driver.calls[-1] == "cuDevicePrimaryCtxRelease_v2"
+
+
+def test_nothing_is_held_without_an_early_context(fresh):
+    fresh(FakeDriver("cuDevicePrimaryCtxRetain"))
+    early_start.keep()  # never started
+    assert not early_start.holding()
+    early_start.start(0)
+    early_start.keep()  # started, but the driver failed
+    assert not early_start.holding()
+
+
+@pytest.mark.parametrize("holding", [True, False])
+def test_the_command_leaves_with_its_code_and_its_output_flushed(holding):
+    """Where the process keeps a CUDA context, ``motiondetect.__main__.main`` ends it with
+    ``os._exit`` (no atexit handler runs) after flushing the log and stdout."""
+    script = textwrap.dedent(
+        f"""
+        import atexit, logging, sys
+        import motiondetect.__main__ as entry
+        from motiondetect.gpu import early_start
+
+        def command():
+            logging.basicConfig(stream=sys.stderr, format="%(message)s", level=logging.INFO)
+            logging.getLogger("motiondetect").info("a log line")
+            sys.stdout.write("a report with no newline")
+            return 3
+
+        entry._main = command
+        early_start.holding = lambda: {holding}
+        atexit.register(print, "atexit ran", file=sys.stderr)
+        sys.exit(entry.main())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 3
+    assert done.stdout == "a report with no newline"
+    assert "a log line" in done.stderr
+    assert ("atexit ran" in done.stderr) is not holding
+
+
 @pytest.mark.parametrize("fail", ["cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain"])
 def test_a_driver_that_fails_is_never_released(fresh, fail):
     driver = FakeDriver(fail)
@@ -123,9 +173,10 @@ def test_public_names_load_on_first_use():
 
 
 @pytest.mark.gpu
-def test_the_early_context_is_the_handlers_and_is_gone_after_it():
+def test_the_early_context_is_the_handlers_and_outlives_it_until_finish():
     """In a fresh process: the driver started early, a handler entered and closed; the primary
-    context is active inside the handler and inactive after it (no retain left behind)."""
+    context is active inside the handler and after it (kept for the next handler, which runs
+    in it), and inactive after :func:`early_start.finish` (no retain left behind)."""
     from motiondetect.gpu.platform import cuda_device_error
 
     if cuda_device_error():
@@ -145,10 +196,18 @@ def test_the_early_context_is_the_handlers_and_is_gone_after_it():
 
         early_start.start(0)
         with CUDAHandler(0) as handler:
-            assert early_start._retained is None
             inside = active()
-        print(inside, active())
+        assert early_start.holding()
+        after = active()
+        with CUDAHandler(0) as handler:  # a second input's handler
+            import numpy as np
+
+            uploaded = handler.upload("x", np.arange(6, dtype=np.uint8))
+            handler.stream.synchronize()
+            assert uploaded.get().tolist() == list(range(6))
+        early_start.finish()
+        print(inside, after, active(), early_start.holding())
         """
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["1", "0"]
+    assert out.split() == ["1", "1", "0", "False"]

@@ -5,18 +5,21 @@ from __future__ import annotations
 import sys
 
 
+class _Silent:
+    """A bar that shows nothing (tqdm's three calls the runner makes)."""
+
+    def update(self, n): ...
+    def set_postfix_str(self, s, refresh=True): ...
+    def close(self): ...
+
+
 def progress_bar(total: int | None, quiet: bool):
-    """A tqdm bar with fps and ETA on a terminal; a no-op stand-in otherwise."""
+    """A tqdm bar with fps and ETA on a terminal; a no-op stand-in otherwise (tqdm is then not
+    imported: 0.01-0.02 s of a run's start-up)."""
+    if quiet or not sys.stderr.isatty():
+        return _Silent()
     try:
         from tqdm import tqdm
     except ImportError:  # tqdm is a dependency, but keep the CLI usable without it
-        tqdm = None
-    if tqdm is None or quiet or not sys.stderr.isatty():
-
-        class _Silent:
-            def update(self, n): ...
-            def set_postfix_str(self, s, refresh=True): ...
-            def close(self): ...
-
         return _Silent()
     return tqdm(total=total, unit="frame", dynamic_ncols=True, leave=False)

@@ -9,7 +9,6 @@ broken install never breaks ``import motiondetect``; it is imported without ``pk
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import sys
 import types
 
@@ -35,6 +34,8 @@ def _import_package() -> None:
     """
     if "skcuda" in sys.modules:
         return
+    import importlib.metadata  # here, not at the top: 15 ms of every GPU run's start-up
+
     try:
         version = importlib.metadata.version("scikit-cuda")
     except importlib.metadata.PackageNotFoundError:

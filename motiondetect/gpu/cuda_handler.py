@@ -77,9 +77,9 @@ class CUDAHandler:
             if self.context is not None:
                 self.context.pop()
                 self.context = None
+            early_start.finish()  # the context could not be made: the driver's start goes too
             raise CudaUnavailable(f"CUDA backend unavailable: cannot create a context ({exc})") from exc
-        finally:
-            early_start.finish()  # the context is retained here now (or could not be made)
+        early_start.keep()  # the context is retained here now, and made until the process exits
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from motiondetect.core.errors import CudaUnavailable, UsageError
 from motiondetect.core.faults import warm_up
+from motiondetect.gpu import early_start
 from motiondetect.gpu.cuda_handler import CUDAHandler
 from motiondetect.pipeline.batch import auto_batch
 from motiondetect.pipeline.detector import MotionDetector
@@ -128,5 +129,6 @@ def checked_on_device(detector: MotionDetector, cuda: CUDAHandler | None, reques
         raise CudaUnavailable(f"the CUDA backend cannot run this pipeline: {reason}")
     log.info("notice: the CUDA backend cannot run this pipeline: %s; using the CPU backend", reason)
     assert cuda is not None  # a device fault means the detector ran on this handler
-    cuda.close()  # give the device back now
+    cuda.close()  # give the device back now: the handler's buffers, then the context itself
+    early_start.finish()
     return MotionDetector(detector.filters, roi=detector.roi, downscale=detector.downscale, annotate=detector.annotate)
