@@ -4,9 +4,11 @@ on timestamps alone (scaleout.chunks.plan_from_stamps) and the slots of a local 
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
 import random
+from typing import Iterable
 
 import pytest
 
@@ -16,9 +18,7 @@ from motiondetect.scaleout.balance import (
     Packets,
     balance_chunks,
     candidate_lengths,
-    chunk_cost,
     continuations,
-    makespan,
     runs_makespan,
     sequence_cost,
     slot_sequences,
@@ -88,6 +88,23 @@ def _chunk(frames: int, warmup: int = 0) -> Chunk:
     return Chunk("a", 0, warmup, frames, None, None, None, 0)
 
 
+def chunk_cost(chunk: Chunk) -> int:
+    """Frames a chunk task started afresh decodes: its own and its planned warm-up."""
+    return chunk.frames + chunk.warmup
+
+
+def makespan(chunks: Iterable[Chunk], slots: int) -> int:
+    """The reference the runs are held against: the busiest slot's frames when every chunk is a
+    task started afresh and the chunks go out longest first, each to the least-loaded of
+    ``slots`` slots (LPT), as runs were planned before slots kept their scans open."""
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1; got {slots}")
+    loads = [0] * slots  # a heap: the least-loaded slot first
+    for cost in sorted((chunk_cost(c) for c in chunks), reverse=True):
+        heapq.heapreplace(loads, loads[0] + cost)
+    return max(loads)
+
+
 def test_makespan_gives_the_longest_chunks_out_first_to_the_least_loaded_slot():
     assert chunk_cost(_chunk(1500, 500)) == 2000
     # LPT on costs 5, 4, 3, 3, 3 over 2 slots: 5 | 4, +3 -> 7 | 5 +3 -> 8 | 7 +3 -> 10.
@@ -153,7 +170,7 @@ def test_a_short_file_stays_one_chunk():
     short = _packets(400, 25)
     balance = balance_chunks([short], WARMUP, 60.0, 8)
     assert (balance.seconds, balance.chunks, balance.makespan) == (60.0, 1, 400)
-    assert len(short.plan(7.5, WARMUP)) == 2 and makespan(short.plan(7.5, WARMUP), 8) == 400  # tried, no better
+    assert len(short.plan(7.5, WARMUP)) == 2 and runs_makespan([short.plan(7.5, WARMUP)], 8) == 400  # tried, no better
 
 
 def test_a_single_file_is_spread_over_idle_slots():
@@ -161,7 +178,7 @@ def test_a_single_file_is_spread_over_idle_slots():
     packets = _packets(3000, 25)
     balance = balance_chunks([packets], WARMUP, 60.0, 8)
     assert (balance.seconds, balance.chunks) == (15.0, 8)
-    assert balance.makespan == 375 + WARMUP < makespan(packets.plan(60.0, WARMUP), 8) == 2000
+    assert balance.makespan == 375 + WARMUP < runs_makespan([packets.plan(60.0, WARMUP)], 8) == 2000
     _check_plan(packets, balance.plans[0], WARMUP)
 
 

@@ -30,9 +30,9 @@ the plans, so the same inputs, settings and slots always give the same plan, as 
 Example (the default pipeline's 500-frame warm-up, 8 slots): a 30,000-frame file at 25 fps in
 60-s chunks is 20 chunks of 1,500 frames, runs of 3 and of 2 chunks, ``3 * 1,500 + 500 = 5,000``
 frames for the busiest slot; 50-s, 75-s and 150-s chunks (24, 16 and 8) make 8 equal runs of
-``3,750 + 500 = 4,250``, and the planner takes 50 s. As chunk tasks started afresh
-(:func:`makespan`, how runs were planned before slots kept their scans open) the same lengths cost
-6,000, 5,250, 4,750 and 4,250 frames: 150 s was taken then, and the whole command took 14.2-15.7
+``3,750 + 500 = 4,250``, and the planner takes 50 s. As chunk tasks started afresh, each
+with its own warm-up and given out longest first (how runs were planned before slots kept their
+scans open), the same lengths cost 6,000, 5,250, 4,750 and 4,250 frames: 150 s was taken then, and the whole command took 14.2-15.7
 s on an H200 against 15.8-16.5 s with 75-s chunks. A slot with several files' runs scans them
 one after the other, each run paying its warm-up; when a pipeline cannot be split (a warm-up of
 ``None``) every file stays one chunk, and when the slots are not known before the run
@@ -44,7 +44,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from motiondetect.scaleout.chunks import Chunk, plan_from_stamps
 
@@ -102,35 +102,6 @@ class Balance:
     def chunks(self) -> int:
         """Chunks of the whole run."""
         return sum(len(plan) for plan in self.plans)
-
-
-def chunk_cost(chunk: Chunk) -> int:
-    """Frames a chunk's worker decodes: its own frames plus its planned warm-up frames."""
-    return chunk.frames + chunk.warmup
-
-
-def makespan(chunks: Iterable[Chunk], slots: int) -> int:
-    """Estimated load of the busiest slot, in decoded frames, when every chunk is a task started
-    afresh (its own warm-up) and the chunks are given out longest first, each to the
-    least-loaded of ``slots`` slots (LPT scheduling): the estimate before slots continued their
-    scans (:func:`runs_makespan` is the planner's now).
-
-    Args:
-        chunks: the chunks of a run, any order; each costs :func:`chunk_cost` frames.
-        slots: chunks scanned at once, >= 1.
-
-    Returns:
-        The largest slot load, frames (0 for no chunks).
-
-    Raises:
-        ValueError: ``slots`` is below 1.
-    """
-    if slots < 1:
-        raise ValueError(f"slots must be >= 1; got {slots}")
-    loads = [0] * slots  # a heap: the least-loaded slot first
-    for cost in sorted((chunk_cost(c) for c in chunks), reverse=True):
-        heapq.heapreplace(loads, loads[0] + cost)
-    return max(loads)
 
 
 def candidate_lengths(seconds: float, count: int, slots: int) -> list[float]:

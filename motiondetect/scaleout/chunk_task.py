@@ -124,7 +124,7 @@ class ChunkResult:
 
     def box_list(self) -> list[tuple[int, int, int, int] | None]:
         """Every frame's :meth:`box`, in order (one conversion of the array, not one per frame)."""
-        return [None if row == [-1, -1, -1, -1] else (row[0], row[1], row[2], row[3]) for row in self.boxes.tolist()]
+        return [None if box == NO_BOX else box for box in map(tuple, self.boxes.tolist())]
 
     def save(self, path: str | Path) -> None:
         """Write to an ``.npz`` file (the resume record of a finished chunk)."""
