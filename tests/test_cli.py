@@ -7,6 +7,8 @@ import logging
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import cv2
@@ -574,3 +576,95 @@ def test_threshold_flag_needs_a_threshold_filter(tmp_path, sequence, monkeypatch
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--threshold", "30")
     assert rc == 2 and "no 'threshold' filter" in one_line_error(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["seq"]
+
+
+@pytest.fixture
+def counted_reads(monkeypatch):
+    """The number of pictures PyAV has decoded so far, as a list of one item."""
+    from motiondetect.sources import video
+
+    count = [0]
+    real = video.PyAVCapture.read
+
+    def read(self, *args, **kwargs):
+        count[0] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(video.PyAVCapture, "read", read)
+    return count
+
+
+def backend_opened_after(monkeypatch, reads, settle):
+    """Patch the command's ``open_backend`` to record ``reads`` when it is called, after
+    ``settle(reads)`` has returned; return the record."""
+    from motiondetect.apps import cli
+
+    seen: list[int] = []
+    real = cli.open_backend
+
+    def open_backend(*args, **kwargs):
+        settle(reads)
+        seen.append(reads[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "open_backend", open_backend)
+    return seen
+
+
+def test_cpu_decoder_starts_before_the_device_set_up(tmp_path, monkeypatch, capsys, counted_reads):
+    """With a CPU decoder certain (here the CPU backend), pictures are decoded while the backend
+    opens; the masks are those of a run that decodes after it."""
+    from motiondetect.apps import cli
+
+    path = tmp_path / "square.mp4"
+    with VideoWriter(path, 25, (64, 48)) as writer:
+        for f in square_frames(count=40, step=1):
+            writer.write(f)
+
+    wanted = [20]  # pictures to wait for (5 s at most) before the backend opens
+
+    def settle(reads):
+        deadline = time.monotonic() + (5 if wanted[0] else 0.1)
+        while reads[0] < max(1, wanted[0]) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    seen = backend_opened_after(monkeypatch, counted_reads, settle)
+    argv = (path, "--backend", "cpu", "--no-video", "--overwrite")
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, *argv, "--masks", tmp_path / "ahead")
+    assert rc == 0 and seen[0] >= 20
+    monkeypatch.setattr(cli, "decodes_on_cpu", lambda *args: False)
+    counted_reads[0], wanted[0] = 0, 0
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, *argv, "--masks", tmp_path / "after")
+    assert rc == 0 and seen[1] <= 1  # the first picture, decoded at open to check the file
+    ahead, after = sorted((tmp_path / "ahead").iterdir()), sorted((tmp_path / "after").iterdir())
+    assert len(ahead) == 40 and [p.name for p in ahead] == [p.name for p in after]
+    assert all(np.array_equal(cv2.imread(str(a)), cv2.imread(str(b))) for a, b in zip(ahead, after))
+    assert any(cv2.imread(str(a)).any() for a in ahead)  # motion was found
+
+
+def test_no_decoding_before_the_set_up_where_nvdec_may_decode(tmp_path, monkeypatch, capsys, small_video, counted_reads):
+    """--decoder auto with PyNvVideoCodec installed: the decoder is chosen after the set-up, so
+    PyAV decodes nothing before it."""
+    import importlib.util
+
+    from motiondetect.pipeline import assembly
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(assembly.importlib.util, "find_spec", lambda name, *a: object() if name == "PyNvVideoCodec" else real(name, *a))
+    seen = backend_opened_after(monkeypatch, counted_reads, lambda reads: time.sleep(0.2))
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, small_video, "--no-video")
+    assert rc == 0 and seen == [0]
+
+
+def test_a_set_up_failure_stops_the_decoding_begun_beside_it(tmp_path, monkeypatch, capsys, small_video):
+    """The backend fails after the decode thread started: one line, exit 1, and no thread left."""
+    from motiondetect.apps import cli
+    from motiondetect.core.errors import CudaUnavailable
+
+    def refuse(*args, **kwargs):
+        raise CudaUnavailable("CUDA unavailable: no device (a test)")
+
+    monkeypatch.setattr(cli, "open_backend", refuse)
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "--no-video")
+    assert rc == 1 and "no device (a test)" in one_line_error(err)
+    assert not [t for t in threading.enumerate() if t.name == "motiondetect-decode" and t.is_alive()]

@@ -553,6 +553,45 @@ def test_batch_size_follows_the_decoder_the_run_chose():
     assert (batch_size(fixed, nvdec), batch_size(fixed, host)) == (5, 5)
 
 
+@pytest.mark.parametrize(
+    "decoder, backend, is_file, nvdec_installed, expected",
+    [
+        ("cpu", "cuda", True, True, True),
+        ("auto", "cpu", True, True, True),
+        ("auto", "auto", False, True, True),  # cameras, image sequences, --concat
+        ("auto", "auto", True, False, True),  # no PyNvVideoCodec: NVDEC is never tried
+        ("auto", "auto", True, True, False),  # NVDEC may decode it
+        ("auto", "cuda", True, True, False),
+        ("nvdec", "cuda", True, True, False),
+        ("nvdec", "cpu", True, False, False),  # an error, not a CPU run
+    ],
+)
+def test_decodes_on_cpu_only_when_choose_decoder_cannot_take_nvdec(monkeypatch, decoder, backend, is_file, nvdec_installed, expected):
+    """The decoder may start before the device's set-up only when choose_decoder will return the
+    input's own decoder whatever that set-up finds."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    from motiondetect.pipeline import assembly
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        assembly.importlib.util,
+        "find_spec",
+        lambda name, *a: (object() if nvdec_installed else None) if name == "PyNvVideoCodec" else real(name, *a),
+    )
+    video = SimpleNamespace(decodes_pictures=is_file)
+    config = {"decoder": decoder, "backend": backend}
+    assert assembly.decodes_on_cpu(config, video) is expected
+    if expected:  # and choose_decoder agrees: the input's own decoder, with CUDA or without
+        for cuda in (None, object()):
+            if cuda is not None and (backend == "cpu" or (decoder == "auto" and is_file)):
+                continue  # no CUDA handler on the CPU backend; PyNvVideoCodec's absence is NvdecSource's to find
+            batched = "the CPU backend" if cuda is None else None
+            source, _ = assembly.choose_decoder(decoder, video, cuda, batched, None, None, check=False)
+            assert source is video or not is_file
+
+
 def test_config_error_survives_pickling():
     """Worker processes and Dask tasks send errors back pickled: the message must come back whole,
     not rebuilt from its characters."""

@@ -12,7 +12,7 @@ import pytest
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.types import Frame
 from motiondetect.outputs.writer import VideoWriter
-from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
+from motiondetect.sources.threads import HEAD_START_BYTES, BackgroundWriter, PrefetchReader, head_start_frames
 
 
 def frames(count, fail_at=None, produced=None):
@@ -85,3 +85,58 @@ def test_background_writer_reraises_encoder_errors_on_the_caller(tmp_path):
     with pytest.raises(VideoOpenFailure):
         writer.close()
     assert Failing.closed.is_set()
+
+
+def wait_for(condition, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_head_start_reads_ahead_before_the_first_frame_is_taken():
+    reader = PrefetchReader(frames(1000), depth=4, head_start=50)
+    wait_for(lambda: reader.held == 50)
+    time.sleep(0.1)
+    assert reader.held == 50  # its bound, not the whole source
+    reader.stop()
+
+
+def test_head_start_is_paid_back_one_frame_per_frame_taken():
+    """A consumer slower than the decoder: each frame taken lowers the bound by one, so the
+    frames held fall back to ``depth`` and stay there."""
+    reader = PrefetchReader(frames(1000), depth=4, head_start=20)
+    wait_for(lambda: reader.held == 20)
+    iterator = iter(reader)
+    for taken in range(1, 21):
+        assert next(iterator).index == taken - 1
+        time.sleep(0.01)  # room for the reader to refill, were it allowed to
+        assert reader.held == max(4, 20 - taken)
+    reader.stop()
+
+
+def test_head_start_keeps_every_frame_in_order_and_the_errors():
+    assert [f.index for f in PrefetchReader(frames(500), depth=4, head_start=100)] == list(range(500))
+    seen = []
+    with pytest.raises(VideoOpenFailure, match="corrupt packet"):
+        for frame in PrefetchReader(frames(300, fail_at=250), depth=2, head_start=100):
+            seen.append(frame.index)
+    assert seen == list(range(250))
+
+
+def test_stop_releases_a_full_head_start():
+    reader = PrefetchReader(frames(10_000), depth=2, head_start=64)
+    wait_for(lambda: reader.held == 64)
+    reader.stop()
+    assert not reader._thread.is_alive()
+
+
+@pytest.mark.parametrize(
+    "size, bytes_per_pixel, expected",
+    [((1920, 1080), 1.5, 86), ((3840, 2160), 1.5, 21), ((1920, 1080), 3, 43), ((320, 240), 1.5, 256), ((15360, 8640), 3, 8)],
+)
+def test_head_start_frames_fill_the_memory_bound(size, bytes_per_pixel, expected):
+    assert head_start_frames(size, bytes_per_pixel) == expected
+    if 8 < expected < 256:
+        assert expected * size[0] * size[1] * bytes_per_pixel <= HEAD_START_BYTES
+        assert (expected + 1) * size[0] * size[1] * bytes_per_pixel > HEAD_START_BYTES

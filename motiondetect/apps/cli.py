@@ -40,7 +40,14 @@ from motiondetect.outputs.paths import OutputPaths, plan_outputs
 from motiondetect.outputs.plot import MotionPlotSink, require_matplotlib
 from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
 from motiondetect.outputs.writer import VideoWriter
-from motiondetect.pipeline.assembly import batch_size, batched_path_problem, checked_on_device, choose_decoder, masks_needed
+from motiondetect.pipeline.assembly import (
+    batch_size,
+    batched_path_problem,
+    checked_on_device,
+    choose_decoder,
+    decodes_on_cpu,
+    masks_needed,
+)
 from motiondetect.pipeline.batch import BatchDetector
 from motiondetect.pipeline.config import (
     BACKENDS,
@@ -59,7 +66,7 @@ from motiondetect.pipeline.roi import rasterize, roi_from_file
 from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
 from motiondetect.sources.live import LatestFrameReader
-from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
+from motiondetect.sources.threads import BackgroundWriter, PrefetchReader, head_start_frames
 from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, window
 
 log = logging.getLogger("motiondetect")
@@ -382,6 +389,13 @@ def _run_one(
         if paths.clips_by_copy and not (isinstance(video, VideoHandler) and video.decodes_pictures):
             raise UsageError("--clip-mode copy cuts clips from one video file; this input is a camera, a stream, images or --concat")
         wants_frames = paths.annotated_frames
+        ahead = None
+        if not live and decodes_on_cpu(config, video):
+            # The CPU decoder starts now, beside the device's set-up below, instead of after it.
+            video.check_decodable()  # here, before its thread reads
+            bytes_per_pixel = 1.5 if getattr(video, "decodes_pictures", False) else 3
+            ahead = PrefetchReader(window(video, start, stop), head_start=head_start_frames(video.size, bytes_per_pixel))
+            stack.callback(ahead.stop)
         cuda = open_backend(config["backend"], filters, stack)
         preview = args.preview or realtime_source
         needs_mask = masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)
@@ -401,7 +415,7 @@ def _run_one(
         detector = checked_on_device(detector, cuda, config["backend"], video.size)
         cuda = cuda if detector.backend == "cuda" else None
         batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
-        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack)
+        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack, check=ahead is None)
         batch = batch_size(config, video)
         log.debug(
             "decoder: %s; %s",
@@ -433,7 +447,9 @@ def _run_one(
             "config": config,
         }
         frames = window(video, start, stop)
-        if batched is None:
+        if ahead is not None:
+            frames = ahead  # the batched detector's decode thread takes from it as the main thread would
+        elif batched is None:
             pass  # the batched detector decodes on its own thread, into its ring of batches
         elif not live:
             # Decode ahead on a thread while the main thread detects (never drops a frame).

@@ -3,6 +3,7 @@ run, which decoder feeds it, and a first pass on the device before any output ex
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from contextlib import ExitStack
 from typing import Any
@@ -47,6 +48,20 @@ def batched_path_problem(
     if detector.annotation_filters and not detector.yuv_annotation:
         return "the pipeline's annotation has no Y'CbCr form"
     return None
+
+
+def decodes_on_cpu(config: dict[str, Any], video) -> bool:
+    """Whether the run will read ``video`` with its own decoder (PyAV's CPU threads, OpenCV)
+    whatever the device's set-up finds, so decoding may start before it (:func:`choose_decoder`
+    with the same config never returns NVDEC): ``--decoder cpu``, the CPU backend, an input
+    that is not a video file, or ``--decoder auto`` without PyNvVideoCodec installed. ``False``
+    for ``--decoder nvdec``, which decodes on the GPU or fails."""
+    requested = config["decoder"]
+    if requested == "nvdec":
+        return False
+    if requested == "cpu" or config["backend"] == "cpu" or not getattr(video, "decodes_pictures", False):
+        return True
+    return importlib.util.find_spec("PyNvVideoCodec") is None
 
 
 def choose_decoder(
