@@ -446,9 +446,9 @@ def _run_one(
             "decoder": decoder,
             "config": config,
         }
-        frames = window(video, start, stop)
+        frames = ahead if ahead is not None else window(video, start, stop)
         if ahead is not None:
-            frames = ahead  # the batched detector's decode thread takes from it as the main thread would
+            pass  # decoding since before the set-up; the batched detector's thread takes from it too
         elif batched is None:
             pass  # the batched detector decodes on its own thread, into its ring of batches
         elif not live:
