@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -453,8 +454,20 @@ def test_gpu_cluster_pins_its_worker_processes_to_their_gpu(monkeypatch):
     assert named == [(f"gpu0-{n}", 1, "0") for n in range(3)]
 
 
+@pytest.fixture
+def fresh_worker_server():
+    """No worker server left running by an earlier test: the next one starts with this test's
+    environment (the server keeps the one it started with). ``_stop`` is CPython's own hook for
+    its tests."""
+    import multiprocessing.forkserver
+
+    multiprocessing.forkserver._forkserver._stop()
+    yield
+    multiprocessing.forkserver._forkserver._stop()
+
+
 @pytest.mark.parametrize("cuda", [False, True], ids=["cpu", "gpu"])
-def test_local_workers_start_with_the_malloc_settings(monkeypatch, cuda):
+def test_local_workers_start_with_the_malloc_settings(monkeypatch, cuda, fresh_worker_server):
     """glibc reads its malloc settings as a process starts: the local cluster's workers get
     WORKER_MALLOC in place of Dask's MALLOC_TRIM_THRESHOLD_=65536; the setting ends with the run."""
     import dask
@@ -470,6 +483,27 @@ def test_local_workers_start_with_the_malloc_settings(monkeypatch, cuda):
         seen = client.run(lambda: [os.environ.get(name) for name in names])
     assert list(seen.values()) == [[str(cluster.WORKER_MALLOC[name]) for name in names]] * 2
     assert dask.config.get("distributed.nanny.pre-spawn-environ") == before
+
+
+@pytest.mark.parametrize("cuda", [False, True], ids=["cpu", "gpu"])
+def test_local_workers_are_forked_with_the_task_modules_imported(monkeypatch, cuda, fresh_worker_server):
+    """On Linux the workers come from the server that imported what a chunk task needs, so they
+    hold those modules before any task ran; spawned workers (Dask's default, kept elsewhere) do
+    not."""
+    from motiondetect.scaleout import cluster
+
+    if not cluster.FORK_WORKERS:
+        pytest.skip("workers are forked from a server on Linux only")
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: ["0"])
+    probe = ("motiondetect.scaleout.chunk_task", "cv2", "av")
+    with cluster.open_client(2, None, cuda=cuda) as client:
+        held = client.run(lambda: [name in sys.modules for name in probe])
+    assert list(held.values()) == [[True] * len(probe)] * 2
+    monkeypatch.setattr(cluster, "FORK_WORKERS", False)
+    assert not cluster.start_worker_server(cuda)
+    with cluster.open_client(2, None, cuda=cuda) as client:
+        held = client.run(lambda: [name in sys.modules for name in probe])
+    assert list(held.values()) == [[False] * len(probe)] * 2
 
 
 def test_an_existing_cluster_keeps_the_aimed_chunk_length(scheduler, monkeypatch, capsys, tmp_path):

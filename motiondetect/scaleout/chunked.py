@@ -147,11 +147,13 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     """
     from motiondetect.core.progress import progress_bar
     from motiondetect.outputs.paths import plan_outputs
-    from motiondetect.scaleout.cluster import local_slots, open_client
+    from motiondetect.scaleout.cluster import local_slots, open_client, start_worker_server
 
     problem = chunked_problem(args, config)
     if problem:
         raise UsageError(problem)
+    if not args.scheduler:  # the workers' server imports while the chunks are planned
+        start_worker_server(config["backend"] != "cpu")
     roi = config.get("roi")
     if isinstance(roi, dict) and "mask" in roi:  # the workers read it from their own folder
         config = {**config, "roi": {"mask": str(Path(roi["mask"]).resolve())}}
