@@ -16,8 +16,9 @@ chunked run starts.
 
 A local cluster's worker processes are forked (on Linux) from one server process that has already
 imported what a chunk task needs (:func:`start_worker_server`), started when the run starts, so its
-imports overlap the run's planning; each worker starts in milliseconds instead of importing Dask,
-NumPy, OpenCV, PyAV, PyCUDA and this package afresh as a spawned interpreter (Dask's default).
+imports overlap the run's planning; each worker then starts with those modules in place instead
+of importing Dask, NumPy, OpenCV, PyAV, PyCUDA and this package afresh as a spawned interpreter
+(Dask's default).
 
 A local cluster's *slots*, the chunks it scans at once, are known before it starts
 (:func:`local_slots`), so a run balances its chunk length over them
@@ -199,13 +200,14 @@ def start_worker_server(cuda: bool) -> bool:
     # every package it knows first (pandas among them), in this process too, about 1 s.
     if hasattr(distributed.utils, "_forkserver_preload_set"):
         distributed.utils._forkserver_preload_set = True
-    saved = dict(os.environ)
-    os.environ.update(worker_environment())
+    # Only variables this process lacks differ (worker_environment keeps the ones it has).
+    added = {name: value for name, value in worker_environment().items() if name not in os.environ}
+    os.environ.update(added)
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        for name in added:
+            del os.environ[name]
     return True
 
 
