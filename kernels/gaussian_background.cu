@@ -10,6 +10,8 @@
 // mean and variance then learn at the background rates where the pixel is background and at
 // the (slower) foreground rates where it is foreground; the variance learns from
 // min(d^2, k^2 * max(var, min_var)), so one outlier cannot inflate it beyond the threshold.
+// Where the pixel is darker than its mean, the floor is also (shadow_q16 * mean)^2: a darkening
+// by a small share of the background (a cast shadow) is not foreground.
 //
 // One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
 // dst + k * count): each thread keeps its pixel's mean and variance in registers through the
@@ -23,7 +25,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int* __restrict__ var,
                                           unsigned char* __restrict__ dst,
                                           int count, int frames, int first_pair, int warmup,
-                                          int k2_q8, int min_var_q8,
+                                          int k2_q8, int min_var_q8, int shadow_q16,
                                           int alpha_q16, int alpha_fg_q16,
                                           int var_alpha_q16, int var_alpha_fg_q16)
 {
@@ -37,7 +39,12 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         size_t at = (size_t)k * count + i;
         int d = ((int)src[at] << 16) - m;                           // Q16
         long long d2 = (long long)d * d;                             // Q32
-        long long limit = (long long)k2_q8 * (long long)max(v, min_var_q8);  // Q16
+        int floor_var = min_var_q8;                                  // Q8
+        if (d < 0 && shadow_q16 > 0) {                               // darker: the shadow floor
+            long long s = ((long long)m * shadow_q16 + 32768) >> 16; // Q16 grey level
+            floor_var = max(floor_var, (int)((s * s + (1LL << 23)) >> 24));
+        }
+        long long limit = (long long)k2_q8 * (long long)max(v, floor_var);  // Q16
         int foreground = d2 > (limit << 16);
         dst[at] = foreground ? 255 : 0;
         int a = foreground ? alpha_fg_q16 : alpha_q16;

@@ -198,6 +198,8 @@ GAUSSIAN_FROZEN = {
     "warmup": 0,
 }
 GAUSSIAN_TIE = {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0}
+#: The darker pixels' floor on, high enough to matter against min_sigma on most grey levels.
+GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "variance_alpha": 0.2, "warmup": 2}
 
 
 def jitter(frames, amp: int = 4, seed: int = 7, margin: int = 8) -> tuple[list[np.ndarray], list[tuple[int, int]]]:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, SHARED_SAMPLES, same_image
+from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, SHARED_SAMPLES, same_image
 
+from motiondetect.evaluation.tuning import config_for
 from motiondetect.filters import (
     Blur,
     Dilation,
@@ -185,6 +186,8 @@ GAUSSIAN_CASES = [
     {**GAUSSIAN_FAST, "warmup": 2},
     GAUSSIAN_SATURATED,
     GAUSSIAN_FROZEN,
+    GAUSSIAN_SHADOW,
+    {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
 ]
 
 
@@ -285,6 +288,8 @@ def test_default_pipeline_on_a_downscaled_clip(cuda):
         pytest.skip(f"{folder} not found (set MOTIONDETECT_SAMPLES)")
     frames = [cv2.imread(str(p)) for p in sorted(folder.glob("in*.jpg"))]
     assert compare_detectors(cuda, frames, lambda: build_filters(default_config())) > 40
+    shadow = config_for(default_config(), {("gaussian_background", "shadow_floor"): 0.08})
+    assert compare_detectors(cuda, frames, lambda: build_filters(shadow)) > 40
 
 
 def test_evaluate_gives_identical_scores_on_both_backends(cuda, tmp_path):

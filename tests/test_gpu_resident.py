@@ -59,11 +59,17 @@ def results_equal(want, got, what):
             np.testing.assert_array_equal(b, a, err_msg=what)
 
 
-@pytest.mark.parametrize("config", ["default", "seed"])
+@pytest.mark.parametrize("config", ["default", "seed", "shadow"])
 @pytest.mark.parametrize("batch", [1, 7, 32])
 def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
+    from motiondetect.evaluation.tuning import config_for
+
     frames = pictures(h264(H264[0]), 90)
-    cfg = default_config() if config == "default" else load_config(SEED)
+    cfg = {
+        "default": default_config,
+        "seed": lambda: load_config(SEED),
+        "shadow": lambda: config_for(default_config(), {("gaussian_background", "shadow_floor"): 0.08}),
+    }[config]()
     cpu = MotionDetector(build_filters(cfg))
     one = MotionDetector(build_filters(cfg), cuda=cuda)
     batched = BatchDetector(build_filters(cfg), cuda, batch=batch)

@@ -20,7 +20,7 @@ import subprocess
 import cv2
 import numpy as np
 import pytest
-from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_TIE
+from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, GAUSSIAN_TIE
 
 from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, luma_table
 from motiondetect.filters import (
@@ -90,8 +90,8 @@ void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, 
     grid2d((w + 1) / 2, (h + 1) / 2, k, [&] { md_red_blend_yuv_u8(y, yp, yi, u, v, cp, cs, ci, m, lut, o, w, h, off, ry, rcr, dy, du, dv); }); }
 void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
-void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int a, int afg, int r, int rfg) {
-    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, a, afg, r, rfg); }); }
+void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg) {
+    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg); }); }
 void histogram(const u8* s, int n, unsigned* h) {               // one thread per block: phases in order
     blockDim = {1, 1, 1}; gridDim = {3, 1, 1};
     for (unsigned b = 0; b < 3; ++b) { blockIdx = {b, 0, 0}; threadIdx = {0, 0, 0}; md_histogram_u8(s, n, h); } }
@@ -249,7 +249,9 @@ def test_equalize(lib, rng, size):
 def gaussian_constants(flt):
     """The integer constants the Gaussian kernel takes after ``warmup``, in its argument order."""
     c = flt.constants
-    return tuple(c[name] for name in ("k2_q8", "min_var_q8", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16"))
+    return tuple(
+        c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
+    )
 
 
 def scene(rng, size, count=8):
@@ -282,6 +284,8 @@ def test_running_average_sequence(lib, rng, size):
         GAUSSIAN_SATURATED,
         GAUSSIAN_FROZEN,
         GAUSSIAN_TIE,  # rounding ties
+        GAUSSIAN_SHADOW,
+        {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
     ],
     ids=str,
 )
@@ -314,6 +318,7 @@ GAUSSIAN_BATCH_PARAMS = [
     {"warmup": 6},  # warm-up ends inside the second launch of the (5, 3) split
     {"warmup": 5, **GAUSSIAN_FAST},
     GAUSSIAN_SATURATED,
+    GAUSSIAN_SHADOW,
 ]
 
 

@@ -53,6 +53,13 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "sigmas"): [2.0, 3.0],
         ("median", "kernel_size"): [7, 9],
     },
+    # The Gaussian model's darker pixels' floor against its absolute floor and the median's vote
+    # (docs/evaluation.md, "The shadow floor"), 36 points.
+    "shadow": {
+        ("gaussian_background", "shadow_floor"): [0.0, 0.06, 0.08, 0.1],
+        ("gaussian_background", "min_sigma"): [6.0, 8.0, 10.0],
+        ("median", "kernel_size"): [7, 9, 11],
+    },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
     "subsense": {
@@ -66,6 +73,7 @@ GRIDS: dict[str, dict[Axis, list]] = {
 _SHORT = {
     "gaussian_background.sigmas": "sig",
     "gaussian_background.min_sigma": "minsig",
+    "gaussian_background.shadow_floor": "shadow",
     "downscale.height": "h",
     "median.kernel_size": "med",
     "dilation.kernel_size": "dil",

@@ -16,7 +16,15 @@ def to_q8(value: float) -> int:
 
 
 #: Per-pixel scratch buffers of the CPU update (see GaussianBackground._update), by name.
-_SCRATCH = {"d": np.int32, "vmax": np.int32, "df": np.float64, "e": np.float64, "limit": np.float64, "rate": np.float64}
+_SCRATCH = {
+    "d": np.int32,
+    "vmax": np.int32,
+    "df": np.float64,
+    "e": np.float64,
+    "limit": np.float64,
+    "rate": np.float64,
+    "shade": np.float64,
+}
 
 
 class GaussianBackground(Filter):
@@ -26,7 +34,13 @@ class GaussianBackground(Filter):
     variance ``v`` of its grey level (the running Gaussian average of Wren et al., 1997, the
     one-component case of the mixture models behind OpenCV's MOG2). A pixel is foreground (255)
     where ``(x - m)**2 > sigmas**2 * max(v, min_sigma**2)``, i.e. more than ``sigmas`` standard
-    deviations from its background. Then the model learns (selective update, Koller et al.,
+    deviations from its background. Where the pixel is darker than its mean (``x < m``), the floor
+    is also ``shadow_floor * m``: a cast shadow or a dimmed reflection darkens the background in
+    proportion to its brightness, so with ``sigmas`` 2 and ``shadow_floor`` 0.08 a pixel must
+    darken by more than 16 % of its background grey level to move (brightening keeps
+    ``min_sigma``'s floor alone). This is the brightness half of the shadow tests of Cucchiara et
+    al. (2003) and OpenCV MOG2 (a darkening by a ratio near 1 is shadow), without their colour
+    half: the model sees the grey image only. Then the model learns (selective update, Koller et al.,
     1994): background pixels at rates ``alpha`` (mean) and ``variance_alpha`` (variance),
     foreground pixels at the slower ``alpha_foreground`` and ``variance_alpha_foreground``, so
     passing objects barely enter the background while a parked car or a moved chair is absorbed
@@ -44,8 +58,9 @@ class GaussianBackground(Filter):
     when the frame size changes) to the reference frame and ``min_sigma**2``, and the number of
     frame pairs seen. Arithmetic is
     integer fixed point, identical on both backends: ``m`` in Q16 (grey level * 2**16, int32),
-    ``v`` in Q8 (grey level**2 * 2**8, int32), rates in Q16, ``sigmas**2`` and ``min_sigma**2``
-    in Q8, each quantised once by rounding; 64-bit products; updates
+    ``v`` in Q8 (grey level**2 * 2**8, int32), rates and ``shadow_floor`` in Q16, ``sigmas**2``
+    and ``min_sigma**2`` in Q8, each quantised once by rounding; the darker pixels' floor
+    ``(s**2 + 2**23) >> 24`` (Q8) with ``s = (m * shadow_floor_q16 + 2**15) >> 16``; 64-bit products; updates
     ``m += (d * a + 2**15) >> 16`` and ``v += ((s - v) * r + 2**15) >> 16`` with ``d = x * 2**16 - m``
     (arithmetic shifts, i.e. floor, after adding half: rounding half up).
     """
@@ -80,6 +95,18 @@ class GaussianBackground(Filter):
             "floor of the standard deviation, so a perfectly still pixel does not flag noise; 8 (with "
             "sigmas 2.0: at least 16 grey levels) was every leave-one-clip-out fold's choice over the "
             "20 dev clips on a grid of 4..8; wider grids score lower held out (docs/evaluation.md)",
+        ),
+        Param(
+            "shadow_floor",
+            float,
+            0.0,
+            0.0,
+            1.0,
+            "fraction of the background's grey level",
+            "floor of the standard deviation where the pixel is darker than its background mean, "
+            "as a fraction of that mean, so a darkening by a small share of the background (a cast "
+            "shadow, a dimmed reflection: a change in proportion to the brightness, after Weber) is "
+            "not motion; 0 (off) keeps min_sigma's floor alone",
         ),
         Param(
             "alpha",
@@ -138,6 +165,7 @@ class GaussianBackground(Filter):
         self.constants = {
             "k2_q8": to_q8(p["sigmas"] ** 2),
             "min_var_q8": to_q8(p["min_sigma"] ** 2),
+            "shadow_q16": to_q16(p["shadow_floor"]),
             "alpha_q16": to_q16(p["alpha"]),
             "alpha_fg_q16": to_q16(p["alpha_foreground"]),
             "var_alpha_q16": to_q16(p["variance_alpha"]),
@@ -205,7 +233,8 @@ class GaussianBackground(Filter):
         significant bits, so float64 holds it exactly and the results are the integer ones:
 
         - ``df = d * 2**-12`` with ``|d| < 2**24``; ``e = df**2 = d**2 * 2**-24`` (``d**2 < 2**48``);
-        - ``limit = k2 * max(v, min_var) * 2**-8`` (the Q16 limit, below 2**40, times 2**-8), so
+        - ``limit = k2 * max(v, min_var, shadow) * 2**-8`` (the Q16 limit, below 2**40, times
+          2**-8; ``shadow`` the darker pixels' floor, 0 elsewhere), so
           ``d**2 > limit_q16 << 16`` is ``e > limit``;
         - the mean: ``m + ((d * a + 2**15) >> 16) = floor(m + df * (a * 2**-4) + 1/2)``, whose
           argument lies between the old mean and the sample, so it is positive and truncation
@@ -220,13 +249,27 @@ class GaussianBackground(Filter):
         """
         c = self.constants
         mean, var, mask = self._mean[rows], self._var[rows], out[rows]
-        d, vmax, df, e, limit, rate = scratch
+        d, vmax, df, e, limit, rate, shade = scratch
         np.left_shift(src[rows], 16, out=d, dtype=np.int32)
         d -= mean
         np.multiply(d, 2.0**-12, out=df)
         np.multiply(df, df, out=e)
         np.maximum(var, np.int32(c["min_var_q8"]), out=vmax)
-        np.multiply(vmax, c["k2_q8"] * 2.0**-8, out=limit)
+        if c["shadow_q16"]:
+            # The darker pixels' floor: s = (m * f + 2**15) >> 16 (< 2**24) and (s**2 + 2**23) >> 24,
+            # each a floor of a float64 product with at most 48 significant bits.
+            np.multiply(mean, c["shadow_q16"] * 2.0**-16, out=shade)
+            shade += 0.5
+            np.floor(shade, out=shade)
+            shade *= shade
+            shade *= 2.0**-24
+            shade += 0.5
+            np.floor(shade, out=shade)
+            shade[d >= 0] = 0
+            np.maximum(vmax, shade, out=limit)
+            limit *= c["k2_q8"] * 2.0**-8
+        else:
+            np.multiply(vmax, c["k2_q8"] * 2.0**-8, out=limit)
         cv2.compare(e, limit, cv2.CMP_GT, dst=mask)  # 255 where d**2 > limit
         cv2.LUT(mask, mean_rates, dst=rate)
         df *= rate
@@ -253,7 +296,7 @@ class GaussianBackground(Filter):
             raise ValueError("gaussian_background: the first frame of a stream needs the reference frame")
         mean = cuda.buffer(self.state_key("mean"), (height, width), np.int32)
         var = cuda.buffer(self.state_key("variance"), (height, width), np.int32)
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiii")
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiii")
         first_pair = 1 if init else self._device_pairs + 1
         reference = side if side is not None else src  # read only when the model starts
         c = self.constants
@@ -271,6 +314,7 @@ class GaussianBackground(Filter):
             np.int32(self.params["warmup"]),
             np.int32(c["k2_q8"]),
             np.int32(c["min_var_q8"]),
+            np.int32(c["shadow_q16"]),
             np.int32(c["alpha_q16"]),
             np.int32(c["alpha_fg_q16"]),
             np.int32(c["var_alpha_q16"]),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_TIE
+from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, GAUSSIAN_TIE
 
 from motiondetect.filters import GaussianBackground, RunningAverage
 
@@ -94,9 +94,9 @@ def q(value, bits):
     return int(value * (1 << bits) + 0.5)
 
 
-def naive_gaussian(frames, sigmas, min_sigma, alpha, alpha_foreground, variance_alpha, variance_alpha_foreground, warmup):
+def naive_gaussian(frames, sigmas, min_sigma, shadow_floor, alpha, alpha_foreground, variance_alpha, variance_alpha_foreground, warmup):
     """The documented fixed-point model, pixel by pixel with Python ints (// is floor, like >>)."""
-    k2, min_var = q(sigmas**2, 8), q(min_sigma**2, 8)
+    k2, min_var, shadow = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16)
     height, width = frames[0].shape
     mean = [[int(v) << 16 for v in row] for row in frames[0]]
     var = [[min_var] * width for _ in range(height)]
@@ -109,7 +109,10 @@ def naive_gaussian(frames, sigmas, min_sigma, alpha, alpha_foreground, variance_
             for x in range(width):
                 m, v = mean[y][x], var[y][x]
                 d = (int(frame[y, x]) << 16) - m
-                limit = k2 * max(v, min_var)  # grey level^2 * 2**16
+                floor = min_var
+                if d < 0:  # darker than the mean: the shadow floor, (shadow_floor * m)**2 in Q8
+                    floor = max(floor, (((m * shadow + 32768) // 65536) ** 2 + (1 << 23)) // (1 << 24))
+                limit = k2 * max(v, floor)  # grey level^2 * 2**16
                 fg = d * d > limit * 65536
                 mask[y, x] = 255 if fg else 0
                 a, r = (rates[1], rates[3]) if fg else (rates[0], rates[2])
@@ -127,6 +130,8 @@ PARAMS = [
     GAUSSIAN_FROZEN,
     # k2 = 64, min_var = 66: the limit's rounding (64 * 66 + 128) >> 8 meets a tie (16.5 -> 17).
     GAUSSIAN_TIE,
+    GAUSSIAN_SHADOW,
+    {**GAUSSIAN_FAST, "shadow_floor": 1.0},
 ]
 
 
@@ -159,6 +164,7 @@ def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
     first = np.array([[0, 255, 0, 255], [255, 0, 255, 0]], np.uint8)
     frames = [first, 255 - first] * 4 + [255 - first] * 5  # flipping, then the flip held
     for params in PARAMS[1:3] + [
+        {**GAUSSIAN_SATURATED, "shadow_floor": 1.0},  # the darker floor at its largest: (m)**2
         {
             "sigmas": 10.0,
             "min_sigma": 0.5,
@@ -167,7 +173,7 @@ def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
             "variance_alpha": 1.0,
             "variance_alpha_foreground": 1.0,
             "warmup": 0,
-        }
+        },
     ]:
         var = assert_gaussian_matches_naive(frames, params)
     assert var == [[255**2 * 256] * 4] * 2  # the last model reached the variance bound everywhere
@@ -226,6 +232,25 @@ def test_gaussian_ignores_noise_detects_objects_and_absorbs_them_slowly(rng):
         assert frames_to_absorb < 200
     # Selective update: foreground learns at alpha_foreground 0.05, so it takes tens of frames.
     assert frames_to_absorb > 20
+
+
+def test_gaussian_shadow_floor_ignores_proportional_darkening_only():
+    # A still scene of four grey levels, then a step of 20 levels on every pixel: darker on the
+    # left half, brighter on the right. With sigmas 2 and min_sigma 8, 20 > 16 levels moves
+    # everywhere; with shadow_floor 0.08 a darker pixel must also drop by more than
+    # 2 x 0.08 x its grey level: 20 levels are enough on grey 100 (16) and not on grey 200 (32).
+    levels = np.array([100, 200, 100, 200], np.uint8)
+    still = np.tile(levels, (4, 2))  # (4, 8): columns 0-3 darken, 4-7 brighten
+    step = still.astype(np.int16) + np.where(np.arange(8) < 4, -20, 20)
+    frames = [still] * 60 + [step.astype(np.uint8)]
+    plain = run_filter(GaussianBackground(), frames)[-1] != 0
+    shaded = run_filter(GaussianBackground(shadow_floor=0.08), frames)[-1] != 0
+    assert plain.all()
+    np.testing.assert_array_equal(shaded[:, :4], np.tile(levels == 100, (4, 1)))  # darker: only on grey 100
+    assert shaded[:, 4:].all()  # brighter: min_sigma's floor alone
+    # Off (0) is the model without the floor, bit for bit.
+    for got, want in zip(run_filter(GaussianBackground(shadow_floor=0.0), frames), run_filter(GaussianBackground(), frames)):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_gaussian_warmup_learns_waving_pixels(rng):
