@@ -137,16 +137,31 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int) -> float:
     reference = gpuarray.to_gpu(cv2.cvtColor(frames[0], cv2.COLOR_BGR2GRAY))
     start, stop = drv.Event(), drv.Event()
     count = 200
-    outputs: dict[int, object] = {}
+    outputs: dict[object, object] = {}
 
     def run_once(frame):
-        # The detector's chain without its transfers: each filter into its own device buffer.
-        image, mask = frame, None
+        # The detector's chain without its transfers: each filter into its own device buffer; the
+        # frame's chroma planes (a model that compares colour) through the geometry filters.
+        image, mask, chroma = frame, None, None
         for i, flt in enumerate(filters):
             side = reference if flt.SIDE_INPUT == "reference" else frame if flt.SIDE_INPUT == "frame" else None
             if i not in outputs:
                 outputs[i] = gpuarray.empty(flt.output_shape(image.shape, None if side is None else side.shape), np.uint8)
-            flt.apply(cuda, image, outputs[i], side)
+            if i == 0 and any(getattr(f, "needs_chroma", False) for f in filters):
+                if ("chroma", 0) not in outputs:
+                    outputs["chroma", 0] = gpuarray.empty((2, *frame.shape[:2]), np.uint8)
+                chroma = outputs["chroma", 0]
+                flt.apply_chroma(cuda, frame, chroma)
+            if chroma is not None and flt.SIDE_INPUT == "reference":
+                flt.apply_kernel(cuda, image, outputs[i], side, chroma=(int(chroma.gpudata), int(image.size)))
+                chroma = None
+            else:
+                flt.apply(cuda, image, outputs[i], side)
+                if chroma is not None and i > 0:
+                    key = ("chroma", i)
+                    if key not in outputs:
+                        outputs[key] = gpuarray.empty((2, *flt.output_shape(image.shape)), np.uint8)
+                    chroma = outputs[key] if flt.apply_planes(cuda, chroma, outputs[key]) else chroma
             image = outputs[i]
             if flt.OUTPUT.name == "MASK":
                 mask = image

@@ -13,6 +13,13 @@
 // Where the pixel is darker than its mean, the floor is also (shadow_q16 * mean)^2: a darkening
 // by a small share of the background (a cast shadow) is not foreground.
 //
+// With chroma_min_var_q8 > 0 the pixel's Cb and Cr are modelled too (a mean and a variance each,
+// floored at chroma_min_var_q8, no shadow floor): the pixel is foreground when the grey level
+// or either chroma value is out of its limit, and all three learn with that mask's rates.
+// Frame k's Cb is chroma[k * count + i], its Cr chroma[chroma_plane + k * count + i]; the chroma
+// state is chroma_mean[p * count + i] and chroma_var[p * count + i] for plane p; pair 1 starts
+// the chroma means from that frame's own chroma (the reference's is not kept).
+//
 // One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
 // dst + k * count): each thread keeps its pixel's mean and variance in registers through the
 // batch and stores them once, so a batch of K frames equals K launches of one frame bit for bit.
@@ -27,12 +34,25 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int count, int frames, int first_pair, int warmup,
                                           int k2_q8, int min_var_q8, int shadow_q16,
                                           int alpha_q16, int alpha_fg_q16,
-                                          int var_alpha_q16, int var_alpha_fg_q16)
+                                          int var_alpha_q16, int var_alpha_fg_q16,
+                                          const unsigned char* __restrict__ chroma,
+                                          long long chroma_plane,
+                                          int* __restrict__ chroma_mean,
+                                          int* __restrict__ chroma_var,
+                                          int chroma_min_var_q8)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     int m = first_pair == 1 ? ((int)reference[i] << 16) : mean[i];
     int v = first_pair == 1 ? min_var_q8 : var[i];
+    const bool colour = chroma_min_var_q8 > 0;
+    int cm[2] = {0, 0}, cv[2] = {0, 0};
+    if (colour) {
+        for (int p = 0; p < 2; ++p) {
+            cm[p] = first_pair == 1 ? ((int)chroma[p * chroma_plane + i] << 16) : chroma_mean[(size_t)p * count + i];
+            cv[p] = first_pair == 1 ? chroma_min_var_q8 : chroma_var[(size_t)p * count + i];
+        }
+    }
     for (int k = 0; k < frames; ++k) {
         int pair = first_pair + k;
         int warm = pair <= warmup ? (131072 + pair + 1) / (2 * (pair + 1)) : 0;
@@ -46,6 +66,16 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         }
         long long limit = (long long)k2_q8 * (long long)max(v, floor_var);  // Q16
         int foreground = d2 > (limit << 16);
+        int cd[2] = {0, 0};
+        long long cd2[2] = {0, 0}, climit[2] = {0, 0};
+        if (colour) {
+            for (int p = 0; p < 2; ++p) {
+                cd[p] = ((int)chroma[p * chroma_plane + at] << 16) - cm[p];
+                cd2[p] = (long long)cd[p] * cd[p];
+                climit[p] = (long long)k2_q8 * (long long)max(cv[p], chroma_min_var_q8);
+                foreground |= cd2[p] > (climit[p] << 16);
+            }
+        }
         dst[at] = foreground ? 255 : 0;
         int a = foreground ? alpha_fg_q16 : alpha_q16;
         int r = max(foreground ? var_alpha_fg_q16 : var_alpha_q16, warm);
@@ -53,7 +83,21 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         long long d2_q8 = (d2 + (1LL << 23)) >> 24, limit_q8 = (limit + 128) >> 8;
         long long sample = d2_q8 < limit_q8 ? d2_q8 : limit_q8;     // Q8
         v += (int)(((sample - v) * r + 32768) >> 16);
+        if (colour) {
+            for (int p = 0; p < 2; ++p) {
+                cm[p] += (int)(((long long)cd[p] * a + 32768) >> 16);
+                long long c2_q8 = (cd2[p] + (1LL << 23)) >> 24, cl_q8 = (climit[p] + 128) >> 8;
+                long long c_sample = c2_q8 < cl_q8 ? c2_q8 : cl_q8;
+                cv[p] += (int)(((c_sample - cv[p]) * r + 32768) >> 16);
+            }
+        }
     }
     mean[i] = m;
     var[i] = v;
+    if (colour) {
+        for (int p = 0; p < 2; ++p) {
+            chroma_mean[(size_t)p * count + i] = cm[p];
+            chroma_var[(size_t)p * count + i] = cv[p];
+        }
+    }
 }

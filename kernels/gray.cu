@@ -34,3 +34,71 @@ __global__ void md_luma_to_gray_u8(const unsigned char* __restrict__ luma, int p
     if (x >= width || y >= height) return;
     gray[(size_t)y * width + x] = lut[luma[(size_t)y * pitch + x]];
 }
+
+// Full-range BT.601 chroma (JFIF): Cb = 128 - 0.168736 R - 0.331264 G + 0.5 B and
+// Cr = 128 + 0.5 R - 0.418688 G - 0.081312 B, weights round(w * 65536) (each row sums to 0),
+// 128 * 65536 + 32768 added (the offset, rounded half up), clipped to 255.
+// bgr: count pixels of B, G, R; chroma: the Cb plane (count bytes), then the Cr plane.
+__global__ void md_bgr_to_chroma_u8(const unsigned char* __restrict__ bgr,
+                                    unsigned char* __restrict__ chroma, int count)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const unsigned char* p = bgr + 3 * (size_t)i;
+    int b = p[0], g = p[1], r = p[2];
+    int cb = (32768 * b - 21710 * g - 11058 * r + 128 * 65536 + 32768) >> 16;
+    int cr = (-5329 * b - 27439 * g + 32768 * r + 128 * 65536 + 32768) >> 16;
+    chroma[i] = (unsigned char)min(cb, 255);
+    chroma[(size_t)count + i] = (unsigned char)min(cr, 255);
+}
+
+// A decoder's 4:2:0 chroma as full-range planes of out_width x out_height: the chroma of the
+// crop of width x height luma pixels whose top left is luma pixel (x0, y0), where luma pixel
+// (x, y) of the crop takes sample ((y0 + y) / 2, (x0 + x) / 2) of each plane through the 256-entry
+// table of motiondetect.core.picture.chroma_table, then averaged over the downscale filter's
+// blocks (kernels/downscale.cu: integer sum, rounded half up). With the crop's own size as the
+// output this is the 2x nearest-neighbour expansion; with a smaller one it equals the expansion
+// followed by md_downscale_area_u8, bit for bit, without writing the full-size planes.
+// Samples are `step` bytes apart in a row (1 planar, 2 for NV12's interleaved Cb Cr), rows
+// `pitch` bytes, images `image` bytes (blockIdx.z the image); Cb is written to chroma, Cr
+// `plane` bytes after it.
+__global__ void md_chroma_420_blocks_u8(const unsigned char* __restrict__ cb,
+                                        const unsigned char* __restrict__ cr,
+                                        int pitch, int step, long long image, int x0, int y0,
+                                        const unsigned char* __restrict__ lut,
+                                        unsigned char* __restrict__ chroma,
+                                        int width, int height, int out_width, int out_height,
+                                        long long plane)
+{
+    MD_IMAGE(cb, image);
+    MD_IMAGE(cr, image);
+    MD_IMAGE(chroma, out_width * out_height);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
+    int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
+    if (i >= out_width || j >= out_height) return;
+    int bx0 = (i * width + out_width - 1) / out_width, bx1 = ((i + 1) * width + out_width - 1) / out_width;
+    int by0 = (j * height + out_height - 1) / out_height, by1 = ((j + 1) * height + out_height - 1) / out_height;
+    // The block's sum over its luma pixels, taken over the chroma samples they read, each
+    // weighted by how many of the block's rows and columns read it (1 or 2): a quarter of the
+    // loads of a loop over the pixels, the same integer.
+    unsigned int sum_b = 0, sum_r = 0;
+    int cy0 = (y0 + by0) >> 1, cy1 = (y0 + by1 - 1) >> 1;
+    int cx0 = (x0 + bx0) >> 1, cx1 = (x0 + bx1 - 1) >> 1;
+    for (int cy = cy0; cy <= cy1; ++cy) {
+        unsigned int wy = (unsigned int)(min(by1, 2 * cy + 2 - y0) - max(by0, 2 * cy - y0));
+        size_t row = (size_t)cy * pitch;
+        unsigned int row_b = 0, row_r = 0;
+        for (int cx = cx0; cx <= cx1; ++cx) {
+            unsigned int wx = (unsigned int)(min(bx1, 2 * cx + 2 - x0) - max(bx0, 2 * cx - x0));
+            size_t at = row + (size_t)cx * step;
+            row_b += wx * lut[cb[at]];
+            row_r += wx * lut[cr[at]];
+        }
+        sum_b += wy * row_b;
+        sum_r += wy * row_r;
+    }
+    unsigned int n = (unsigned int)((bx1 - bx0) * (by1 - by0));
+    size_t to = (size_t)j * out_width + i;
+    chroma[to] = (unsigned char)((sum_b + n / 2) / n);
+    chroma[(size_t)plane + to] = (unsigned char)((sum_r + n / 2) / n);
+}

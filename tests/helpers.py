@@ -200,6 +200,11 @@ GAUSSIAN_FROZEN = {
 GAUSSIAN_TIE = {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0}
 #: The darker pixels' floor on, high enough to matter against min_sigma on most grey levels.
 GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "variance_alpha": 0.2, "warmup": 2}
+#: The grey-level model (chroma and shadow floor off, min_sigma 8): the default before chroma,
+#: for tests of the grey level's own behaviour.
+GAUSSIAN_GREY = {"min_sigma": 8.0, "shadow_floor": 0.0, "chroma_min_sigma": 0.0}
+#: Chroma on, with a floor low enough that colour noise moves pixels the grey level alone keeps.
+GAUSSIAN_CHROMA = {"sigmas": 2.0, "min_sigma": 6.0, "shadow_floor": 0.08, "chroma_min_sigma": 3.0, "variance_alpha": 0.2, "warmup": 2}
 
 
 def jitter(frames, amp: int = 4, seed: int = 7, margin: int = 8) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
@@ -242,3 +247,12 @@ def assert_gpu_paths_equal_cpu(cuda, config: dict, images: list, batch: int, min
         assert got.motion_fraction == single.motion_fraction == want.motion_fraction
         moving += want.motion_fraction > 0.001
     assert moving > min_moving
+
+
+def chroma_for(flt, image: np.ndarray) -> np.ndarray | None:
+    """Chroma planes to go with a grey image for a filter that compares colour (a Gaussian
+    background with ``chroma_min_sigma``): (2, H, W) uint8, the image and its negative (both
+    extremes where the image has them); ``None`` for any other filter."""
+    if not getattr(flt, "needs_chroma", False):
+        return None
+    return np.ascontiguousarray(np.stack([image, 255 - image]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from helpers import seed_config
+from helpers import jitter, seed_config
 
 from motiondetect.core.types import FrameResult
 from motiondetect.filters import (
@@ -26,6 +26,7 @@ from motiondetect.filters import (
     Threshold,
     Upscale,
 )
+from motiondetect.filters.gray import bgr_chroma
 from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.pipeline.detector import MotionDetector, pipeline_problems
 
@@ -329,7 +330,8 @@ def default_pipeline_by_hand(frames):
         if previous is None:
             out.append((np.zeros(frame.shape[:2], np.uint8), frame))
         else:
-            mask = model.reference(small, previous)
+            chroma = np.stack([down.reference(plane) for plane in bgr_chroma(frame)])  # Cb, Cr beside the grey
+            mask = model.reference(small, previous, chroma)
             mask = upscale.reference(dilation.reference(erosion.reference(median.reference(mask))), frame)
             out.append((mask, blend.reference(mask, frame)))
         previous = small
@@ -417,3 +419,87 @@ def test_counts_only_run_gives_the_full_masks_counts_and_boxes(sample_frames, si
     assert [(r.motion_fraction, r.bbox) for r in got] == [(fraction, box) for fraction, box, _ in want]
     assert all(r.mask is None for r in got)
     assert bool(calls) == (size == (962, 722))  # skipped exactly when the factors are whole
+
+
+# -- chroma beside the grey image ----------------------------------------------------------------
+
+
+def chroma_config(chroma_min_sigma: float) -> dict:
+    from motiondetect.evaluation.tuning import config_for
+
+    return config_for(default_config(), {("gaussian_background", "chroma_min_sigma"): chroma_min_sigma})
+
+
+def colour_scene(rng, height=240, width=320) -> np.ndarray:
+    """A still BGR scene of smooth colour blobs (texture for the registration, edges of hue)."""
+    noise = rng.integers(0, 256, (height // 16, width // 16, 3), dtype=np.uint8)
+    return cv2.resize(noise, (width, height), interpolation=cv2.INTER_CUBIC)
+
+
+def test_chroma_finds_a_same_luma_colour_change_on_both_inputs():
+    # A 32 x 32 grey patch turns red-orange of the same BT.601 luma (120): the grey level sees
+    # no change, the chroma does, through the 2x downscale of a 480-row frame, for BGR frames
+    # and decoded pictures alike.
+    from motiondetect.core.picture import Picture
+
+    grey = np.full((480, 640, 3), 120, np.uint8)
+    coloured = grey.copy()
+    coloured[200:264, 300:364] = (0, 107, 190)
+    frames = [grey] * 8 + [coloured]
+    for make in (lambda f: f, Picture.from_bgr):
+        for chroma_min_sigma, moves in ((0.0, False), (8.0, True)):
+            detector = MotionDetector(build_filters(chroma_config(chroma_min_sigma)))
+            assert detector.needs_chroma == moves
+            results = [detector.process(make(f)) for f in frames]
+            assert all(r.motion_fraction == 0 for r in results[:-1])
+            assert (results[-1].motion_fraction > 0.01) == moves
+            if moves:
+                x, y, w, h = results[-1].bbox
+                assert abs(x - 300) <= 8 and abs(y - 200) <= 8 and abs(w - 64) <= 16 and abs(h - 64) <= 16
+
+
+def test_chroma_is_registered_with_the_grey_image(rng):
+    # A still colourful scene filmed by a shaking camera: registration moves each frame back, so
+    # neither the grey level nor the chroma sees motion. Chroma left where it was (not moved with
+    # the grey image) would flag the colour edges of every shaken frame.
+    scene = colour_scene(rng)
+    frames, shifts = jitter([scene] * 30, amp=3)
+    assert sum(s != (0, 0) for s in shifts) > 20
+    detector = MotionDetector(build_filters(chroma_config(4.0)))
+    fractions = [detector.process(f).motion_fraction for f in frames]
+    assert max(fractions) < 0.005, fractions  # at most a strip of replicated border
+    unregistered = build_filters(chroma_config(4.0))
+    register = next(f for f in unregistered if f.NAME == "register")
+    register.reference_planes = lambda planes: planes  # the defect the test guards against
+    detector = MotionDetector(unregistered)
+    fractions = [detector.process(f).motion_fraction for f in frames]
+    assert max(fractions) > 0.2
+
+
+def test_picture_chroma_expands_and_repeats_the_samples():
+    from motiondetect.core.picture import Picture, chroma_table
+
+    y = np.zeros((3, 5), np.uint8)
+    u = np.array([[16, 128, 240], [100, 101, 102]], np.uint8)
+    v = np.array([[240, 128, 16], [0, 255, 128]], np.uint8)
+    limited = Picture(y, u, v, full_range=False).chroma()
+    assert limited.shape == (2, 3, 5)
+    # (C - 128) * 255 / 224 + 128, rounded half up, clipped: 16 -> 0.5 -> 1, 240 -> 255.5 -> 255.
+    assert [int(chroma_table(False)[c]) for c in (16, 128, 240, 0, 255)] == [1, 128, 255, 0, 255]
+    np.testing.assert_array_equal(limited[0, 0], chroma_table(False)[[16, 16, 128, 128, 240]])
+    np.testing.assert_array_equal(limited[1, 2], chroma_table(False)[[0, 0, 255, 255, 128]])
+    full = Picture(y, u, v, full_range=True).chroma()
+    np.testing.assert_array_equal(full[0, :2], np.repeat(u[:1], 2, 1)[:, :5].repeat(2, 0))
+
+
+def test_bgr_chroma_is_the_jfif_conversion(rng):
+    from motiondetect.filters.gray import bgr_chroma
+
+    bgr = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    b, g, r = (bgr[..., i].astype(np.float64) for i in range(3))
+    cb = 128 - 0.168736 * r - 0.331264 * g + 0.5 * b
+    cr = 128 + 0.5 * r - 0.418688 * g - 0.081312 * b
+    got = bgr_chroma(bgr).astype(np.float64)
+    assert np.abs(got[0] - np.clip(cb, 0, 255)).max() <= 0.5 + 0.01
+    assert np.abs(got[1] - np.clip(cr, 0, 255)).max() <= 0.5 + 0.01
+    assert bgr_chroma(np.array([[[255, 0, 0], [0, 0, 255], [90, 90, 90]]], np.uint8)).tolist() == [[[255, 85, 128]], [[107, 255, 128]]]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import same_image
+from helpers import chroma_for, same_image
 
 from motiondetect.filters import REGISTRY, Erosion, Kind, RedBlend, Threshold
 from motiondetect.pipeline.config import build_filters, default_config, load_config
@@ -36,7 +36,8 @@ def random_image(rng, kind: Kind, size):
     return rng.integers(0, 256, (height, width), dtype=np.uint8)
 
 
-def run_on_gpu(cuda, flt, src, side):
+def run_on_gpu(cuda, flt, src, side, chroma=None):
+    """``flt`` on the device (and its (2, H, W) ``chroma`` planes, for a model that compares colour)."""
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
@@ -44,7 +45,11 @@ def run_on_gpu(cuda, flt, src, side):
     d_side = None if side is None else gpuarray.to_gpu(side)
     d_dst = gpuarray.empty(flt.output_shape(src.shape, None if side is None else side.shape), np.uint8)
     drv.memset_d8(d_dst.gpudata, POISON, d_dst.nbytes)
-    flt.apply(cuda, d_src, d_dst, d_side)
+    if chroma is None:
+        flt.apply(cuda, d_src, d_dst, d_side)
+    else:
+        d_chroma = gpuarray.to_gpu(chroma)
+        flt.apply_kernel(cuda, d_src, d_dst, d_side, chroma=(int(d_chroma.gpudata), src.size))
     cuda.synchronize()
     return d_dst.get()
 
@@ -75,8 +80,9 @@ def test_kernel_matches_reference_bit_for_bit(cuda, rng, flt, size):
     flt.reset()  # background models: both backends start a new stream from the side input
     src = random_image(rng, flt.INPUT, size)
     side = side_input(rng, flt, size)
-    expected = flt.reference(src, side)
-    got = run_on_gpu(cuda, flt, src, side)
+    chroma = chroma_for(flt, src)
+    expected = flt.reference(src, side) if chroma is None else flt.reference(src, side, chroma)
+    got = run_on_gpu(cuda, flt, src, side, chroma)
     assert got.shape == expected.shape
     mismatches = int(np.count_nonzero(got != expected))
     assert mismatches == 0, f"{mismatches} of {expected.size} values differ"

@@ -17,7 +17,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, SHARED_SAMPLES, same_image
+from helpers import (
+    GAUSSIAN_CHROMA,
+    GAUSSIAN_FAST,
+    GAUSSIAN_FROZEN,
+    GAUSSIAN_GREY,
+    GAUSSIAN_SATURATED,
+    GAUSSIAN_SHADOW,
+    SHARED_SAMPLES,
+    same_image,
+)
 
 from motiondetect.evaluation.tuning import config_for
 from motiondetect.filters import (
@@ -180,14 +189,18 @@ def test_running_average_sequence(cuda, rng, size, alpha):
     np.testing.assert_array_equal(state.astype(np.int64), cpu.background)
 
 
+#: The grey level alone (the chroma's cases: test_gaussian_background_with_chroma_sequence).
 GAUSSIAN_CASES = [
-    {},
-    {"warmup": 3},  # warm-up rates on the first frames, then the steady ones
-    {**GAUSSIAN_FAST, "warmup": 2},
-    GAUSSIAN_SATURATED,
-    GAUSSIAN_FROZEN,
-    GAUSSIAN_SHADOW,
-    {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
+    {**GAUSSIAN_GREY, **params}
+    for params in (
+        {},
+        {"warmup": 3},  # warm-up rates on the first frames, then the steady ones
+        {**GAUSSIAN_FAST, "warmup": 2},
+        GAUSSIAN_SATURATED,
+        GAUSSIAN_FROZEN,
+        GAUSSIAN_SHADOW,
+        {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
+    )
 ]
 
 
@@ -202,26 +215,55 @@ def test_gaussian_background_sequence(cuda, rng, size, params):
     mean, var = cpu.model
     np.testing.assert_array_equal(cuda.buffer(gpu.state_key("mean"), size, np.int32).get().astype(np.int64), mean)
     np.testing.assert_array_equal(cuda.buffer(gpu.state_key("variance"), size, np.int32).get().astype(np.int64), var)
-    if size[0] > 100 and params.get("min_sigma", 6.0) < 64:
+    if size[0] > 100 and params["min_sigma"] < 64:
         assert any(e.any() for e in expected) and not all(e.all() for e in expected)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("params", [GAUSSIAN_CHROMA, {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5}, {"chroma_min_sigma": 8.0}], ids=str)
+def test_gaussian_background_with_chroma_sequence(cuda, rng, size, params):
+    """The model with chroma, frame by frame on the device (each frame's (2, H, W) planes): the
+    masks and the grey and chroma state equal the CPU reference's."""
+    import pycuda.driver as drv
+    import pycuda.gpuarray as gpuarray
+
+    frames = scene_sequence(rng, size, count=8)
+    chromas = [np.stack(pair) for pair in zip(scene_sequence(rng, size, count=8), scene_sequence(rng, size, count=8))]
+    cpu, gpu = GaussianBackground(**params), GaussianBackground(**params)
+    for name, shape in (("mean", size), ("variance", size), ("chroma_mean", (2, *size)), ("chroma_variance", (2, *size))):
+        buf = cuda.buffer(gpu.state_key(name), shape, np.int32)
+        drv.memset_d8(buf.gpudata, POISON, buf.nbytes)  # the first call must not read its state
+    for i in range(1, len(frames)):
+        want = cpu.reference(frames[i], frames[i - 1], chromas[i])
+        planes = gpuarray.to_gpu(chromas[i])
+        out = gpuarray.empty(size, np.uint8)
+        gpu.apply_kernel(
+            cuda, gpuarray.to_gpu(frames[i]), out, gpuarray.to_gpu(frames[i - 1]), chroma=(int(planes.gpudata), frames[i].size)
+        )
+        cuda.synchronize()
+        assert_same(out.get(), want)
+    for name, want in zip(("mean", "variance"), cpu.model):
+        np.testing.assert_array_equal(cuda.buffer(gpu.state_key(name), size, np.int32).get().astype(np.int64), want)
+    for name, want in zip(("chroma_mean", "chroma_variance"), cpu.chroma_model):
+        np.testing.assert_array_equal(cuda.buffer(gpu.state_key(name), (2, *size), np.int32).get().astype(np.int64), want)
 
 
 def test_background_models_reset_on_the_gpu(cuda, rng):
     frames = scene_sequence(rng, (61, 83), count=10)
-    for cls in (RunningAverage, GaussianBackground):
-        flt = cls()
+    for make in (RunningAverage, lambda: GaussianBackground(**GAUSSIAN_GREY)):
+        flt = make()
         run_sequence_on_gpu(cuda, flt, frames[:6])
         flt.reset()
-        fresh = cls()
+        fresh = make()
         expected = [fresh.reference(frames[i], frames[i - 1]) for i in range(6, 10)]
         for got, want in zip(run_sequence_on_gpu(cuda, flt, frames[5:]), expected):
             assert_same(got, want)
 
 
 def test_two_instances_keep_separate_state(cuda, rng):
-    a, b = GaussianBackground(), GaussianBackground()
+    a, b = GaussianBackground(**GAUSSIAN_GREY), GaussianBackground(**GAUSSIAN_GREY)
     frames_a, frames_b = scene_sequence(rng, (40, 50)), scene_sequence(rng, (40, 50))
-    ref_a, ref_b = GaussianBackground(), GaussianBackground()
+    ref_a, ref_b = GaussianBackground(**GAUSSIAN_GREY), GaussianBackground(**GAUSSIAN_GREY)
     for i in range(1, len(frames_a)):
         got_a = run_sequence_on_gpu(cuda, a, frames_a[i - 1 : i + 1])[0]
         got_b = run_sequence_on_gpu(cuda, b, frames_b[i - 1 : i + 1])[0]
@@ -290,6 +332,9 @@ def test_default_pipeline_on_a_downscaled_clip(cuda):
     assert compare_detectors(cuda, frames, lambda: build_filters(default_config())) > 40
     shadow = config_for(default_config(), {("gaussian_background", "shadow_floor"): 0.08})
     assert compare_detectors(cuda, frames, lambda: build_filters(shadow)) > 40
+    # With chroma: BGR frames' chroma on the device, through the downscale (by 2) and registration.
+    chroma = config_for(shadow, {("gaussian_background", "chroma_min_sigma"): 8.0})
+    assert compare_detectors(cuda, frames, lambda: build_filters(chroma)) > 40
 
 
 def test_evaluate_gives_identical_scores_on_both_backends(cuda, tmp_path):

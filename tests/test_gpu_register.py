@@ -94,8 +94,13 @@ def test_guards_equal_the_cpu(cuda, sample_frames, rng, monkeypatch):
 
 
 @pytest.mark.parametrize("batch", [1, 32])
-def test_default_pipeline_gpu_equals_cpu_on_a_jittered_clip(cuda, sample_clip, batch):
+@pytest.mark.parametrize("chroma", [0.0, 8.0], ids=["grey", "chroma"])
+def test_default_pipeline_gpu_equals_cpu_on_a_jittered_clip(cuda, sample_clip, batch, chroma):
     """The default pipeline on 300 jittered frames (as decoded pictures): the CPU detector, the
-    frame-at-a-time GPU detector and the BatchDetector give the same masks and fractions."""
+    frame-at-a-time GPU detector and the BatchDetector give the same masks and fractions; with
+    chroma, the chroma planes are moved by each frame's shift as the grey image is."""
+    from motiondetect.evaluation.tuning import config_for
+
     frames, _ = jittered_clip(sample_clip, 300)
-    assert_gpu_paths_equal_cpu(cuda, load_config(DEFAULT), [Picture.from_bgr(f) for f in frames], batch)
+    config = config_for(load_config(DEFAULT), {("gaussian_background", "chroma_min_sigma"): chroma})
+    assert_gpu_paths_equal_cpu(cuda, config, [Picture.from_bgr(f) for f in frames], batch)

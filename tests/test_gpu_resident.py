@@ -59,7 +59,7 @@ def results_equal(want, got, what):
             np.testing.assert_array_equal(b, a, err_msg=what)
 
 
-@pytest.mark.parametrize("config", ["default", "seed", "shadow"])
+@pytest.mark.parametrize("config", ["default", "seed", "shadow", "chroma"])
 @pytest.mark.parametrize("batch", [1, 7, 32])
 def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
     from motiondetect.evaluation.tuning import config_for
@@ -69,6 +69,9 @@ def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
         "default": default_config,
         "seed": lambda: load_config(SEED),
         "shadow": lambda: config_for(default_config(), {("gaussian_background", "shadow_floor"): 0.08}),
+        "chroma": lambda: config_for(
+            default_config(), {("gaussian_background", "shadow_floor"): 0.08, ("gaussian_background", "chroma_min_sigma"): 8.0}
+        ),
     }[config]()
     cpu = MotionDetector(build_filters(cfg))
     one = MotionDetector(build_filters(cfg), cuda=cuda)

@@ -20,9 +20,9 @@ import subprocess
 import cv2
 import numpy as np
 import pytest
-from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, GAUSSIAN_TIE
+from helpers import GAUSSIAN_CHROMA, GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_GREY, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, GAUSSIAN_TIE
 
-from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, luma_table
+from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, chroma_table, luma_table
 from motiondetect.filters import (
     Blur,
     Dilation,
@@ -38,6 +38,7 @@ from motiondetect.filters import (
     Subsense,
     Upscale,
 )
+from motiondetect.filters.gray import bgr_chroma
 from motiondetect.gpu.kernel_sources import kernel_dir
 
 CXX = shutil.which("g++") or shutil.which("clang++")
@@ -90,8 +91,13 @@ void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, 
     grid2d((w + 1) / 2, (h + 1) / 2, k, [&] { md_red_blend_yuv_u8(y, yp, yi, u, v, cp, cs, ci, m, lut, o, w, h, off, ry, rcr, dy, du, dv); }); }
 void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
-void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg) {
-    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg); }); }
+void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
+              const u8* c, long long cp, int* cm, int* cv, int cmv) {
+    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv); }); }
+void bgr_chroma(const u8* s, u8* d, int n) { grid1d(n, [&] { md_bgr_to_chroma_u8(s, d, n); }); }
+void chroma_420(const u8* cb, const u8* cr, int pitch, int step, long long image, int x0, int y0, const u8* lut, u8* d, int w, int h, int ow, int oh,
+                long long plane, int k) {
+    grid2d(ow, oh, k, [&] { md_chroma_420_blocks_u8(cb, cr, pitch, step, image, x0, y0, lut, d, w, h, ow, oh, plane); }); }
 void histogram(const u8* s, int n, unsigned* h) {               // one thread per block: phases in order
     blockDim = {1, 1, 1}; gridDim = {3, 1, 1};
     for (unsigned b = 0; b < 3; ++b) { blockIdx = {b, 0, 0}; threadIdx = {0, 0, 0}; md_histogram_u8(s, n, h); } }
@@ -246,12 +252,19 @@ def test_equalize(lib, rng, size):
         assert_same(out, Equalize().reference(image))
 
 
-def gaussian_constants(flt):
-    """The integer constants the Gaussian kernel takes after ``warmup``, in its argument order."""
+def gaussian_constants(flt, chroma=None, chroma_state=None):
+    """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
+    then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
+    array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without."""
     c = flt.constants
-    return tuple(
+    constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
+    if chroma is None:
+        return (*constants, None, ctypes.c_longlong(0), None, None, 0)
+    planes, plane = chroma
+    mean, var = chroma_state
+    return (*constants, ptr(planes), ctypes.c_longlong(plane), ptr(mean), ptr(var), c["chroma_min_var_q8"])
 
 
 def scene(rng, size, count=8):
@@ -278,7 +291,8 @@ def test_running_average_sequence(lib, rng, size):
 @pytest.mark.parametrize(
     "params",
     [
-        {},
+        {},  # the default: chroma on
+        GAUSSIAN_GREY,
         {"warmup": 3},
         {**GAUSSIAN_FAST, "warmup": 2},
         GAUSSIAN_SATURATED,
@@ -291,8 +305,11 @@ def test_running_average_sequence(lib, rng, size):
 )
 def test_gaussian_background_sequence(lib, rng, size, params):
     frames = scene(rng, size)
+    chromas = [np.stack(pair) for pair in zip(scene(rng, size), scene(rng, size))]
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
+    chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
+    colour = device.needs_chroma
     for i in range(1, len(frames)):
         out = poisoned(size)
         # One frame per launch, pair i of the stream (the kernel computes the warm-up rates).
@@ -306,11 +323,14 @@ def test_gaussian_background_sequence(lib, rng, size, params):
             1,
             i,
             device.params["warmup"],
-            *gaussian_constants(device),
+            *gaussian_constants(device, (chromas[i], frames[i].size) if colour else None, chroma_state),
         )
-        assert_same(out, cpu.reference(frames[i], frames[i - 1]))
+        assert_same(out, cpu.reference(frames[i], frames[i - 1], chromas[i]) if colour else cpu.reference(frames[i], frames[i - 1]))
     np.testing.assert_array_equal(mean.astype(np.int64), cpu.model[0])
     np.testing.assert_array_equal(var.astype(np.int64), cpu.model[1])
+    if colour:
+        np.testing.assert_array_equal(chroma_state[0].astype(np.int64), cpu.chroma_model[0])
+        np.testing.assert_array_equal(chroma_state[1].astype(np.int64), cpu.chroma_model[1])
 
 
 GAUSSIAN_BATCH_PARAMS = [
@@ -319,6 +339,8 @@ GAUSSIAN_BATCH_PARAMS = [
     {"warmup": 5, **GAUSSIAN_FAST},
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
+    GAUSSIAN_CHROMA,
+    {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5},
 ]
 
 
@@ -330,38 +352,105 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     registers) equal launches of one frame each and the CPU sequence, bit for bit: masks, and
     the stored mean and variance after every launch, warm-up included."""
     frames = scene(rng, size, count=1 + sum(splits))
+    chromas = [np.stack(pair) for pair in zip(scene(rng, size, count=len(frames)), scene(rng, size, count=len(frames)))]
     n = frames[0].size
     flt = GaussianBackground(**params)
-    args = (flt.params["warmup"], *gaussian_constants(flt))
+    colour = flt.needs_chroma
 
     cpu, expected, models = GaussianBackground(**params), [], {}
     for t in range(1, len(frames)):
-        expected.append(cpu.reference(frames[t], frames[t - 1]))
-        models[t] = (cpu.model[0].copy(), cpu.model[1].copy())
+        expected.append(cpu.reference(frames[t], frames[t - 1], chromas[t]) if colour else cpu.reference(frames[t], frames[t - 1]))
+        models[t] = (cpu.model[0].copy(), cpu.model[1].copy(), *(cpu.chroma_model if colour else ()))
 
-    single_mean, single_var, single = np.full(size, -7, np.int32), np.full(size, -7, np.int32), []
+    def state(value):  # poisoned device state: means and variances, grey then chroma
+        return [
+            np.full(size, value, np.int32),
+            np.full(size, -value, np.int32),
+            np.full((2, *size), value, np.int32),
+            np.full((2, *size), -value, np.int32),
+        ]
+
+    def check_state(model, got):
+        for want, have in zip(model, got):
+            np.testing.assert_array_equal(have.astype(np.int64), want)
+
+    single_state, single = state(7), []
     for t in range(1, len(frames)):
         out = poisoned(size)
-        lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_mean), ptr(single_var), ptr(out), n, 1, t, *args)
+        chroma = (chromas[t], n) if colour else None
+        args = (flt.params["warmup"], *gaussian_constants(flt, chroma, single_state[2:]))
+        lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_state[0]), ptr(single_state[1]), ptr(out), n, 1, t, *args)
         single.append(out)
-        np.testing.assert_array_equal(single_mean.astype(np.int64), models[t][0])
-        np.testing.assert_array_equal(single_var.astype(np.int64), models[t][1])
+        check_state(models[t], single_state)
 
-    mean, var = np.full(size, 12345, np.int32), np.full(size, -12345, np.int32)  # poisoned state
+    batch_state = state(12345)
     first = 1
     for k in splits:
         batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
+        # Plane-major, as the batched path lays them out: the K frames' Cb planes, then their Cr.
+        planes = np.ascontiguousarray(np.stack(chromas[first : first + k], axis=1))
+        args = (flt.params["warmup"], *gaussian_constants(flt, (planes, k * n) if colour else None, batch_state[2:]))
         # Only pair 1 reads the reference (the stream's first frame); later launches get poison.
         reference = frames[0] if first == 1 else poisoned(size)
         out = poisoned((k, *size))
-        lib.gaussian(ptr(batch), ptr(reference), ptr(mean), ptr(var), ptr(out), n, k, first, *args)
+        lib.gaussian(ptr(batch), ptr(reference), ptr(batch_state[0]), ptr(batch_state[1]), ptr(out), n, k, first, *args)
         for j in range(k):
             assert_same(out[j], single[first - 1 + j])
             assert_same(out[j], expected[first - 1 + j])
-        last = first + k - 1
-        np.testing.assert_array_equal(mean.astype(np.int64), models[last][0])
-        np.testing.assert_array_equal(var.astype(np.int64), models[last][1])
+        check_state(models[first + k - 1], batch_state)
         first += k
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_bgr_to_chroma(lib, rng, size):
+    """md_bgr_to_chroma_u8 equals bgr_chroma, extremes included (pure blue and red clip to 255)."""
+    bgr = rng.integers(0, 256, (*size, 3), dtype=np.uint8)
+    extremes = np.array([(255, 0, 0), (0, 0, 255)], np.uint8)
+    bgr.reshape(-1, 3)[:2] = extremes[: bgr.shape[0] * bgr.shape[1]]
+    out = poisoned((2, *size))
+    lib.bgr_chroma(ptr(bgr), ptr(out), bgr.shape[0] * bgr.shape[1])
+    assert_same(out, bgr_chroma(bgr))
+
+
+@pytest.mark.parametrize("size", [(1, 1), (2, 2), (7, 13), (8, 12), (33, 65)], ids=str)
+@pytest.mark.parametrize("c_step", [1, 2], ids=["planar", "nv12"])
+@pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
+def test_chroma_420_blocks(lib, rng, size, c_step, full_range):
+    """md_chroma_420_blocks_u8 on K pictures' chroma (padded rows, planar or NV12) equals
+    Picture.chroma, whole and cropped at an odd corner, at the crop's size and shrunk by
+    Downscale's blocks (equal and unequal), written plane-major."""
+    h, w = size
+    ch, cw = chroma_shape(h, w)
+    k, pitch = 3, c_step * cw + 5
+    image = 2 * ch * pitch + 3  # Cb rows, then Cr rows (planar); NV12 reads Cr at Cb + 1
+    memory = rng.integers(0, 256, k * image, dtype=np.uint8)
+    pictures = []
+    for z in range(k):
+        at = z * image
+        rows = memory[at : at + ch * pitch].reshape(ch, pitch)
+        if c_step == 2:
+            u, v = rows[:, 0 : 2 * cw : 2], rows[:, 1 : 2 * cw : 2]
+        else:
+            u, v = rows[:, :cw], memory[at + ch * pitch : at + 2 * ch * pitch].reshape(ch, pitch)[:, :cw]
+        pictures.append(Picture(rng.integers(0, 256, size, dtype=np.uint8), np.ascontiguousarray(u), np.ascontiguousarray(v), full_range))
+    cr_offset = 1 if c_step == 2 else ch * pitch
+    table = chroma_table(full_range)
+    base = memory.ctypes.data
+    for x0, y0 in ((0, 0), (w // 2 | 1 if w > 2 else 0, h // 3 | 1 if h > 2 else 0)):
+        cw_, ch_ = w - x0, h - y0
+        for height in (None, 3, 2):  # the crop's size, then shrunk as Downscale(height) shrinks
+            down = Downscale()
+            if height is not None:
+                down.params["height"] = height  # below the config minimum, to reach large factors on tiny frames
+            oh, ow = (ch_, cw_) if height is None else down.output_shape((ch_, cw_))
+            out = poisoned((2, k, oh, ow))
+            lib.chroma_420(
+                ctypes.c_void_p(base), ctypes.c_void_p(base + cr_offset), pitch, c_step, ctypes.c_longlong(image), x0, y0, ptr(table),
+                ptr(out), cw_, ch_, ow, oh, ctypes.c_longlong(k * oh * ow), k,
+            )  # fmt: skip
+            for z, picture in enumerate(pictures):
+                want = np.ascontiguousarray(picture.chroma()[:, y0:, x0:])
+                assert_same(out[:, z], want if height is None else down.reference_planes(want))
 
 
 def check_batch(launch, images, out_shape, reference=None):

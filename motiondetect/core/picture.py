@@ -52,6 +52,23 @@ def luma_table(full_range: bool) -> np.ndarray:
     return table
 
 
+@lru_cache(maxsize=2)
+def chroma_table(full_range: bool) -> np.ndarray:
+    """The 256-entry table from decoded chroma (Cb or Cr) to full-range chroma.
+
+    Limited range: ``round((C - 128) * 255 / 224) + 128`` rounded half up and clipped to 0..255
+    (the inverse of BT.601's ``C = 128 + 224 E'Pb``); full range: the identity. 128 is no colour.
+
+    Returns:
+        (256,) uint8, read-only.
+    """
+    c = np.arange(256, dtype=np.int64)
+    table = c if full_range else np.clip((2 * 255 * (c - 128) + 224) // (2 * 224) + 128, 0, 255)
+    table = table.astype(np.uint8)
+    table.flags.writeable = False
+    return table
+
+
 @dataclass(frozen=True, eq=False)
 class Picture:
     """A frame as decoded: Y'CbCr 4:2:0 planes in host memory.
@@ -88,6 +105,18 @@ class Picture:
         """The full-range grey image motion is found on: (H, W) uint8, a new array
         (:func:`luma_table` applied to :attr:`y`)."""
         return cv2.LUT(self.y, luma_table(self.full_range))
+
+    def chroma(self) -> np.ndarray:
+        """The full-range chroma at the luma's size: (2, H, W) uint8, Cb then Cr, 128 = no colour
+        (:func:`chroma_table` applied to :attr:`u` and :attr:`v`, each 4:2:0 sample repeated over
+        the 2 x 2 pixels it covers, cut at odd edges), a new array."""
+        height, width = self.y.shape
+        out = np.empty((2, height, width), np.uint8)
+        table = chroma_table(self.full_range)
+        for plane, target in zip((self.u, self.v), out):
+            full = cv2.LUT(plane, table)
+            target[...] = np.repeat(np.repeat(full, 2, 0), 2, 1)[:height, :width]
+        return out
 
     def copy(self) -> Picture:
         """A picture with its own copies of the planes."""

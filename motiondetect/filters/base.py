@@ -174,6 +174,40 @@ class Filter(ABC):
         """
         return 0 if self.POINTWISE else None
 
+    def reference_planes(self, planes: np.ndarray) -> np.ndarray:
+        """Apply this filter's change of geometry to planes that go with its grey input.
+
+        The chroma a colour background model compares (:attr:`GaussianBackground.needs_chroma
+        <motiondetect.filters.gaussian_background.GaussianBackground.needs_chroma>`) goes with the
+        grey image through the filters before the model: :class:`~motiondetect.filters.Downscale`
+        shrinks it with the same blocks, :class:`~motiondetect.filters.register.Register` moves it
+        by the frame's shift (call after the filter ran on the grey image); the other filters
+        change grey levels only (a blur, an equalization) and pass it through unchanged.
+
+        Args:
+            planes: (P, H, W) uint8, the grey input's size.
+
+        Returns:
+            (P, h, w) uint8 at this filter's output size (``planes`` itself when unchanged).
+        """
+        return planes
+
+    def apply_planes(self, cuda: CUDAHandler, src, dst, frames: int = 1) -> bool:
+        """Enqueue :meth:`reference_planes` on the device for ``frames`` consecutive frames.
+
+        Args:
+            cuda: the entered handler.
+            src: device planes (P, K, H, W) uint8 (plane-major: each plane's K frames together)
+                as a (P * K, H, W) array, K = ``frames``.
+            dst: device array (P * K, h, w) for the result.
+            frames: K.
+
+        Returns:
+            ``True`` when ``dst`` was written; ``False`` when the filter passes the planes
+            through (use ``src``).
+        """
+        return False
+
     def reset(self) -> None:
         """Forget any state kept from earlier frames (no-op for stateless filters).
 

@@ -73,6 +73,34 @@ class Downscale(Filter):
             return _uniform_block_means(src, f)
         return self._plan(src.shape).block_means(src)
 
+    def reference_planes(self, planes: np.ndarray) -> np.ndarray:
+        """Each plane's block means, as :meth:`reference` gives the grey image's."""
+        return np.stack([self.reference(plane) for plane in planes])
+
+    def reference_chroma_420(self, picture) -> np.ndarray | None:
+        """:meth:`reference_planes` of :meth:`Picture.chroma <motiondetect.core.picture.Picture.chroma>`
+        without the full-size planes, where the factor ``f`` is even and divides the picture:
+        each f x f block of pixels reads (f / 2) x (f / 2) whole chroma samples, 4 pixels each,
+        so the block's mean, rounded half up, is the samples' mean, rounded half up (4 S over
+        4 n); ``None`` otherwise (the caller expands, then shrinks).
+
+        Returns:
+            (2, h, w) uint8 Cb and Cr, or ``None``.
+        """
+        from motiondetect.core.picture import chroma_table
+
+        height, width = picture.y.shape
+        f = self.factor(height)
+        out_h, out_w = self.output_shape((height, width))
+        if f % 2 or (out_h * f, out_w * f) != (height, width) or f > 32:
+            return None
+        table = chroma_table(picture.full_range)
+        return np.stack([_uniform_block_means(cv2.LUT(plane, table), f // 2) for plane in (picture.u, picture.v)])
+
+    def apply_planes(self, cuda, src, dst, frames: int = 1) -> bool:
+        self.apply_kernel(cuda, src, dst)
+        return True
+
     def _plan(self, shape: tuple[int, int]) -> _Partition:
         """The partition of an input of ``shape`` (made once per size)."""
         if getattr(self, "_partition", None) is None or self._partition.shape != shape:

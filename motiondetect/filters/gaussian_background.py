@@ -15,16 +15,11 @@ def to_q8(value: float) -> int:
     return int(np.floor(value * 256 + 0.5))
 
 
-#: Per-pixel scratch buffers of the CPU update (see GaussianBackground._update), by name.
-_SCRATCH = {
-    "d": np.int32,
-    "vmax": np.int32,
-    "df": np.float64,
-    "e": np.float64,
-    "limit": np.float64,
-    "rate": np.float64,
-    "shade": np.float64,
-}
+#: Per-pixel scratch buffers of the CPU comparison and update of one plane (see
+#: GaussianBackground._update); the luma's are suffixed 0, the chroma planes' 1 and 2.
+_PLANE_SCRATCH = {"d": np.int32, "vmax": np.int32, "df": np.float64, "e": np.float64, "limit": np.float64}
+#: Scratch buffers shared by the planes: the mask's learning rates, the shadow floor, one plane's flags.
+_SHARED_SCRATCH = {"rate": np.float64, "vrate": np.float64, "shade": np.float64, "flag": np.uint8}
 
 
 class GaussianBackground(Filter):
@@ -40,7 +35,7 @@ class GaussianBackground(Filter):
     darken by more than 16 % of its background grey level to move (brightening keeps
     ``min_sigma``'s floor alone). This is the brightness half of the shadow tests of Cucchiara et
     al. (2003) and OpenCV MOG2 (a darkening by a ratio near 1 is shadow), without their colour
-    half: the model sees the grey image only. Then the model learns (selective update, Koller et al.,
+    half, which ``chroma_min_sigma`` adds in its own way (below). Then the model learns (selective update, Koller et al.,
     1994): background pixels at rates ``alpha`` (mean) and ``variance_alpha`` (variance),
     foreground pixels at the slower ``alpha_foreground`` and ``variance_alpha_foreground``, so
     passing objects barely enter the background while a parked car or a moved chair is absorbed
@@ -51,8 +46,21 @@ class GaussianBackground(Filter):
     ``1 / min(2 t, history)``: the model knows the scene's noise and its waving trees after a few
     seconds, and later passing objects barely widen the threshold.
 
+    Chroma (``chroma_min_sigma`` > 0, off by default): the model also keeps a mean and variance of
+    the pixel's full-range BT.601 Cb and Cr, and the pixel is foreground when its grey level *or*
+    either chroma value is further than ``sigmas`` standard deviations from its mean, each chroma
+    variance floored at ``chroma_min_sigma**2``. A person in clothes of the background's
+    brightness but another colour then moves, while a shadow, which darkens the grey level but
+    keeps the hue, is left to the grey level's ``shadow_floor``. The chroma means and variances
+    learn as the grey level's do (the same rates, the same mask), starting from the first
+    compared frame's chroma. The chroma planes come with the frame (:meth:`needs_chroma`): from a
+    decoder's 4:2:0 planes (:meth:`Picture.chroma <motiondetect.core.picture.Picture.chroma>`) or
+    a BGR frame (:func:`~motiondetect.filters.gray.bgr_chroma`), through the same downscale and
+    registration as the grey image.
+
     Input ``(H, W)`` uint8 grey (the current frame) with side input ``reference`` (the previous
-    grey frame); output ``(H, W)`` uint8 mask in {0, 255}.
+    grey frame), and with chroma on the ``(2, H, W)`` uint8 chroma planes (Cb, Cr) of the current
+    frame; output ``(H, W)`` uint8 mask in {0, 255}.
 
     State: ``m`` and ``v`` per pixel, set on the first call of a stream (after :meth:`reset`, or
     when the frame size changes) to the reference frame and ``min_sigma**2``, and the number of
@@ -88,25 +96,40 @@ class GaussianBackground(Filter):
         Param(
             "min_sigma",
             float,
-            8.0,
+            10.0,
             0.5,
             64.0,
             "grey levels",
-            "floor of the standard deviation, so a perfectly still pixel does not flag noise; 8 (with "
-            "sigmas 2.0: at least 16 grey levels) was every leave-one-clip-out fold's choice over the "
-            "20 dev clips on a grid of 4..8; wider grids score lower held out (docs/evaluation.md)",
+            "floor of the standard deviation, so a perfectly still pixel does not flag noise; 10 (with "
+            "sigmas 2.0: at least 20 grey levels), with chroma_min_sigma 8 and shadow_floor 0.08, was "
+            "every leave-one-clip-out fold's choice over the 20 dev clips on a grid of 8 and 10 "
+            '(docs/evaluation.md, "Chroma")',
         ),
         Param(
             "shadow_floor",
             float,
-            0.0,
+            0.08,
             0.0,
             1.0,
             "fraction of the background's grey level",
             "floor of the standard deviation where the pixel is darker than its background mean, "
             "as a fraction of that mean, so a darkening by a small share of the background (a cast "
             "shadow, a dimmed reflection: a change in proportion to the brightness, after Weber) is "
-            "not motion; 0 (off) keeps min_sigma's floor alone",
+            "not motion; 0.08 with chroma (the leave-one-clip-out choice of 8 of the 20 dev clips' "
+            "folds, 0.06 of 7); 0 (off) keeps min_sigma's floor alone",
+        ),
+        Param(
+            "chroma_min_sigma",
+            float,
+            8.0,
+            0.0,
+            64.0,
+            "grey levels of Cb and Cr",
+            "floor of the standard deviation of the pixel's chroma (full-range BT.601 Cb and Cr); a "
+            "pixel also moves when its Cb or Cr is further than sigmas of these from its background's, "
+            "so colour changes the grey level misses are found; 8 was the leave-one-clip-out choice of "
+            "16 of the 20 dev clips' folds (6 of the other 4; held out 0.757 against 0.747 for the "
+            "grey level alone); 0 (off) compares the grey level alone",
         ),
         Param(
             "alpha",
@@ -166,6 +189,7 @@ class GaussianBackground(Filter):
             "k2_q8": to_q8(p["sigmas"] ** 2),
             "min_var_q8": to_q8(p["min_sigma"] ** 2),
             "shadow_q16": to_q16(p["shadow_floor"]),
+            "chroma_min_var_q8": to_q8(p["chroma_min_sigma"] ** 2),
             "alpha_q16": to_q16(p["alpha"]),
             "alpha_fg_q16": to_q16(p["alpha_foreground"]),
             "var_alpha_q16": to_q16(p["variance_alpha"]),
@@ -173,10 +197,20 @@ class GaussianBackground(Filter):
         }
         self.reset()
 
+    @property
+    def needs_chroma(self) -> bool:
+        """The model compares the chroma too (``chroma_min_sigma`` > 0): the detector passes each
+        frame's chroma planes."""
+        return self.constants["chroma_min_var_q8"] > 0
+
     def reset(self) -> None:
         self._mean: np.ndarray | None = None  # int32 Q16, kept like the kernel's (see reference)
         self._var: np.ndarray | None = None  # int32 Q8
-        self._scratch = Scratch(**{name: (dtype, ()) for name, dtype in _SCRATCH.items()})
+        self._chroma_mean: np.ndarray | None = None  # (2, H, W) int32 Q16: Cb, Cr
+        self._chroma_var: np.ndarray | None = None  # (2, H, W) int32 Q8
+        planes = 3 if self.needs_chroma else 1
+        layout = {f"{name}{p}": (dtype, ()) for p in range(planes) for name, dtype in _PLANE_SCRATCH.items()}
+        self._scratch = Scratch(**layout, **{name: (dtype, ()) for name, dtype in _SHARED_SCRATCH.items()})
         self._pairs = 0  # frame pairs seen by the CPU model
         self._device_shape: tuple[int, ...] | None = None
         self._device_pairs = 0
@@ -196,8 +230,32 @@ class GaussianBackground(Filter):
         ``(H, W)`` int64 (copies), or ``None`` before the first frame pair."""
         return None if self._mean is None else (self._mean.astype(np.int64), self._var.astype(np.int64))
 
-    def reference(self, src, side=None):
+    @property
+    def chroma_model(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The CPU model's chroma: means and variances of Cb and Cr, each ``(2, H, W)`` int64
+        (copies; units as :attr:`model`), or ``None`` without chroma or before the first frame pair."""
+        if self._chroma_mean is None:
+            return None
+        return self._chroma_mean.astype(np.int64), self._chroma_var.astype(np.int64)
+
+    def reference(self, src, side=None, chroma=None):
+        """Compare ``src`` with the model and update it (see the class docstring).
+
+        Args:
+            src: (H, W) uint8 grey levels, the current frame.
+            side: (H, W) uint8, the previous frame: read on the first frame pair of a stream only.
+            chroma: (2, H, W) uint8 Cb and Cr of the current frame when :attr:`needs_chroma`.
+
+        Returns:
+            (H, W) uint8 mask, 0 or 255.
+
+        Raises:
+            ValueError: the first frame pair without ``side``, or chroma missing or of another size.
+        """
         c = self.constants
+        if self.needs_chroma and (chroma is None or chroma.shape != (2, *src.shape)):
+            got = "none" if chroma is None else f"shape {chroma.shape}"
+            raise ValueError(f"gaussian_background: chroma_min_sigma needs (2, {src.shape[0]}, {src.shape[1]}) chroma planes; got {got}")
         if self._mean is None or self._mean.shape != src.shape:
             if side is None:
                 raise ValueError("gaussian_background: the first frame of a stream needs the reference frame")
@@ -206,10 +264,13 @@ class GaussianBackground(Filter):
             # sample, which is at most (255 * 2**16)**2 / 2**24 = 255**2 * 2**8 < 2**24.
             self._mean = np.left_shift(side, 16, dtype=np.int32)
             self._var = np.full(src.shape, c["min_var_q8"], np.int32)
+            if self.needs_chroma:  # from the current frame: the reference's chroma is not kept
+                self._chroma_mean = np.left_shift(chroma, 16, dtype=np.int32)
+                self._chroma_var = np.full(chroma.shape, c["chroma_min_var_q8"], np.int32)
             self._pairs = 0
         self._pairs += 1
         alpha, alpha_fg, var_alpha, var_alpha_fg = self.rates(self._pairs)
-        # The rates of each pixel, looked up from its mask value (0 or 255), scaled as _update needs.
+        # The rates of each pixel, looked up from its mask value (0 or 255), scaled as _learn needs.
         mean_rates = np.full(256, alpha * 2.0**-4)
         mean_rates[255] = alpha_fg * 2.0**-4
         var_rates = np.full(256, var_alpha * 2.0**-16)
@@ -217,45 +278,62 @@ class GaussianBackground(Filter):
         out = np.empty(src.shape, np.uint8)
         height, width = src.shape
         rows = chunk_rows(width)
+        planes = 3 if self.needs_chroma else 1
 
         def update(band: int, start: int, stop: int) -> None:
-            buffers = self._scratch.get(band, rows, width)
-            self._update(src, out, slice(start, stop), mean_rates, var_rates, [buffers[name][: stop - start] for name in _SCRATCH])
+            buffers = {name: b[: stop - start] for name, b in self._scratch.get(band, rows, width).items()}
+            per_plane = [[buffers[f"{name}{p}"] for name in _PLANE_SCRATCH] for p in range(planes)]
+            self._update(src, chroma, out, slice(start, stop), (mean_rates, var_rates), per_plane, buffers)
 
         run_bands(height, width, update, rows)
         return out
 
-    def _update(self, src, out, rows: slice, mean_rates: np.ndarray, var_rates: np.ndarray, scratch: list[np.ndarray]) -> None:
-        """Compare rows ``rows`` of ``src`` with the model into ``out``, then update the model there.
-
-        The fixed-point formulas of the class docstring, evaluated in float64 where they need
-        more than 32 bits; every value below is an integer times a power of two with at most 42
-        significant bits, so float64 holds it exactly and the results are the integer ones:
-
-        - ``df = d * 2**-12`` with ``|d| < 2**24``; ``e = df**2 = d**2 * 2**-24`` (``d**2 < 2**48``);
-        - ``limit = k2 * max(v, min_var, shadow) * 2**-8`` (the Q16 limit, below 2**40, times
-          2**-8; ``shadow`` the darker pixels' floor, 0 elsewhere), so
-          ``d**2 > limit_q16 << 16`` is ``e > limit``;
-        - the mean: ``m + ((d * a + 2**15) >> 16) = floor(m + df * (a * 2**-4) + 1/2)``, whose
-          argument lies between the old mean and the sample, so it is positive and truncation
-          (the cast to int32) is the floor;
-        - the sample: ``min((d**2 + 2**23) >> 24, (limit_q16 + 128) >> 8) = floor(min(e, limit) + 1/2)``;
-        - the variance: ``v + (((s - v) * r + 2**15) >> 16) = floor(v + (s - v) * (r * 2**-16) + 1/2)``,
-          between ``v`` and ``s``, so positive again.
+    def _update(self, src, chroma, out, rows: slice, rates: tuple[np.ndarray, np.ndarray], per_plane: list, shared: dict) -> None:
+        """Compare rows ``rows`` of ``src`` (and of ``chroma``) with the model into ``out``, then
+        update the model there: :meth:`_compare` on each plane, the mask their union, then
+        :meth:`_learn` on each plane with the mask's rates.
 
         Whole-array operations on chunks of rows, into buffers kept between frames: at the
         default working size (480 x 270) 1.3x faster than the int64 NumPy form on one thread,
         1.8x with two bands.
         """
         c = self.constants
-        mean, var, mask = self._mean[rows], self._var[rows], out[rows]
-        d, vmax, df, e, limit, rate, shade = scratch
-        np.left_shift(src[rows], 16, out=d, dtype=np.int32)
+        mask = out[rows]
+        self._compare(src[rows], self._mean[rows], self._var[rows], c["min_var_q8"], per_plane[0], shared["shade"])
+        cv2.compare(per_plane[0][3], per_plane[0][4], cv2.CMP_GT, dst=mask)  # 255 where d**2 > limit
+        planes = [(self._mean[rows], self._var[rows], per_plane[0])]
+        if chroma is not None:
+            flag = shared["flag"]
+            for p in range(2):
+                mean, var = self._chroma_mean[p][rows], self._chroma_var[p][rows]
+                self._compare(chroma[p][rows], mean, var, c["chroma_min_var_q8"], per_plane[1 + p], None)
+                cv2.compare(per_plane[1 + p][3], per_plane[1 + p][4], cv2.CMP_GT, dst=flag)
+                cv2.bitwise_or(mask, flag, dst=mask)
+                planes.append((mean, var, per_plane[1 + p]))
+        cv2.LUT(mask, rates[0], dst=shared["rate"])
+        cv2.LUT(mask, rates[1], dst=shared["vrate"])
+        for mean, var, buffers in planes:
+            self._learn(mean, var, buffers, shared["rate"], shared["vrate"])
+
+    def _compare(self, x, mean, var, floor_q8: int, buffers: list[np.ndarray], shade: np.ndarray | None) -> None:
+        """Fill ``buffers`` (d, vmax, df, e, limit) for one plane's rows: the fixed-point formulas
+        of the class docstring, evaluated in float64 where they need more than 32 bits; every
+        value below is an integer times a power of two with at most 42 significant bits, so
+        float64 holds it exactly and the results are the integer ones:
+
+        - ``df = d * 2**-12`` with ``|d| < 2**24``; ``e = df**2 = d**2 * 2**-24`` (``d**2 < 2**48``);
+        - ``limit = k2 * max(v, floor, shadow) * 2**-8`` (the Q16 limit, below 2**40, times
+          2**-8; ``shadow`` the darker pixels' floor, 0 elsewhere, on the grey level only: pass
+          ``shade``, a scratch buffer), so ``d**2 > limit_q16 << 16`` is ``e > limit``.
+        """
+        c = self.constants
+        d, vmax, df, e, limit = buffers
+        np.left_shift(x, 16, out=d, dtype=np.int32)
         d -= mean
         np.multiply(d, 2.0**-12, out=df)
         np.multiply(df, df, out=e)
-        np.maximum(var, np.int32(c["min_var_q8"]), out=vmax)
-        if c["shadow_q16"]:
+        np.maximum(var, np.int32(floor_q8), out=vmax)
+        if shade is not None and c["shadow_q16"]:
             # The darker pixels' floor: s = (m * f + 2**15) >> 16 (< 2**24) and (s**2 + 2**23) >> 24,
             # each a floor of a float64 product with at most 48 significant bits.
             np.multiply(mean, c["shadow_q16"] * 2.0**-16, out=shade)
@@ -270,33 +348,58 @@ class GaussianBackground(Filter):
             limit *= c["k2_q8"] * 2.0**-8
         else:
             np.multiply(vmax, c["k2_q8"] * 2.0**-8, out=limit)
-        cv2.compare(e, limit, cv2.CMP_GT, dst=mask)  # 255 where d**2 > limit
-        cv2.LUT(mask, mean_rates, dst=rate)
+
+    @staticmethod
+    def _learn(mean, var, buffers: list[np.ndarray], rate: np.ndarray, vrate: np.ndarray) -> None:
+        """Update one plane's rows from :meth:`_compare`'s ``buffers`` (which it overwrites), at
+        the per-pixel rates ``rate`` (mean, times 2**-4) and ``vrate`` (variance, times 2**-16):
+
+        - the mean: ``m + ((d * a + 2**15) >> 16) = floor(m + df * (a * 2**-4) + 1/2)``, whose
+          argument lies between the old mean and the sample, so it is positive and truncation
+          (the cast to int32) is the floor;
+        - the sample: ``min((d**2 + 2**23) >> 24, (limit_q16 + 128) >> 8) = floor(min(e, limit) + 1/2)``;
+        - the variance: ``v + (((s - v) * r + 2**15) >> 16) = floor(v + (s - v) * (r * 2**-16) + 1/2)``,
+          between ``v`` and ``s``, so positive again.
+        """
+        d, _, df, e, limit = buffers
         df *= rate
         df += mean
         np.add(df, 0.5, out=mean, casting="unsafe")
         np.minimum(e, limit, out=e)
         np.add(e, 0.5, out=d, casting="unsafe")  # the sample, in Q8
         d -= var
-        cv2.LUT(mask, var_rates, dst=rate)
-        np.multiply(d, rate, out=e)
+        np.multiply(d, vrate, out=e)
         e += var
         np.add(e, 0.5, out=var, casting="unsafe")
 
-    def apply_kernel(self, cuda, src, dst, side=None):
+    def apply_kernel(self, cuda, src, dst, side=None, chroma=None):
         """Enqueue the model on a frame (H, W) or a batch (K, H, W) of consecutive frames.
 
         ``side`` is the previous grey frame (a batch: each frame's predecessor); only the first
         frame of a stream reads it, to start the model. The kernel keeps each pixel's model in
         registers through the batch, so K frames in one call equal K calls of one frame.
+        ``chroma`` (when :attr:`needs_chroma`): ``(address, plane)``, the device address of the
+        first frame's Cb plane, the frames' planes packed one after another, and the bytes from
+        each Cb to its Cr.
+
+        Raises:
+            ValueError: the first frame pair without ``side``, or chroma missing.
         """
         frames, height, width = planes(src)
         init = self._device_shape != (height, width)
         if init and side is None:
             raise ValueError("gaussian_background: the first frame of a stream needs the reference frame")
+        if self.needs_chroma and chroma is None:
+            raise ValueError("gaussian_background: chroma_min_sigma needs the frames' chroma planes")
         mean = cuda.buffer(self.state_key("mean"), (height, width), np.int32)
         var = cuda.buffer(self.state_key("variance"), (height, width), np.int32)
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiii")
+        if self.needs_chroma:
+            chroma_mean = cuda.buffer(self.state_key("chroma_mean"), (2, height, width), np.int32)
+            chroma_var = cuda.buffer(self.state_key("chroma_variance"), (2, height, width), np.int32)
+            chroma_args = (np.uintp(chroma[0]), np.int64(chroma[1]), chroma_mean.gpudata, chroma_var.gpudata)
+        else:  # never read
+            chroma_args = (np.uintp(0), np.int64(0), np.uintp(0), np.uintp(0))
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPi")
         first_pair = 1 if init else self._device_pairs + 1
         reference = side if side is not None else src  # read only when the model starts
         c = self.constants
@@ -319,6 +422,8 @@ class GaussianBackground(Filter):
             np.int32(c["alpha_fg_q16"]),
             np.int32(c["var_alpha_q16"]),
             np.int32(c["var_alpha_fg_q16"]),
+            *chroma_args,
+            np.int32(c["chroma_min_var_q8"]),
         )
         self._device_pairs = first_pair + frames - 1
         self._device_shape = (height, width)

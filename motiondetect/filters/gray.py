@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.core.picture import Picture, luma_table
+from motiondetect.core.picture import Picture, chroma_table, luma_table
 from motiondetect.filters.bands import Scratch, run_bands
 from motiondetect.filters.base import Filter, Kind, element_count, planes
 
@@ -15,8 +15,43 @@ B2Y, G2Y, R2Y = 7471, 38470, 19595
 #: cv2.transform row: the three weights and the rounding offset 2**15 as a constant column, all
 #: scaled by 2**-16 (exact: each is an integer below 2**16 times a power of two).
 _WEIGHTS_AND_OFFSET = np.array([[B2Y, G2Y, R2Y, 1 << 15]], np.float32) * np.float32(2.0**-16)
+#: Full-range BT.601 chroma weights (JFIF / ITU-T T.871: Cb = 128 - 0.168736 R - 0.331264 G + 0.5 B,
+#: Cr = 128 + 0.5 R - 0.418688 G - 0.081312 B) in 16-bit fixed point, round(w * 65536); each row
+#: sums to 0. Must match kernels/gray.cu.
+CB_WEIGHTS = (32768, -21710, -11058)  # B, G, R
+CR_WEIGHTS = (-5329, -27439, 32768)
+#: cv2.transform rows for Cb and Cr: the weights and the offset 128 * 2**16 + 2**15 (128, rounded
+#: half up), scaled by 2**-16. Every partial sum is an integer of magnitude at most 2**24 times
+#: 2**-16 (255 * 32768 + 128 * 65536 + 32768 = 2**24), exact in float32 in any order.
+_CHROMA_WEIGHTS = np.array([[*CB_WEIGHTS, 128 * 65536 + 32768], [*CR_WEIGHTS, 128 * 65536 + 32768]], np.float32) * np.float32(2.0**-16)
 #: Rows converted at a time: their float32 copy (1.5 MB at 1920 pixels wide) stays in the cache.
 _CHUNK_ROWS = 64
+
+
+def bgr_chroma(bgr: np.ndarray) -> np.ndarray:
+    """Full-range BT.601 chroma of a BGR image, rounded half up, in integer fixed point.
+
+    ``Cb = (32768 B - 21710 G - 11058 R + 128 * 2**16 + 2**15) >> 16`` and
+    ``Cr = (-5329 B - 27439 G + 32768 R + 128 * 2**16 + 2**15) >> 16`` (:data:`CB_WEIGHTS`,
+    :data:`CR_WEIGHTS`), clipped to 255 (pure blue and pure red give 256); the chroma that the
+    JPEG (JFIF) conversion and ``cv2.COLOR_BGR2YCrCb`` give, within 1 level. 128 is no colour.
+
+    Args:
+        bgr: (H, W, 3) uint8, channels B, G, R.
+
+    Returns:
+        (2, H, W) uint8: Cb, then Cr.
+    """
+    height, width = bgr.shape[:2]
+    out = np.empty((2, height, width), np.uint8)
+    # A few rows at a time, so the float32 copies stay in the cache (as Gray's conversion).
+    for start in range(0, height, _CHUNK_ROWS):
+        stop = min(height, start + _CHUNK_ROWS)
+        both = cv2.transform(bgr[start:stop].astype(np.float32), _CHROMA_WEIGHTS)
+        np.minimum(both, 255.0, out=both)
+        np.copyto(out[0, start:stop], both[..., 0], casting="unsafe")
+        np.copyto(out[1, start:stop], both[..., 1], casting="unsafe")
+    return out
 
 
 class Gray(Filter):
@@ -111,6 +146,69 @@ class Gray(Filter):
             dst.gpudata,
             np.int32(width),
             np.int32(height),
+            frames=frames,
+        )
+
+    def apply_chroma(self, cuda, src, dst) -> None:
+        """Enqueue :func:`bgr_chroma` on ``cuda.stream`` (kernel ``md_bgr_to_chroma_u8``).
+
+        Args:
+            cuda: the entered handler.
+            src: device BGR image (H, W, 3) uint8.
+            dst: device chroma planes (2, H, W) uint8, Cb then Cr.
+        """
+        fn = cuda.function(self.KERNEL, "md_bgr_to_chroma_u8", "PPi")
+        n = np.int32(src.shape[0] * src.shape[1])
+        cuda.launch_1d(fn, int(n), src.gpudata, dst.gpudata, n)
+
+    def apply_chroma_420(
+        self,
+        cuda,
+        chroma: tuple[int, int],
+        pitch: int,
+        step: int,
+        image_bytes: int,
+        crop: tuple[int, int, int, int],
+        dst,
+        full_range: bool,
+    ) -> None:
+        """Enqueue the decoder's chroma as full-range planes (kernel ``md_chroma_420_blocks_u8``):
+        :meth:`Picture.chroma <motiondetect.core.picture.Picture.chroma>` on the device, cropped,
+        and shrunk to ``dst``'s size with :class:`~motiondetect.filters.Downscale`'s blocks in
+        the same pass when ``dst`` is smaller than the crop.
+
+        Args:
+            cuda: the entered handler.
+            chroma: device addresses of the first image's Cb and Cr samples (NV12: Cr is Cb + 1).
+            pitch: bytes from one row of chroma samples to the next.
+            step: bytes from one sample to the next in a row (1 planar, 2 NV12).
+            image_bytes: bytes from one image's chroma to the next in a batch.
+            crop: (x0, y0, x1, y1), the half-open rectangle of the picture in luma pixels.
+            dst: device (2 * K, h, w) uint8: the K images' Cb planes, then their Cr planes.
+            full_range: the stream's colour range is full.
+        """
+        count, out_h, out_w = planes(dst)
+        frames = count // 2
+        x0, y0, x1, y1 = crop
+        table = cuda.constant(("chroma_table", full_range), chroma_table(full_range))
+        fn = cuda.function(self.KERNEL, "md_chroma_420_blocks_u8", "PPiiqiiPPiiiiq")
+        cuda.launch_2d(
+            fn,
+            (out_h, out_w),
+            np.uintp(chroma[0]),
+            np.uintp(chroma[1]),
+            np.int32(pitch),
+            np.int32(step),
+            np.int64(image_bytes),
+            np.int32(x0),
+            np.int32(y0),
+            table.gpudata,
+            dst.gpudata,
+            np.int32(x1 - x0),
+            np.int32(y1 - y0),
+            np.int32(out_w),
+            np.int32(out_h),
+            np.int64(frames * out_h * out_w),
             frames=frames,
         )
 

@@ -298,15 +298,33 @@ class Register(Filter):
             self._anchor, self._anchor_image = spectrum, src.copy()
         product = spectrum * np.conj(self._anchor)
         magnitude = np.abs(product)
-        cross = np.divide(product, magnitude, out=np.zeros_like(product), where=magnitude > 0)
-        # Unnormalised inverse, as cuFFT's: the surface is h * w times the share of the frame.
-        corr = np.fft.irfft2(cross, s=shrunk.shape, norm="forward").astype(np.float32, copy=False)
+        # A flat frame (a covered lens) has spectra of rounding noise, whose ratios may overflow to
+        # inf and NaN; the peak search counts NaN as -infinity, as the kernel does: no warning.
+        with np.errstate(over="ignore", invalid="ignore"):
+            cross = np.divide(product, magnitude, out=np.zeros_like(product), where=magnitude > 0)
+            # Unnormalised inverse, as cuFFT's: the surface is h * w times the share of the frame.
+            corr = np.fft.irfft2(cross, s=shrunk.shape, norm="forward").astype(np.float32, copy=False)
         coarse = peak_shift(corr, self._coarse_reach(*shrunk.shape), self.params["peak_ratio"], self._floor(*shrunk.shape))
         if coarse is None:  # nothing in common with the anchor: no shift to refine
             self._shift = (0, 0)
         else:
             self._shift = refine_shift(src, self._anchor_image, coarse, self._reach(height, width))
         return translate(src, *self._shift, sign=1, replicate=True)
+
+    def reference_planes(self, planes: np.ndarray) -> np.ndarray:
+        """Move each (H, W) plane by the last frame's shift, as :meth:`reference` moved it."""
+        return np.stack([translate(plane, *self._shift, sign=1, replicate=True) for plane in planes])
+
+    def apply_planes(self, cuda, src, dst, frames: int = 1) -> bool:
+        """Each plane's K frames moved by their frames' shifts of the last :meth:`apply_kernel`
+        call (frame k of each plane by frame k's)."""
+        shifts = cuda.buffer(self.state_key("shift"), (MAX_FRAMES, 2), np.int32)
+        _, height, width = planes(src)
+        per = frames * height * width
+        for p in range(src.shape[0] // frames):
+            one_src, one_dst = (_view(a, p * per, (frames, height, width)) for a in (src, dst))
+            self._translate(cuda, one_src, one_dst, shifts.gpudata, sign=1, replicate=True)
+        return True
 
     def unshift_reference(self, image: np.ndarray) -> np.ndarray:
         """Move the frame-pair filter's output (H, W) uint8 back onto the last frame: read at
@@ -393,3 +411,10 @@ class Register(Filter):
             np.int32(replicate),
             frames=frames,
         )
+
+
+def _view(array, offset: int, shape: tuple[int, ...]):
+    """A device view of ``shape`` uint8 starting ``offset`` bytes into a GPUArray (no copy)."""
+    import pycuda.gpuarray as gpuarray
+
+    return gpuarray.GPUArray(shape, np.uint8, gpudata=int(array.gpudata) + offset, base=array)

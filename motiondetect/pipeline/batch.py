@@ -240,6 +240,8 @@ class BatchDetector:
             raise ValueError("the batched GPU path blends in Y'CbCr: the annotation must be one 'red_blend'")
         detect = self.plan.detection_filters
         self._pair = next(i for i, f in enumerate(detect) if f.SIDE_INPUT == "reference")
+        #: The frames' chroma goes to the device for the background model, not only for the blend.
+        self._chroma = self.plan.needs_chroma
         self._started = False  # the stream's first frame has been seen
         #: Threads that copy host pictures into the pinned ring, while a stream of them runs.
         self._stagers: ThreadPoolExecutor | None = None
@@ -282,7 +284,7 @@ class BatchDetector:
             chroma_shape_ = (k, ch, 2 * cw) if layout == "nv12" else (k, 2, ch, cw)
             slot = _Slot(
                 self._buffer(("luma", s), (k, height, width)),
-                self._buffer(("chroma", s), chroma_shape_) if self.annotate else None,
+                self._buffer(("chroma", s), chroma_shape_) if self.annotate or self._chroma else None,
                 index=s,
                 layout=layout,
             )
@@ -538,6 +540,8 @@ class BatchDetector:
         dst = frames_view(out, 1, n + 1) if self._pair == 1 else frames_view(out, 0, n)
         gray.apply_luma(cuda, int(slot.luma.gpudata) + y0 * width + x0, width, width * height, dst, slot.full_range)
         image = dst
+        chroma = self._queue_chroma(gray, slot, geo, n) if self._chroma else None
+        chroma_from = self.plan.chroma_from  # the stage whose output size the chroma starts at
         for stage in range(1, len(detect)):
             flt = detect[stage]
             shape = self._single_shape(stage, geo)
@@ -545,7 +549,12 @@ class BatchDetector:
                 src, side = frames_view(pair_buffer, 1 + skip, n + 1), frames_view(pair_buffer, skip, n)
                 m = n - skip
                 target = self._buffer(("stage", stage), (k, *shape))
-                image = self._apply(flt, src, frames_view(target, 0, m), side) if m else None
+                if m and chroma is not None:  # the frames compared: skip..n-1 of each plane's n
+                    count = shape[0] * shape[1]
+                    image = frames_view(target, 0, m)
+                    flt.apply_kernel(cuda, src, image, side, chroma=(int(chroma.gpudata) + skip * count, n * count))
+                else:
+                    image = self._apply(flt, src, frames_view(target, 0, m), side) if m else None
                 if m and detect[stage - 1].ALIGNS:  # the comparisons, back onto their frames' pixels
                     unshifted = frames_view(self._buffer(("unshifted",), (k, *shape)), 0, m)
                     detect[stage - 1].unshift(cuda, image, unshifted, offset=skip)
@@ -563,6 +572,9 @@ class BatchDetector:
             dst = frames_view(target, 1, m + 1) if stage == self._pair - 1 else frames_view(target, 0, m)
             side = SizeOnly((w_h, w_w, 3)) if flt.SIDE_INPUT == "frame" else None
             image = self._apply(flt, image, dst, side)
+            if chroma is not None and chroma_from < stage < self._pair:
+                planes_out = frames_view(self._buffer(("planes", stage), (2 * k, *shape)), 0, 2 * m)
+                chroma = planes_out if flt.apply_planes(cuda, chroma, planes_out, frames=m) else chroma
         m = n - skip
         queued = _Queued(slot, geo, skip, drv.Event())
         if m:
@@ -616,6 +628,24 @@ class BatchDetector:
             drv.memcpy_dtoh_async(queued.pictures, out_all.gpudata, cuda.stream)
         queued.done.record(cuda.stream)
         return queued
+
+    def _queue_chroma(self, gray, slot: _Slot, geo: Geometry, n: int):
+        """Queue the batch's chroma as full-range planes, plane-major: a (2 * n, h, w) device
+        view, the n frames' Cb planes then their Cr planes
+        (:meth:`Gray.apply_chroma_420 <motiondetect.filters.gray.Gray.apply_chroma_420>`), at the
+        size of the output of the detector's ``chroma_from`` stage (a downscale's, in the pass
+        that expands the 4:2:0 samples, else the crop's)."""
+        height, width = geo.shape
+        ch, cw = chroma_shape(height, width)
+        w_h, w_w = self._single_shape(self.plan.chroma_from, geo)
+        base = int(slot.chroma.gpudata)
+        if slot.layout == "nv12":  # (K, ch, 2 cw): Cb and Cr interleaved
+            addresses, pitch, step = (base, base + 1), 2 * cw, 2
+        else:  # (K, 2, ch, cw): the Cb plane, then the Cr plane
+            addresses, pitch, step = (base, base + ch * cw), cw, 1
+        planes = frames_view(self._buffer(("chroma_planes",), (2 * self.batch, w_h, w_w)), 0, 2 * n)
+        gray.apply_chroma_420(self.cuda, addresses, pitch, step, 2 * ch * cw, geo.crop, planes, slot.full_range)
+        return planes
 
     def _collect(self, queued: _Queued, free: threading.Semaphore | None = None) -> Iterator[tuple[Frame, FrameResult]]:
         """Wait for a queued batch (the one synchronisation per batch), give its ring slot back

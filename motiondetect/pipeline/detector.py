@@ -26,6 +26,7 @@ from motiondetect.core.picture import Picture, unpack_planes
 from motiondetect.core.types import Box, FrameResult
 from motiondetect.filters import Filter, Kind, Upscale
 from motiondetect.filters.base import element_count, planes
+from motiondetect.filters.gray import bgr_chroma
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
@@ -307,6 +308,12 @@ class MotionDetector:
         self._annotate = self.filters[last_mask + 1 :]
         #: The annotation is one red blend, which Y'CbCr pictures get in their own colour space.
         self._yuv_annotation = len(self._annotate) == 1 and hasattr(self._annotate[0], "reference_yuv")
+        #: The frame-pair filter compares colour too: each frame's chroma planes go with the grey.
+        self._chroma = any(getattr(f, "needs_chroma", False) for f in self._detect)
+        #: A downscale right after the grey stage shrinks a picture's chroma as it is expanded
+        #: from 4:2:0 (one pass, the same bits): the stage whose output size the chroma starts at.
+        pair = next((i for i, f in enumerate(self._detect) if f.SIDE_INPUT == "reference"), 0)
+        self._chroma_from = 1 if self._chroma and pair > 1 and self._detect[1].RESAMPLE == "down" else 0
         halos = [f.halo() for f in self._detect]
         known = [h for h in halos if h is not None]
         self._halo = sum(known) if len(known) == len(halos) else None
@@ -329,6 +336,21 @@ class MotionDetector:
     def annotation_filters(self) -> list[Filter]:
         """The filters after the mask (the red blend), run at the input size on the frame."""
         return self._annotate
+
+    @property
+    def needs_chroma(self) -> bool:
+        """The frame-pair filter compares each frame's chroma too (a Gaussian background with
+        ``chroma_min_sigma``): the chroma planes go with the grey image through the filters that
+        change its geometry (:meth:`Filter.reference_planes
+        <motiondetect.filters.base.Filter.reference_planes>`)."""
+        return self._chroma
+
+    @property
+    def chroma_from(self) -> int:
+        """The detection stage whose output size a decoded picture's chroma starts at: 1 when a
+        downscale follows the grey stage (it shrinks the chroma as the 4:2:0 samples are
+        expanded), else 0 (the grey image's size)."""
+        return self._chroma_from
 
     @property
     def yuv_annotation(self) -> bool:
@@ -414,15 +436,20 @@ class MotionDetector:
         geo = self.geometry(frame.shape)
         self._shape = frame.shape
         run = self._executor
+        chroma = None  # (2, h, w) Cb and Cr beside the grey image, for a model that compares colour
         if picture is not None:
             # Luma first: the grey stage is the decoder's luma, expanded to full range. Filters
             # that read the frame's size (upscale) get it from a stand-in of the work image.
             image, first = run.luma(self._detect[0], picture, geo), 1
             original = SizeOnly((geo.work_size[1], geo.work_size[0], 3))
+            if self._chroma and not prime:
+                chroma = run.picture_chroma(self._detect[0], picture, geo, self._detect[self._chroma_from])
         else:
             assert isinstance(frame, np.ndarray)  # checked above: no picture means a BGR array
             original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
             image, first = original, 0
+            if self._chroma and not prime:
+                chroma = run.bgr_chroma(self._detect[0], original)
         # Only the count and box leave this call: a last upscale by whole factors need not run,
         # since both follow exactly from the mask before it (blocks of fy x fx equal pixels).
         counts_only = isinstance(run, _CpuExecutor) and not self.masks and not (self.annotate and self._annotate) and geo.roi is None
@@ -441,11 +468,13 @@ class MotionDetector:
                     run.synchronize()
                     empty = np.zeros(frame.shape[:2], np.uint8) if self.masks else None
                     return FrameResult(empty, frame.copy() if self.annotate else frame, 0.0, None)
-                image = run.run(stage, flt, image, previous)
+                image, chroma = run.run(stage, flt, image, previous, chroma), None  # the chroma's last use
                 if self._detect[stage - 1].ALIGNS:  # the comparison, back onto this frame's pixels
                     image = run.unshift(self._detect[stage - 1], image)
             else:
                 image = run.run(stage, flt, image, original if flt.SIDE_INPUT == "frame" else None)
+                if chroma is not None and (picture is None or stage > self._chroma_from):
+                    chroma = run.planes(stage, flt, chroma)
         mask = image if geo.roi is None else run.and_mask(image, geo)
         full_mask = mask if geo.identity else run.expand(mask, geo)
         out = None
@@ -495,6 +524,13 @@ class MotionDetector:
             if flt.OUTPUT is Kind.BGR:
                 out = image
         return FrameResult(previous.mask, frame.copy() if out is None else out, previous.motion_fraction, previous.bbox)
+
+
+def _work_chroma(picture: Picture, geo: Geometry) -> np.ndarray:
+    """A picture's (2, h, w) full-range chroma at the work size: :meth:`Picture.chroma
+    <motiondetect.core.picture.Picture.chroma>`, each plane cropped and resized as the luma is."""
+    planes = picture.chroma()
+    return planes if geo.identity else np.stack([geo.work_image(plane) for plane in planes])
 
 
 @dataclass(frozen=True)
@@ -624,11 +660,25 @@ class _CpuExecutor:
         grey = gray.reference_luma(picture)
         return grey if geo.identity else geo.work_image(grey)
 
+    def picture_chroma(self, gray, picture, geo, shrink):
+        if geo.identity and shrink is not gray:  # straight from the 4:2:0 samples where it can
+            planes = shrink.reference_chroma_420(picture)
+            if planes is not None:
+                return planes
+        planes = _work_chroma(picture, geo)
+        return planes if shrink is gray else shrink.reference_planes(planes)
+
+    def bgr_chroma(self, gray, image):
+        return bgr_chroma(image)
+
+    def planes(self, stage, flt, planes):
+        return flt.reference_planes(planes)
+
     def blend_yuv(self, flt, mask, picture):
         return flt.reference_yuv(mask, picture)
 
-    def run(self, stage, flt, src, side):
-        return flt.reference(src, side)
+    def run(self, stage, flt, src, side, chroma=None):
+        return flt.reference(src, side) if chroma is None else flt.reference(src, side, chroma)
 
     def keep(self, stage, image):
         return image  # filters return new arrays, so no later stage overwrites it
@@ -678,6 +728,28 @@ class _CudaExecutor:
         gray.apply_luma(cuda, int(luma.gpudata), picture.y.shape[1], 0, dst, picture.full_range)
         return dst
 
+    def picture_chroma(self, gray, picture, geo, shrink):
+        cuda = self.cuda
+        if not geo.identity:  # cropped or downscaled on the host, as the luma is
+            planes = cuda.upload("chroma_planes", _work_chroma(picture, geo))
+            return planes if shrink is gray else self.planes("chroma", shrink, planes)
+        u = cuda.upload("chroma_u", np.ascontiguousarray(picture.u))
+        v = cuda.upload("chroma_v", np.ascontiguousarray(picture.v))
+        height, width = picture.y.shape
+        dst = cuda.buffer("chroma_planes", (2, *shrink.output_shape((height, width))))
+        gray.apply_chroma_420(cuda, (int(u.gpudata), int(v.gpudata)), u.shape[1], 1, 0, (0, 0, width, height), dst, picture.full_range)
+        return dst
+
+    def bgr_chroma(self, gray, image):
+        dst = self.cuda.buffer("chroma_planes", (2, *image.shape[:2]))
+        gray.apply_chroma(self.cuda, image, dst)
+        return dst
+
+    def planes(self, stage, flt, planes):
+        count = planes.shape[0]
+        dst = self.cuda.buffer(("planes", stage), (count, *flt.output_shape(planes.shape[1:])))
+        return dst if flt.apply_planes(self.cuda, planes, dst) else planes
+
     def blend_yuv(self, flt, mask, picture):
         cuda = self.cuda
         height, width = picture.y.shape
@@ -689,9 +761,12 @@ class _CudaExecutor:
         self._yuv_size = (height, width, picture.full_range)
         return out
 
-    def run(self, stage, flt, src, side):
+    def run(self, stage, flt, src, side, chroma=None):
         dst = self.cuda.buffer(("stage", stage), flt.output_shape(src.shape, None if side is None else side.shape))
-        flt.apply(self.cuda, src, dst, side)
+        if chroma is None:
+            flt.apply(self.cuda, src, dst, side)
+        else:
+            flt.apply_kernel(self.cuda, src, dst, side, chroma=(int(chroma.gpudata), int(src.size)))
         return dst
 
     def unshift(self, flt, image):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from helpers import GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, GAUSSIAN_TIE
+from helpers import GAUSSIAN_CHROMA, GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_GREY, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, GAUSSIAN_TIE
 
 from motiondetect.filters import GaussianBackground, RunningAverage
 
@@ -35,9 +35,12 @@ def naive_running_average(frames, alpha):
     return outputs, background
 
 
-def run_filter(flt, frames):
-    """The detector's calling convention: the first call gets the previous frame as reference."""
-    return [flt.reference(frames[i], frames[i - 1]) for i in range(1, len(frames))]
+def run_filter(flt, frames, chromas=None):
+    """The detector's calling convention: the first call gets the previous frame as reference
+    (and a model with chroma each frame's (2, H, W) chroma planes)."""
+    if chromas is None:
+        return [flt.reference(frames[i], frames[i - 1]) for i in range(1, len(frames))]
+    return [flt.reference(frames[i], frames[i - 1], chromas[i]) for i in range(1, len(frames))]
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.01, 0.05, 0.3, 1.0])
@@ -94,12 +97,31 @@ def q(value, bits):
     return int(value * (1 << bits) + 0.5)
 
 
-def naive_gaussian(frames, sigmas, min_sigma, shadow_floor, alpha, alpha_foreground, variance_alpha, variance_alpha_foreground, warmup):
-    """The documented fixed-point model, pixel by pixel with Python ints (// is floor, like >>)."""
-    k2, min_var, shadow = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16)
+def naive_gaussian(
+    frames,
+    sigmas,
+    min_sigma,
+    shadow_floor,
+    chroma_min_sigma,
+    alpha,
+    alpha_foreground,
+    variance_alpha,
+    variance_alpha_foreground,
+    warmup,
+    chromas=None,
+):
+    """The documented fixed-point model, pixel by pixel with Python ints (// is floor, like >>).
+    With ``chromas`` ((2, H, W) planes of each frame) and ``chroma_min_sigma`` > 0, Cb and Cr are
+    modelled too, from the first compared frame's; returns the masks, the grey level's mean and
+    variance and the chroma planes' (``None`` without)."""
+    k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
     height, width = frames[0].shape
     mean = [[int(v) << 16 for v in row] for row in frames[0]]
     var = [[min_var] * width for _ in range(height)]
+    chroma = chromas is not None and chroma_var > 0
+    if chroma:
+        c_mean = [[[int(v) << 16 for v in row] for row in plane] for plane in chromas[1]]
+        c_var = [[[chroma_var] * width for _ in range(height)] for _ in range(2)]
     masks = []
     for t, frame in enumerate(frames[1:], start=1):
         warm = q(1.0 / (t + 1), 16) if t <= warmup else 0
@@ -107,24 +129,36 @@ def naive_gaussian(frames, sigmas, min_sigma, shadow_floor, alpha, alpha_foregro
         mask = np.zeros((height, width), np.uint8)
         for y in range(height):
             for x in range(width):
-                m, v = mean[y][x], var[y][x]
-                d = (int(frame[y, x]) << 16) - m
-                floor = min_var
-                if d < 0:  # darker than the mean: the shadow floor, (shadow_floor * m)**2 in Q8
-                    floor = max(floor, (((m * shadow + 32768) // 65536) ** 2 + (1 << 23)) // (1 << 24))
-                limit = k2 * max(v, floor)  # grey level^2 * 2**16
-                fg = d * d > limit * 65536
+                # Each plane: (value, mean, variance, floor), the grey level first.
+                planes = [(int(frame[y, x]), mean[y][x], var[y][x], min_var)]
+                if chroma:
+                    planes += [(int(chromas[t][p, y, x]), c_mean[p][y][x], c_var[p][y][x], chroma_var) for p in range(2)]
+                terms = []
+                for p, (value, m, v, floor) in enumerate(planes):
+                    d = (value << 16) - m
+                    if p == 0 and d < 0:  # darker than the mean: the shadow floor, (shadow_floor * m)**2 in Q8
+                        floor = max(floor, (((m * shadow + 32768) // 65536) ** 2 + (1 << 23)) // (1 << 24))
+                    terms.append((d, k2 * max(v, floor)))  # the limit in grey level^2 * 2**16
+                fg = any(d * d > limit * 65536 for d, limit in terms)
                 mask[y, x] = 255 if fg else 0
                 a, r = (rates[1], rates[3]) if fg else (rates[0], rates[2])
-                mean[y][x] = m + (d * a + 32768) // 65536
-                sample = min((d * d + (1 << 23)) // (1 << 24), (limit + 128) // 256)
-                var[y][x] = v + ((sample - v) * r + 32768) // 65536
+                learnt = []
+                for (_, m, v, _), (d, limit) in zip(planes, terms):
+                    sample = min((d * d + (1 << 23)) // (1 << 24), (limit + 128) // 256)
+                    learnt.append((m + (d * a + 32768) // 65536, v + ((sample - v) * r + 32768) // 65536))
+                mean[y][x], var[y][x] = learnt[0]
+                if chroma:
+                    for p in range(2):
+                        c_mean[p][y][x], c_var[p][y][x] = learnt[1 + p]
         masks.append(mask)
-    return masks, mean, var
+    if chroma:
+        return masks, mean, var, (c_mean, c_var)
+    return masks, mean, var, None
 
 
 PARAMS = [
-    {},
+    {},  # the default: chroma on (the planes from chroma_for)
+    GAUSSIAN_GREY,
     {**GAUSSIAN_FAST, "warmup": 3},
     GAUSSIAN_SATURATED,
     GAUSSIAN_FROZEN,
@@ -135,14 +169,21 @@ PARAMS = [
 ]
 
 
-def assert_gaussian_matches_naive(frames, params) -> list[list[int]]:
+def assert_gaussian_matches_naive(frames, params, chromas=None) -> list[list[int]]:
     """The filter's masks and final model equal the naive model's; returns the naive variance."""
     flt = GaussianBackground(**params)
-    want, mean, var = naive_gaussian(frames, **{**GaussianBackground().params, **params})
-    for got, expected in zip(run_filter(flt, frames), want):
+    if chromas is None and flt.needs_chroma:
+        chromas = [np.stack([f, 255 - f]) for f in frames]
+    want, mean, var, chroma = naive_gaussian(frames, **{**GaussianBackground().params, **params}, chromas=chromas)
+    for got, expected in zip(run_filter(flt, frames, chromas if flt.needs_chroma else None), want):
         np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(flt.model[0], np.array(mean))
     np.testing.assert_array_equal(flt.model[1], np.array(var))
+    if chroma is None:
+        assert flt.chroma_model is None
+    else:
+        np.testing.assert_array_equal(flt.chroma_model[0], np.array(chroma[0]))
+        np.testing.assert_array_equal(flt.chroma_model[1], np.array(chroma[1]))
     return var
 
 
@@ -158,12 +199,65 @@ def test_gaussian_matches_naive_fixed_point(rng, params, bands):
         assert_gaussian_matches_naive(frames, params)
 
 
+CHROMA_PARAMS = [
+    GAUSSIAN_CHROMA,
+    {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5},
+    {**GAUSSIAN_FAST, "chroma_min_sigma": 64.0, "warmup": 3},
+    {"chroma_min_sigma": 8.0},
+]
+
+
+def noisy_frames(rng, shape, count, planes=()):
+    """``count`` frames of a random scene with noise and occasional jumps (so both branches,
+    background and foreground, run), of ``shape`` + ``planes``, uint8."""
+    base = rng.integers(0, 256, (*planes, *shape))
+    return [
+        np.clip(base + rng.normal(0, 4, base.shape) + (rng.random(base.shape) < 0.2) * rng.integers(-120, 120, base.shape), 0, 255).astype(
+            np.uint8
+        )
+        for _ in range(count)
+    ]
+
+
+@pytest.mark.parametrize("params", CHROMA_PARAMS, ids=str)
+def test_gaussian_with_chroma_matches_naive_fixed_point(rng, params, bands):
+    for shape in SHAPES:
+        assert_gaussian_matches_naive(noisy_frames(rng, shape, 10), params, noisy_frames(rng, shape, 10, (2,)))
+
+
+def test_gaussian_chroma_finds_a_change_of_colour_the_grey_level_misses(rng):
+    # A patch turns from grey to red and green of the same BT.601 luma: only the chroma sees it.
+    from motiondetect.filters.gray import bgr_chroma
+
+    grey = np.full((12, 16, 3), 120, np.uint8)
+    coloured = grey.copy()
+    coloured[4:8, 4:10] = (0, 107, 190)  # B, G, R of BT.601 luma 120: (38470 * 107 + 19595 * 190 + 2**15) >> 16
+    frames = [grey] * 6 + [coloured]
+    luma = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in frames]
+    assert np.abs(luma[-1].astype(int) - luma[0]).max() <= 1
+    chromas = [bgr_chroma(f) for f in frames]
+    for chroma_min_sigma, moved in ((0.0, 0), (8.0, 24)):
+        flt = GaussianBackground(chroma_min_sigma=chroma_min_sigma)
+        masks = run_filter(flt, luma, chromas if flt.needs_chroma else None)
+        assert int(np.count_nonzero(masks[-1])) == moved
+        assert not masks[-2].any()
+
+
+def test_gaussian_chroma_needs_the_planes(rng):
+    grey = rng.integers(0, 256, (4, 5), dtype=np.uint8)
+    flt = GaussianBackground(chroma_min_sigma=8.0)
+    with pytest.raises(ValueError, match=r"\(2, 4, 5\) chroma planes; got none"):
+        flt.reference(grey, grey)
+    with pytest.raises(ValueError, match=r"got shape \(2, 5, 4\)"):
+        flt.reference(grey, grey, np.zeros((2, 5, 4), np.uint8))
+
+
 def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
     # The largest differences (0 against 255, both ways), the largest variance the sample can
     # reach, the largest sigmas and min_sigma: the ranges the float64 evaluation is proved for.
     first = np.array([[0, 255, 0, 255], [255, 0, 255, 0]], np.uint8)
     frames = [first, 255 - first] * 4 + [255 - first] * 5  # flipping, then the flip held
-    for params in PARAMS[1:3] + [
+    for params in PARAMS[:4] + [
         {**GAUSSIAN_SATURATED, "shadow_floor": 1.0},  # the darker floor at its largest: (m)**2
         {
             "sigmas": 10.0,
@@ -182,10 +276,10 @@ def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
 def test_gaussian_tracks_the_float_model(rng):
     # Against the same model in float64 (exact rates, no rounding): the masks agree except
     # where a pixel sits within a rounding error of its threshold.
-    shape, params = (40, 40), GaussianBackground().params
+    shape, params = (40, 40), GaussianBackground(**GAUSSIAN_GREY).params
     base = rng.integers(30, 220, shape).astype(np.float64)
     frames = [np.clip(base + rng.normal(0, 5, shape), 0, 255).astype(np.uint8) for _ in range(80)]
-    flt = GaussianBackground()
+    flt = GaussianBackground(**GAUSSIAN_GREY)
     mean, var = frames[0].astype(np.float64), np.full(shape, params["min_sigma"] ** 2)
     disagree = 0
     for t in range(1, len(frames)):
@@ -211,7 +305,7 @@ def test_gaussian_ignores_noise_detects_objects_and_absorbs_them_slowly(rng):
     def noisy():
         return np.clip(base + rng.normal(0, 3, shape), 0, 255).astype(np.uint8)
 
-    flt = GaussianBackground(alpha_foreground=0.05)
+    flt = GaussianBackground(**GAUSSIAN_GREY, alpha_foreground=0.05)
     previous = noisy()
     flagged = []
     for _ in range(60):  # static scene with sensor noise: nothing moves
@@ -243,13 +337,16 @@ def test_gaussian_shadow_floor_ignores_proportional_darkening_only():
     still = np.tile(levels, (4, 2))  # (4, 8): columns 0-3 darken, 4-7 brighten
     step = still.astype(np.int16) + np.where(np.arange(8) < 4, -20, 20)
     frames = [still] * 60 + [step.astype(np.uint8)]
-    plain = run_filter(GaussianBackground(), frames)[-1] != 0
-    shaded = run_filter(GaussianBackground(shadow_floor=0.08), frames)[-1] != 0
+    grey = {**GAUSSIAN_GREY}
+    plain = run_filter(GaussianBackground(**grey), frames)[-1] != 0
+    shaded = run_filter(GaussianBackground(**{**grey, "shadow_floor": 0.08}), frames)[-1] != 0
     assert plain.all()
     np.testing.assert_array_equal(shaded[:, :4], np.tile(levels == 100, (4, 1)))  # darker: only on grey 100
     assert shaded[:, 4:].all()  # brighter: min_sigma's floor alone
     # Off (0) is the model without the floor, bit for bit.
-    for got, want in zip(run_filter(GaussianBackground(shadow_floor=0.0), frames), run_filter(GaussianBackground(), frames)):
+    for got, want in zip(
+        run_filter(GaussianBackground(**{**grey, "shadow_floor": 0.0}), frames), run_filter(GaussianBackground(**grey), frames)
+    ):
         np.testing.assert_array_equal(got, want)
 
 
@@ -260,7 +357,7 @@ def test_gaussian_warmup_learns_waving_pixels(rng):
     frames = [np.full(shape, 100, np.uint8) + (rng.random(shape) < 0.5).astype(np.uint8) * 40 for _ in range(120)]
     late = {}
     for warmup in (0, 50):
-        flt = GaussianBackground(warmup=warmup, variance_alpha_foreground=0.0, sigmas=3.0)
+        flt = GaussianBackground(**GAUSSIAN_GREY, warmup=warmup, variance_alpha_foreground=0.0, sigmas=3.0)
         masks = run_filter(flt, frames)
         late[warmup] = np.mean([m.mean() / 255 for m in masks[80:]])
     assert late[0] > 0.3 and late[50] < 0.01
@@ -268,15 +365,16 @@ def test_gaussian_warmup_learns_waving_pixels(rng):
 
 def test_gaussian_reset_restarts(rng):
     frames = [rng.integers(0, 256, (6, 7), dtype=np.uint8) for _ in range(5)]
+    chromas = [np.stack([f, 255 - f]) for f in frames]
     flt = GaussianBackground()
-    run_filter(flt, frames)
+    run_filter(flt, frames, chromas)
     flt.reset()
-    assert flt.model is None
+    assert flt.model is None and flt.chroma_model is None
     fresh = GaussianBackground()
-    for got, want in zip(run_filter(flt, frames[2:]), run_filter(fresh, frames[2:])):
+    for got, want in zip(run_filter(flt, frames[2:], chromas[2:]), run_filter(fresh, frames[2:], chromas[2:])):
         np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="reference"):
-        GaussianBackground().reference(frames[0], None)
+        GaussianBackground().reference(frames[0], None, chromas[0])
 
 
 def test_gaussian_rates_warm_up_then_settle():

@@ -128,3 +128,33 @@ def test_factor_one_is_the_identity(rng):
 def test_upscale_needs_the_frame():
     with pytest.raises(ValueError, match="frame"):
         Upscale().output_shape((4, 4))
+
+
+@pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
+def test_chroma_straight_from_420_equals_the_expanded_planes_shrunk(rng, full_range):
+    # Even factors that divide the picture read whole chroma samples: the shortcut's bits are
+    # those of the expanded planes through the downscale's blocks. Other factors decline.
+    from motiondetect.core.picture import Picture
+
+    for (height, width), rows, factor in (
+        ((96, 128), 48, 2),
+        ((96, 128), 24, 4),
+        ((108, 120), 18, 6),
+        ((96, 128), 32, 3),
+        ((98, 128), 24, 4),
+    ):
+        picture = Picture(
+            *(
+                rng.integers(0, 256, shape, dtype=np.uint8)
+                for shape in ((height, width), (height // 2, width // 2), (height // 2, width // 2))
+            ),
+            full_range,
+        )
+        down = Downscale()
+        down.params["height"] = rows
+        assert down.factor(height) == factor
+        fast = down.reference_chroma_420(picture)
+        if factor % 2 or height % factor:
+            assert fast is None
+        else:
+            np.testing.assert_array_equal(fast, down.reference_planes(picture.chroma()))
