@@ -44,14 +44,28 @@ def bgr_chroma(bgr: np.ndarray) -> np.ndarray:
     """
     height, width = bgr.shape[:2]
     out = np.empty((2, height, width), np.uint8)
-    # A few rows at a time, so the float32 copies stay in the cache (as Gray's conversion).
-    for start in range(0, height, _CHUNK_ROWS):
-        stop = min(height, start + _CHUNK_ROWS)
-        both = cv2.transform(bgr[start:stop].astype(np.float32), _CHROMA_WEIGHTS)
-        np.minimum(both, 255.0, out=both)
-        np.copyto(out[0, start:stop], both[..., 0], casting="unsafe")
-        np.copyto(out[1, start:stop], both[..., 1], casting="unsafe")
+    rows = min(_CHUNK_ROWS, height)
+    buffers = {"pixels": np.empty((rows, width, 3), np.float32), "value": np.empty((rows, width), np.float32)}
+    for start in range(0, height, rows):
+        _chroma_rows(bgr, out, buffers, start, min(height, start + rows))
     return out
+
+
+#: cv2.transform rows for Cb alone and Cr alone (each (1, 4)), as :data:`_CHROMA_WEIGHTS`.
+_CB_ROW, _CR_ROW = _CHROMA_WEIGHTS[:1].copy(), _CHROMA_WEIGHTS[1:].copy()
+
+
+def _chroma_rows(bgr: np.ndarray, out: np.ndarray, buffers: dict, start: int, stop: int) -> None:
+    """Rows ``start..stop-1`` of :func:`bgr_chroma` into ``out`` (2, H, W), through the float32
+    scratch ``buffers`` ("pixels" (rows, W, 3), "value" (rows, W)): each plane one single-channel
+    cv2.transform of the rows while they are in the cache, clipped to 255, then truncated."""
+    n = stop - start
+    pixels, value = buffers["pixels"][:n], buffers["value"][:n]
+    np.copyto(pixels, bgr[start:stop], casting="unsafe")
+    for plane, row in ((out[0], _CB_ROW), (out[1], _CR_ROW)):
+        cv2.transform(pixels, row, dst=value)
+        np.minimum(value, 255.0, out=value)
+        np.copyto(plane[start:stop], value, casting="unsafe")
 
 
 class Gray(Filter):
@@ -77,6 +91,7 @@ class Gray(Filter):
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self._scratch = Scratch(pixels=(np.float32, (3,)), luma=(np.float32, ()))
+        self._chroma_scratch = Scratch(pixels=(np.float32, (3,)), value=(np.float32, ()))
 
     def reference(self, src, side=None):
         height, width = src.shape[:2]
@@ -148,6 +163,23 @@ class Gray(Filter):
             np.int32(height),
             frames=frames,
         )
+
+    def reference_chroma(self, src: np.ndarray) -> np.ndarray:
+        """:func:`bgr_chroma` of a BGR frame, in row bands on the filter threads (the same bits).
+
+        Args:
+            src: (H, W, 3) uint8, channels B, G, R.
+
+        Returns:
+            (2, H, W) uint8: Cb, then Cr.
+        """
+        height, width = src.shape[:2]
+        out = np.empty((2, height, width), np.uint8)
+        rows = min(_CHUNK_ROWS, height)
+        run_bands(
+            height, width, lambda band, start, stop: _chroma_rows(src, out, self._chroma_scratch.get(band, rows, width), start, stop), rows
+        )
+        return out
 
     def apply_chroma(self, cuda, src, dst) -> None:
         """Enqueue :func:`bgr_chroma` on ``cuda.stream`` (kernel ``md_bgr_to_chroma_u8``).

@@ -26,7 +26,6 @@ from motiondetect.core.picture import Picture, unpack_planes
 from motiondetect.core.types import Box, FrameResult
 from motiondetect.filters import Filter, Kind, Upscale
 from motiondetect.filters.base import element_count, planes
-from motiondetect.filters.gray import bgr_chroma
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
@@ -669,7 +668,7 @@ class _CpuExecutor:
         return planes if shrink is gray else shrink.reference_planes(planes)
 
     def bgr_chroma(self, gray, image):
-        return bgr_chroma(image)
+        return gray.reference_chroma(image)
 
     def planes(self, stage, flt, planes):
         return flt.reference_planes(planes)

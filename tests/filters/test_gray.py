@@ -128,3 +128,20 @@ def test_input_not_modified(rng):
     before = frame.copy()
     Gray().reference(frame)
     np.testing.assert_array_equal(frame, before)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (65, 33), (200, 301)])
+def test_chroma_is_the_integer_jfif_formula_in_bands_too(rng, shape, bands):
+    from motiondetect.filters.gray import bgr_chroma
+
+    bgr = rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+    bgr.reshape(-1, 3)[:2] = np.array([(255, 0, 0), (0, 0, 255)], np.uint8)[: bgr.shape[0] * bgr.shape[1]]
+    b, g, r = (bgr[..., i].astype(np.int64) for i in range(3))
+    want = np.stack(
+        [
+            np.minimum((32768 * b - 21710 * g - 11058 * r + 128 * 65536 + 32768) >> 16, 255),
+            np.minimum((-5329 * b - 27439 * g + 32768 * r + 128 * 65536 + 32768) >> 16, 255),
+        ]
+    )
+    np.testing.assert_array_equal(bgr_chroma(bgr), want)
+    np.testing.assert_array_equal(Gray().reference_chroma(bgr), want)
