@@ -186,20 +186,23 @@ __global__ void md_pick_shift(const unsigned long long* __restrict__ sads,
     shift[2 * image + 1] = chosen.y;
 }
 
-// dst(x, y) = src(x + sign * dx, y + sign * dy) with image blockIdx.z's shift (dx, dy): sign +1
-// moves a frame onto the anchor (replicate = 1: coordinates clamped to the frame, like OpenCV's
-// BORDER_REPLICATE); sign -1 moves a comparison back onto the frame (replicate = 0: 0 outside).
+// dst(x, y) = src(x + sign * dx, y + sign * dy) with the shift (dx, dy) of frame
+// blockIdx.z % period: sign +1 moves a frame onto the anchor (replicate = 1: coordinates clamped
+// to the frame, like OpenCV's BORDER_REPLICATE); sign -1 moves a comparison back onto the frame
+// (replicate = 0: 0 outside). period = the number of frames, or K for planes laid out (P, K):
+// the chroma's Cb planes of the K frames, then their Cr planes, in one launch.
 __global__ void md_translate_u8(const unsigned char* __restrict__ src,
                                 unsigned char* __restrict__ dst,
                                 const int* __restrict__ shift,
-                                int width, int height, int sign, int replicate)
+                                int width, int height, int sign, int replicate, int period)
 {
     MD_IMAGE(src, width * height);
     MD_IMAGE(dst, width * height);
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
-    int sx = x + sign * shift[2 * blockIdx.z], sy = y + sign * shift[2 * blockIdx.z + 1];
+    int frame = blockIdx.z % period;
+    int sx = x + sign * shift[2 * frame], sy = y + sign * shift[2 * frame + 1];
     unsigned char v;
     if (replicate) {
         v = src[(size_t)min(max(sy, 0), height - 1) * width + min(max(sx, 0), width - 1)];

@@ -317,13 +317,9 @@ class Register(Filter):
 
     def apply_planes(self, cuda, src, dst, frames: int = 1) -> bool:
         """Each plane's K frames moved by their frames' shifts of the last :meth:`apply_kernel`
-        call (frame k of each plane by frame k's)."""
+        call (frame k of each plane by frame k's), all planes in one launch."""
         shifts = cuda.buffer(self.state_key("shift"), (MAX_FRAMES, 2), np.int32)
-        _, height, width = planes(src)
-        per = frames * height * width
-        for p in range(src.shape[0] // frames):
-            one_src, one_dst = (_view(a, p * per, (frames, height, width)) for a in (src, dst))
-            self._translate(cuda, one_src, one_dst, shifts.gpudata, sign=1, replicate=True)
+        self._translate(cuda, src, dst, shifts.gpudata, sign=1, replicate=True, period=frames)
         return True
 
     def unshift_reference(self, image: np.ndarray) -> np.ndarray:
@@ -396,9 +392,11 @@ class Register(Filter):
         shifts = cuda.buffer(self.state_key("shift"), (MAX_FRAMES, 2), np.int32)
         self._translate(cuda, src, dst, int(shifts.gpudata) + 8 * offset, sign=-1, replicate=False)
 
-    def _translate(self, cuda, src, dst, shifts, sign: int, replicate: bool) -> None:
+    def _translate(self, cuda, src, dst, shifts, sign: int, replicate: bool, period: int | None = None) -> None:
+        """Enqueue ``md_translate_u8`` on the images of ``src`` into ``dst``, image ``z`` by the
+        shift of frame ``z % period`` (default: the number of images)."""
         frames, height, width = planes(src)
-        fn = cuda.function(self.KERNEL, "md_translate_u8", "PPPiiii")
+        fn = cuda.function(self.KERNEL, "md_translate_u8", "PPPiiiii")
         cuda.launch_2d(
             fn,
             (height, width),
@@ -409,12 +407,7 @@ class Register(Filter):
             np.int32(height),
             np.int32(sign),
             np.int32(replicate),
+            np.int32(period or frames),
             frames=frames,
         )
 
-
-def _view(array, offset: int, shape: tuple[int, ...]):
-    """A device view of ``shape`` uint8 starting ``offset`` bytes into a GPUArray (no copy)."""
-    import pycuda.gpuarray as gpuarray
-
-    return gpuarray.GPUArray(shape, np.uint8, gpudata=int(array.gpudata) + offset, base=array)
