@@ -410,4 +410,3 @@ class Register(Filter):
             np.int32(period or frames),
             frames=frames,
         )
-
