@@ -8,6 +8,7 @@
 // exactly. Products such as y * h stay below 2^31 for frames up to 46340 pixels a side.
 
 #include "batch.cuh"
+#include "blocks.cuh"
 
 __global__ void md_downscale_area_u8(const unsigned char* __restrict__ src,
                                      unsigned char* __restrict__ dst,
@@ -18,8 +19,8 @@ __global__ void md_downscale_area_u8(const unsigned char* __restrict__ src,
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
     int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
     if (i >= out_width || j >= out_height) return;
-    int x0 = (i * width + out_width - 1) / out_width, x1 = ((i + 1) * width + out_width - 1) / out_width;
-    int y0 = (j * height + out_height - 1) / out_height, y1 = ((j + 1) * height + out_height - 1) / out_height;
+    int x0 = md_block_start(i, width, out_width), x1 = md_block_start(i + 1, width, out_width);
+    int y0 = md_block_start(j, height, out_height), y1 = md_block_start(j + 1, height, out_height);
     unsigned int sum = 0;
     for (int y = y0; y < y1; ++y) {
         const unsigned char* row = src + (size_t)y * width;

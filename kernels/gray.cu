@@ -2,6 +2,7 @@
 // Integer fixed point with 16 fractional bits, so the CPU reference computes the same bits:
 // the weights are round(w * 65536) and sum to exactly 65536; adding 32768 rounds half up.
 #include "batch.cuh"
+#include "blocks.cuh"
 
 #define MD_B2Y 7471u
 #define MD_G2Y 38470u
@@ -76,8 +77,8 @@ __global__ void md_chroma_420_blocks_u8(const unsigned char* __restrict__ cb,
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
     int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
     if (i >= out_width || j >= out_height) return;
-    int bx0 = (i * width + out_width - 1) / out_width, bx1 = ((i + 1) * width + out_width - 1) / out_width;
-    int by0 = (j * height + out_height - 1) / out_height, by1 = ((j + 1) * height + out_height - 1) / out_height;
+    int bx0 = md_block_start(i, width, out_width), bx1 = md_block_start(i + 1, width, out_width);
+    int by0 = md_block_start(j, height, out_height), by1 = md_block_start(j + 1, height, out_height);
     // The block's sum over its luma pixels, taken over the chroma samples they read, each
     // weighted by how many of the block's rows and columns read it (1 or 2): a quarter of the
     // loads of a loop over the pixels, the same integer.

@@ -28,7 +28,7 @@ _CHROMA_WEIGHTS = np.array([[*CB_WEIGHTS, 128 * 65536 + 32768], [*CR_WEIGHTS, 12
 _CHUNK_ROWS = 64
 
 
-def bgr_chroma(bgr: np.ndarray) -> np.ndarray:
+def bgr_chroma(bgr: np.ndarray, scratch: Scratch | None = None) -> np.ndarray:
     """Full-range BT.601 chroma of a BGR image, rounded half up, in integer fixed point.
 
     ``Cb = (32768 B - 21710 G - 11058 R + 128 * 2**16 + 2**15) >> 16`` and
@@ -36,8 +36,13 @@ def bgr_chroma(bgr: np.ndarray) -> np.ndarray:
     :data:`CR_WEIGHTS`), clipped to 255 (pure blue and pure red give 256); the chroma that the
     JPEG (JFIF) conversion and ``cv2.COLOR_BGR2YCrCb`` give, within 1 level. 128 is no colour.
 
+    Computed a few rows at a time (the float32 copies stay in the cache), in row bands on the
+    filter threads.
+
     Args:
         bgr: (H, W, 3) uint8, channels B, G, R.
+        scratch: the float32 buffers of each band ("pixels" (3,), "value" ()), kept by a caller
+            that converts frame after frame; ``None``: made for this call.
 
     Returns:
         (2, H, W) uint8: Cb, then Cr.
@@ -45,9 +50,8 @@ def bgr_chroma(bgr: np.ndarray) -> np.ndarray:
     height, width = bgr.shape[:2]
     out = np.empty((2, height, width), np.uint8)
     rows = min(_CHUNK_ROWS, height)
-    buffers = {"pixels": np.empty((rows, width, 3), np.float32), "value": np.empty((rows, width), np.float32)}
-    for start in range(0, height, rows):
-        _chroma_rows(bgr, out, buffers, start, min(height, start + rows))
+    scratch = scratch or Scratch(pixels=(np.float32, (3,)), value=(np.float32, ()))
+    run_bands(height, width, lambda band, start, stop: _chroma_rows(bgr, out, scratch.get(band, rows, width), start, stop), rows)
     return out
 
 
@@ -165,21 +169,9 @@ class Gray(Filter):
         )
 
     def reference_chroma(self, src: np.ndarray) -> np.ndarray:
-        """:func:`bgr_chroma` of a BGR frame, in row bands on the filter threads (the same bits).
-
-        Args:
-            src: (H, W, 3) uint8, channels B, G, R.
-
-        Returns:
-            (2, H, W) uint8: Cb, then Cr.
-        """
-        height, width = src.shape[:2]
-        out = np.empty((2, height, width), np.uint8)
-        rows = min(_CHUNK_ROWS, height)
-        run_bands(
-            height, width, lambda band, start, stop: _chroma_rows(src, out, self._chroma_scratch.get(band, rows, width), start, stop), rows
-        )
-        return out
+        """:func:`bgr_chroma` of an (H, W, 3) uint8 BGR frame with this filter's scratch
+        buffers: (2, H, W) uint8, Cb then Cr."""
+        return bgr_chroma(src, self._chroma_scratch)
 
     def apply_chroma(self, cuda, src, dst) -> None:
         """Enqueue :func:`bgr_chroma` on ``cuda.stream`` (kernel ``md_bgr_to_chroma_u8``).
