@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--grid",
         choices=sorted(GRIDS),
         help="the --loo parameter grid: small (216 points with the default pipeline: sigmas, min_sigma, downscale height, "
-        "median and dilation sizes), tiny (4 points), shadow (36 points: shadow_floor, min_sigma, median size), chroma (32 points: "
+        "median and dilation sizes), tiny (4 points), shadow (36 points: shadow_floor, min_sigma, median size), chroma (48 points: "
         "chroma_min_sigma, shadow_floor, min_sigma) or subsense (12 points with "
         "configs/subsense.yaml: color_threshold, ghost_share, ghost_distance) [default: small]",
     )

@@ -61,11 +61,11 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("median", "kernel_size"): [7, 9, 11],
     },
     # The Gaussian model's chroma floor (0: grey level only) against the darker pixels' floor and
-    # the absolute floor (docs/evaluation.md, "Chroma"), 32 points.
+    # the absolute floor (docs/evaluation.md, "Chroma"), 48 points.
     "chroma": {
         ("gaussian_background", "chroma_min_sigma"): [0.0, 6.0, 8.0, 12.0],
         ("gaussian_background", "shadow_floor"): [0.0, 0.06, 0.08, 0.1],
-        ("gaussian_background", "min_sigma"): [8.0, 10.0],
+        ("gaussian_background", "min_sigma"): [8.0, 10.0, 12.0],
     },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
