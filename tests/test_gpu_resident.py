@@ -102,6 +102,32 @@ def test_batches_with_a_roi_and_without_outputs(cuda):
         assert got.mask is None and (got.motion_fraction, got.bbox) == (want.motion_fraction, want.bbox), frame.index
 
 
+@pytest.mark.parametrize("size", [(480, 360), (960, 540), (962, 722)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_counts_only_equal_the_cpu_masks_counts(cuda, size):
+    """Without masks, annotation or ROI only the counts and boxes leave the device, and a last
+    upscale by whole factors (1 at 480x360, 2 at 960x540) is not run: the counts and corners of
+    the mask before it are scaled. They equal those of the CPU detector's full-size masks; at
+    962x722 (factor 3 leaves 2 columns and 2 rows over) the upscale runs."""
+    import cv2
+
+    from motiondetect.core.types import Frame
+
+    frames = [Picture.from_bgr(cv2.resize(p.to_bgr(), size, interpolation=cv2.INTER_AREA)) for p in pictures(h264(H264[0]), 60)]
+    cpu = MotionDetector(build_filters(default_config()), annotate=False)
+    batched = BatchDetector(build_filters(default_config()), cuda, annotate=False, masks=False, batch=16)
+    moving = 0
+    for (frame, got), picture in zip(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)), frames):
+        want = cpu.process(picture)
+        count = int(np.count_nonzero(want.mask))
+        assert got.mask is None and got.motion_fraction == want.motion_fraction == count / want.mask.size, frame.index
+        assert got.bbox == want.bbox, frame.index
+        moving += count > 0
+    assert moving > 20
+    (width, height), factor = size, max(1, size[1] // 240)
+    whole = height % factor == 0 and width % factor == 0
+    assert (batched._counts_before_upscale(batched.plan.geometry((height, width, 3))) is not None) == whole
+
+
 def test_results_dropped_at_once_reuse_their_pinned_buffers(cuda):
     """Masks and pictures are handed out from pinned buffers, not copied: a consumer that drops
     each result (an encoder writing it) keeps the pools at the batches in flight, while the
