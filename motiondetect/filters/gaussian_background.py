@@ -46,7 +46,7 @@ class GaussianBackground(Filter):
     ``1 / min(2 t, history)``: the model knows the scene's noise and its waving trees after a few
     seconds, and later passing objects barely widen the threshold.
 
-    Chroma (``chroma_min_sigma`` > 0, off by default): the model also keeps a mean and variance of
+    Chroma (``chroma_min_sigma`` > 0; 8 by default): the model also keeps a mean and variance of
     the pixel's full-range BT.601 Cb and Cr, and the pixel is foreground when its grey level *or*
     either chroma value is further than ``sigmas`` standard deviations from its mean, each chroma
     variance floored at ``chroma_min_sigma**2``. A person in clothes of the background's
@@ -115,7 +115,7 @@ class GaussianBackground(Filter):
             "floor of the standard deviation where the pixel is darker than its background mean, "
             "as a fraction of that mean, so a darkening by a small share of the background (a cast "
             "shadow, a dimmed reflection: a change in proportion to the brightness, after Weber) is "
-            "not motion; 0.08 with chroma (the leave-one-clip-out choice of 8 of the 20 dev clips' "
+            "not motion; 0.08 with chroma (the leave-one-clip-out choice of 12 of the 20 dev clips' "
             "folds, 0.06 of 7); 0 (off) keeps min_sigma's floor alone",
         ),
         Param(
