@@ -19,7 +19,7 @@ def to_q8(value: float) -> int:
 #: GaussianBackground._update); the luma's are suffixed 0, the chroma planes' 1 and 2.
 _PLANE_SCRATCH = {"d": np.int32, "vmax": np.int32, "df": np.float64, "e": np.float64, "limit": np.float64}
 #: Scratch buffers shared by the planes: the mask's learning rates, the shadow floor, one plane's flags.
-_SHARED_SCRATCH = {"rate": np.float64, "vrate": np.float64, "shade": np.float64, "flag": np.uint8}
+_SHARED_SCRATCH = {"rate": np.float64, "vrate": np.float64, "shade": np.float64, "flag": np.uint8, "darker": np.bool_}
 
 
 class GaussianBackground(Filter):
@@ -299,7 +299,7 @@ class GaussianBackground(Filter):
         """
         c = self.constants
         mask = out[rows]
-        self._compare(src[rows], self._mean[rows], self._var[rows], c["min_var_q8"], per_plane[0], shared["shade"])
+        self._compare(src[rows], self._mean[rows], self._var[rows], c["min_var_q8"], per_plane[0], (shared["shade"], shared["darker"]))
         cv2.compare(per_plane[0][3], per_plane[0][4], cv2.CMP_GT, dst=mask)  # 255 where d**2 > limit
         planes = [(self._mean[rows], self._var[rows], per_plane[0])]
         if chroma is not None:
@@ -315,7 +315,7 @@ class GaussianBackground(Filter):
         for mean, var, buffers in planes:
             self._learn(mean, var, buffers, shared["rate"], shared["vrate"])
 
-    def _compare(self, x, mean, var, floor_q8: int, buffers: list[np.ndarray], shade: np.ndarray | None) -> None:
+    def _compare(self, x, mean, var, floor_q8: int, buffers: list[np.ndarray], shadow: tuple[np.ndarray, np.ndarray] | None) -> None:
         """Fill ``buffers`` (d, vmax, df, e, limit) for one plane's rows: the fixed-point formulas
         of the class docstring, evaluated in float64 where they need more than 32 bits; every
         value below is an integer times a power of two with at most 42 significant bits, so
@@ -324,7 +324,8 @@ class GaussianBackground(Filter):
         - ``df = d * 2**-12`` with ``|d| < 2**24``; ``e = df**2 = d**2 * 2**-24`` (``d**2 < 2**48``);
         - ``limit = k2 * max(v, floor, shadow) * 2**-8`` (the Q16 limit, below 2**40, times
           2**-8; ``shadow`` the darker pixels' floor, 0 elsewhere, on the grey level only: pass
-          ``shade``, a scratch buffer), so ``d**2 > limit_q16 << 16`` is ``e > limit``.
+          ``shadow``, scratch buffers (float64 and bool) for it), so ``d**2 > limit_q16 << 16`` is
+          ``e > limit``.
         """
         c = self.constants
         d, vmax, df, e, limit = buffers
@@ -333,7 +334,8 @@ class GaussianBackground(Filter):
         np.multiply(d, 2.0**-12, out=df)
         np.multiply(df, df, out=e)
         np.maximum(var, np.int32(floor_q8), out=vmax)
-        if shade is not None and c["shadow_q16"]:
+        if shadow is not None and c["shadow_q16"]:
+            shade, darker = shadow
             # The darker pixels' floor: s = (m * f + 2**15) >> 16 (< 2**24) and (s**2 + 2**23) >> 24,
             # each a floor of a float64 product with at most 48 significant bits.
             np.multiply(mean, c["shadow_q16"] * 2.0**-16, out=shade)
@@ -343,7 +345,8 @@ class GaussianBackground(Filter):
             shade *= 2.0**-24
             shade += 0.5
             np.floor(shade, out=shade)
-            shade[d >= 0] = 0
+            np.less(d, 0, out=darker)
+            np.multiply(shade, darker, out=shade)  # 0 where the pixel is not darker
             np.maximum(vmax, shade, out=limit)
             limit *= c["k2_q8"] * 2.0**-8
         else:
