@@ -20,10 +20,10 @@ _WEIGHTS_AND_OFFSET = np.array([[B2Y, G2Y, R2Y, 1 << 15]], np.float32) * np.floa
 #: sums to 0. Must match kernels/gray.cu.
 CB_WEIGHTS = (32768, -21710, -11058)  # B, G, R
 CR_WEIGHTS = (-5329, -27439, 32768)
-#: cv2.transform rows for Cb and Cr: the weights and the offset 128 * 2**16 + 2**15 (128, rounded
-#: half up), scaled by 2**-16. Every partial sum is an integer of magnitude at most 2**24 times
-#: 2**-16 (255 * 32768 + 128 * 65536 + 32768 = 2**24), exact in float32 in any order.
-_CHROMA_WEIGHTS = np.array([[*CB_WEIGHTS, 128 * 65536 + 32768], [*CR_WEIGHTS, 128 * 65536 + 32768]], np.float32) * np.float32(2.0**-16)
+#: cv2.transform rows (each (1, 4)) for Cb and for Cr: the weights and the offset 128 * 2**16 + 2**15
+#: (128, rounded half up), scaled by 2**-16. Every partial sum is an integer of magnitude at most
+#: 2**24 times 2**-16 (255 * 32768 + 128 * 65536 + 32768 = 2**24), exact in float32 in any order.
+_CB_ROW, _CR_ROW = (np.array([[*w, 128 * 65536 + 32768]], np.float32) * np.float32(2.0**-16) for w in (CB_WEIGHTS, CR_WEIGHTS))
 #: Rows converted at a time: their float32 copy (1.5 MB at 1920 pixels wide) stays in the cache.
 _CHUNK_ROWS = 64
 
@@ -53,10 +53,6 @@ def bgr_chroma(bgr: np.ndarray, scratch: Scratch | None = None) -> np.ndarray:
     scratch = scratch or Scratch(pixels=(np.float32, (3,)), value=(np.float32, ()))
     run_bands(height, width, lambda band, start, stop: _chroma_rows(bgr, out, scratch.get(band, rows, width), start, stop), rows)
     return out
-
-
-#: cv2.transform rows for Cb alone and Cr alone (each (1, 4)), as :data:`_CHROMA_WEIGHTS`.
-_CB_ROW, _CR_ROW = _CHROMA_WEIGHTS[:1].copy(), _CHROMA_WEIGHTS[1:].copy()
 
 
 def _chroma_rows(bgr: np.ndarray, out: np.ndarray, buffers: dict, start: int, stop: int) -> None:

@@ -713,13 +713,14 @@ class _CudaExecutor:
         self.cuda = cuda
         self._yuv_size: tuple[int, int, bool] | None = None  # (H, W, full range) of a blended picture
         self._luma = None  # this frame's Y' plane on the device, when luma() uploaded it whole
+        self._chroma_uv = None  # this frame's Cb and Cr planes on the device, once uploaded
 
     def upload(self, key, frame):
         return self.cuda.upload(key, frame)
 
     def luma(self, gray, picture, geo):
         cuda = self.cuda
-        self._luma = None
+        self._luma = self._chroma_uv = None  # a new picture
         if not geo.identity:  # cropped or downscaled on the host, as BGR work images are
             return cuda.upload(("stage", 0), geo.work_image(gray.reference_luma(picture)))
         luma = self._luma = cuda.upload("luma", np.ascontiguousarray(picture.y))
@@ -732,12 +733,22 @@ class _CudaExecutor:
         if not geo.identity:  # cropped or downscaled on the host, as the luma is
             planes = cuda.upload("chroma_planes", _work_chroma(picture, geo))
             return planes if shrink is gray else self.planes("chroma", shrink, planes)
-        u = cuda.upload("chroma_u", np.ascontiguousarray(picture.u))
-        v = cuda.upload("chroma_v", np.ascontiguousarray(picture.v))
+        u, v = self._uploaded_chroma(picture)
         height, width = picture.y.shape
         dst = cuda.buffer("chroma_planes", (2, *shrink.output_shape((height, width))))
         gray.apply_chroma_420(cuda, (int(u.gpudata), int(v.gpudata)), u.shape[1], 1, 0, (0, 0, width, height), dst, picture.full_range)
         return dst
+
+    def _uploaded_chroma(self, picture):
+        """The picture's Cb and Cr planes on the device, uploaded once a frame (the model's chroma
+        and the blend both read them)."""
+        if self._chroma_uv is None:
+            cuda = self.cuda
+            self._chroma_uv = (
+                cuda.upload("chroma_u", np.ascontiguousarray(picture.u)),
+                cuda.upload("chroma_v", np.ascontiguousarray(picture.v)),
+            )
+        return self._chroma_uv
 
     def bgr_chroma(self, gray, image):
         dst = self.cuda.buffer("chroma_planes", (2, *image.shape[:2]))
@@ -753,8 +764,7 @@ class _CudaExecutor:
         cuda = self.cuda
         height, width = picture.y.shape
         y = self._luma if self._luma is not None else cuda.upload("luma", np.ascontiguousarray(picture.y))
-        u = cuda.upload("chroma_u", np.ascontiguousarray(picture.u))
-        v = cuda.upload("chroma_v", np.ascontiguousarray(picture.v))
+        u, v = self._uploaded_chroma(picture)
         out = cuda.buffer("yuv_out", (height * width + 2 * u.size,))
         flt.apply_yuv(cuda, mask, int(y.gpudata), width, 0, int(u.gpudata), int(v.gpudata), u.shape[1], 1, 0, out, picture.full_range)
         self._yuv_size = (height, width, picture.full_range)

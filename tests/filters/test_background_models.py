@@ -7,7 +7,16 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from helpers import GAUSSIAN_CHROMA, GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_GREY, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, GAUSSIAN_TIE
+from helpers import (
+    GAUSSIAN_CHROMA,
+    GAUSSIAN_FAST,
+    GAUSSIAN_FROZEN,
+    GAUSSIAN_GREY,
+    GAUSSIAN_SATURATED,
+    GAUSSIAN_SHADOW,
+    GAUSSIAN_TIE,
+    chroma_for,
+)
 
 from motiondetect.filters import GaussianBackground, RunningAverage
 
@@ -173,7 +182,7 @@ def assert_gaussian_matches_naive(frames, params, chromas=None) -> list[list[int
     """The filter's masks and final model equal the naive model's; returns the naive variance."""
     flt = GaussianBackground(**params)
     if chromas is None and flt.needs_chroma:
-        chromas = [np.stack([f, 255 - f]) for f in frames]
+        chromas = [chroma_for(flt, f) for f in frames]
     want, mean, var, chroma = naive_gaussian(frames, **{**GaussianBackground().params, **params}, chromas=chromas)
     for got, expected in zip(run_filter(flt, frames, chromas if flt.needs_chroma else None), want):
         np.testing.assert_array_equal(got, expected)
@@ -365,7 +374,7 @@ def test_gaussian_warmup_learns_waving_pixels(rng):
 
 def test_gaussian_reset_restarts(rng):
     frames = [rng.integers(0, 256, (6, 7), dtype=np.uint8) for _ in range(5)]
-    chromas = [np.stack([f, 255 - f]) for f in frames]
+    chromas = [chroma_for(GaussianBackground(), f) for f in frames]
     flt = GaussianBackground()
     run_filter(flt, frames, chromas)
     flt.reset()
