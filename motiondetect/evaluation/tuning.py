@@ -67,6 +67,13 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "shadow_floor"): [0.0, 0.06, 0.08, 0.1],
         ("gaussian_background", "min_sigma"): [8.0, 10.0, 12.0],
     },
+    # The mask's post-processing against the model's threshold, around the chroma default
+    # (docs/evaluation.md, "Post-processing and sub-pixel registration"), 24 points.
+    "morph": {
+        ("gaussian_background", "sigmas"): [1.75, 2.0, 2.25, 2.5],
+        ("median", "kernel_size"): [7, 9, 11],
+        ("dilation", "kernel_size"): [3, 5],
+    },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
     "subsense": {
