@@ -74,6 +74,13 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("median", "kernel_size"): [7, 9, 11],
         ("dilation", "kernel_size"): [3, 5],
     },
+    # The Gaussian model's learning rates of background pixels (mean, variance) and of the
+    # variance under foreground (docs/evaluation.md, "Learning rates"), 32 points.
+    "rates": {
+        ("gaussian_background", "alpha"): [0.01, 0.02, 0.03, 0.04],
+        ("gaussian_background", "variance_alpha"): [0.02, 0.04, 0.06, 0.08],
+        ("gaussian_background", "variance_alpha_foreground"): [0.0025, 0.005],
+    },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
     "subsense": {
@@ -96,6 +103,9 @@ _SHORT = {
     "subsense.color_threshold": "R0",
     "subsense.ghost_share": "gs",
     "subsense.ghost_distance": "gd",
+    "gaussian_background.alpha": "a",
+    "gaussian_background.variance_alpha": "va",
+    "gaussian_background.variance_alpha_foreground": "vaf",
 }
 
 
