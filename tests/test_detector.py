@@ -11,6 +11,8 @@ import cv2
 import numpy as np
 import pytest
 from helpers import jitter, seed_config
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from motiondetect.core.types import FrameResult
 from motiondetect.filters import (
@@ -28,7 +30,7 @@ from motiondetect.filters import (
 )
 from motiondetect.filters.gray import bgr_chroma
 from motiondetect.pipeline.config import build_filters, default_config
-from motiondetect.pipeline.detector import MotionDetector, pipeline_problems
+from motiondetect.pipeline.detector import MotionDetector, _stats_before_upscale, mask_stats_reference, pipeline_problems
 
 
 def integer_luma(bgr: np.ndarray) -> np.ndarray:
@@ -400,10 +402,9 @@ def test_reset_restarts_background_models():
 @pytest.mark.parametrize("as_picture", [False, True], ids=["bgr", "picture"])
 def test_counts_only_run_gives_the_full_masks_counts_and_boxes(sample_frames, size, as_picture, monkeypatch):
     """A --no-video detector (no mask out, no annotation) reports the motion fraction and box the
-    full mask has, whether or not it skips the final upscale (whole factors: 640x480 is processed
-    at 320x240; 962x722 at 320x240 by blocks of 3, whose upscale back is uneven and runs)."""
+    full mask has without running the final upscale: 640x480 is processed at 320x240 (blocks of
+    2), 962x722 at 320x240 (blocks of 3 or 4 pixels a side, counted by their areas)."""
     from motiondetect.core.picture import Picture
-    from motiondetect.filters import Upscale
 
     frames = [cv2.resize(f, size, interpolation=cv2.INTER_LINEAR) for f in sample_frames[:40]]
     if as_picture:
@@ -418,7 +419,24 @@ def test_counts_only_run_gives_the_full_masks_counts_and_boxes(sample_frames, si
     got = [counts_only.process(f) for f in frames]
     assert [(r.motion_fraction, r.bbox) for r in got] == [(fraction, box) for fraction, box, _ in want]
     assert all(r.mask is None for r in got)
-    assert bool(calls) == (size == (962, 722))  # skipped exactly when the factors are whole
+    assert not calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    small=st.tuples(st.integers(1, 40), st.integers(1, 40)),
+    extra=st.tuples(st.integers(0, 90), st.integers(0, 90)),
+    density=st.sampled_from([0.0, 0.02, 0.3, 1.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_stats_before_upscale_equal_the_upscaled_masks(small, extra, density, seed):
+    """The count and box of a mask before an upscale, by block areas and mapped corners, equal
+    those of the upscaled mask, for any sizes (uneven blocks included). That mask is built here
+    from the upscale's definition: output pixel (x, y) reads input (x * w // W, y * h // H)."""
+    mask = (np.random.default_rng(seed).random(small) < density).astype(np.uint8) * 255
+    height, width = small[0] + extra[0], small[1] + extra[1]
+    upscaled = mask[np.arange(height) * small[0] // height][:, np.arange(width) * small[1] // width]
+    assert _stats_before_upscale(Upscale(), mask, (height, width, 3)) == mask_stats_reference(upscaled)
 
 
 # -- chroma beside the grey image ----------------------------------------------------------------

@@ -104,10 +104,10 @@ def test_batches_with_a_roi_and_without_outputs(cuda):
 
 @pytest.mark.parametrize("size", [(480, 360), (960, 540), (962, 722)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_counts_only_equal_the_cpu_masks_counts(cuda, size):
-    """Without masks, annotation or ROI only the counts and boxes leave the device, and a last
-    upscale by whole factors (1 at 480x360, 2 at 960x540) is not run: the counts and corners of
-    the mask before it are scaled. They equal those of the CPU detector's full-size masks; at
-    962x722 (factor 3 leaves 2 columns and 2 rows over) the upscale runs."""
+    """Without masks, annotation or ROI only the counts and boxes leave the device, and the last
+    upscale is not run: the counts weigh each pixel of the mask before it by its block, its
+    corners are mapped. They equal those of the CPU detector's full-size masks, at whole factors
+    (1 at 480x360, 2 at 960x540) and at 962x722, whose blocks are 3 or 4 pixels a side."""
     import cv2
 
     from motiondetect.core.types import Frame
@@ -123,9 +123,8 @@ def test_counts_only_equal_the_cpu_masks_counts(cuda, size):
         assert got.bbox == want.bbox, frame.index
         moving += count > 0
     assert moving > 20
-    (width, height), factor = size, max(1, size[1] // 240)
-    whole = height % factor == 0 and width % factor == 0
-    assert (batched._counts_before_upscale(batched.plan.geometry((height, width, 3))) is not None) == whole
+    width, height = size
+    assert batched._counts_before_upscale(batched.plan.geometry((height, width, 3)))[1] == (height, width)
 
 
 def test_results_dropped_at_once_reuse_their_pinned_buffers(cuda):

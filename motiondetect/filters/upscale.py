@@ -10,6 +10,20 @@ import numpy as np
 from motiondetect.filters.base import Filter, Kind, planes
 
 
+def block_repeats(small: int, full: int) -> np.ndarray:
+    """How many of ``full`` output pixels each of ``small`` input pixels becomes along one axis:
+    (small,) int64, summing to ``full``. Output pixel ``y`` belongs to block ``y * small // full``,
+    so block ``i`` covers ``ceil(i * full / small)`` to ``ceil((i + 1) * full / small) - 1``."""
+    return np.diff(block_starts(np.arange(small + 1), small, full))
+
+
+def block_starts(index, small: int, full: int):
+    """The first output pixel of block ``index`` (an int or an int array) of ``small`` blocks
+    over ``full`` pixels: ``ceil(index * full / small)``; ``block_starts(i + 1, ...) - 1`` is its
+    last."""
+    return -(-index * full // small)
+
+
 class Upscale(Filter):
     """Bring a mask made at the working resolution back to the frame's size (nearest neighbour).
 
@@ -36,9 +50,7 @@ class Upscale(Filter):
         height, width = self.output_shape(src.shape, side.shape)
         if src.shape == (height, width):
             return src.copy()
-        # Output pixel y belongs to block y * h // H: block i repeats (i+1)H/h - iH/h times (ceil).
-        rows = np.diff(-(-np.arange(src.shape[0] + 1) * height // src.shape[0]))
-        cols = np.diff(-(-np.arange(src.shape[1] + 1) * width // src.shape[1]))
+        rows, cols = block_repeats(src.shape[0], height), block_repeats(src.shape[1], width)
         # Columns first: the per-pixel gather then runs on h rows, and the rows are copied whole
         # (2x faster than rows first at 1080p).
         return np.repeat(np.repeat(src, cols, axis=1), rows, axis=0)

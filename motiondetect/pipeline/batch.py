@@ -55,6 +55,7 @@ from motiondetect.pipeline.detector import (
     device_and_mask,
     device_expand,
     queue_mask_stats,
+    upscale_box,
 )
 from motiondetect.sources.nvdec import DeviceFrame
 
@@ -193,8 +194,9 @@ class _Queued:
     boxes: np.ndarray | None = None
     masks: np.ndarray | None = None
     pictures: np.ndarray | None = None
-    #: (fy, fx) when the counts and boxes were taken before a last upscale by these whole factors.
-    scale: tuple[int, int] = (1, 1)
+    #: ((h, w), (H, W)) when the counts and boxes were taken on (h, w) masks before a last upscale
+    #: to (H, W): the counts are the upscaled masks' already, the corners are mapped.
+    upscale: tuple[tuple[int, int], tuple[int, int]] | None = None
 
 
 class BatchDetector:
@@ -544,8 +546,8 @@ class BatchDetector:
         image = dst
         chroma = self._queue_chroma(gray, slot, geo, n) if self._chroma else None
         chroma_from = self.plan.chroma_from  # the stage whose output size the chroma starts at
-        scale = self._counts_before_upscale(geo)
-        for stage in range(1, len(detect) - (scale is not None)):
+        upscale = self._counts_before_upscale(geo)
+        for stage in range(1, len(detect) - (upscale is not None)):
             flt = detect[stage]
             shape = self._single_shape(stage, geo)
             if flt.SIDE_INPUT == "reference":
@@ -579,12 +581,12 @@ class BatchDetector:
                 planes_out = frames_view(self._buffer(("planes", stage), (2 * k, *shape)), 0, 2 * m)
                 chroma = planes_out if flt.apply_planes(cuda, chroma, planes_out, frames=m) else chroma
         m = n - skip
-        queued = _Queued(slot, geo, skip, drv.Event(), scale=scale or (1, 1))
+        queued = _Queued(slot, geo, skip, drv.Event(), upscale=upscale)
         if m:
             mask = image
             if geo.roi is not None:
                 mask = device_and_mask(cuda, mask, geo, frames_view(self._buffer(("roi",), (k, w_h, w_w)), 0, m))
-            total, box = queue_mask_stats(cuda, mask, key="batch")
+            total, box = queue_mask_stats(cuda, mask, key="batch", upscaled=upscale[1] if upscale else None)
             # Pooled: the next batch downloads its counts before these are read.
             queued.totals = self._pooled(("totals",), total.shape, total.dtype)
             queued.boxes = self._pooled(("boxes",), box.shape, box.dtype)
@@ -632,19 +634,19 @@ class BatchDetector:
         queued.done.record(cuda.stream)
         return queued
 
-    def _counts_before_upscale(self, geo: Geometry) -> tuple[int, int] | None:
-        """(fy, fx) when only the counts and boxes leave the device (no masks, no annotation, no
-        ROI) and the last detection filter is an upscale by these whole factors: its output
-        follows exactly from its input (each pixel an fy x fx block), so it is not run, and the
-        counts and corners of the mask before it are scaled (as the CPU path does,
+    def _counts_before_upscale(self, geo: Geometry) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        """((h, w), (H, W)) when only the counts and boxes leave the device (no masks, no
+        annotation, no ROI) and the last detection filter is an upscale from (h, w) to (H, W):
+        its output follows exactly from its input (each pixel a block of
+        :func:`~motiondetect.filters.upscale.block_repeats`), so it is not run; the counts weigh
+        each pixel by its block and the corners are mapped (as the CPU path does,
         :func:`~motiondetect.pipeline.detector.MotionDetector`'s ``_stats_before_upscale``).
         ``None`` otherwise: the upscale runs."""
         detect = self.plan.detection_filters
         if self.masks or self.annotate or geo.roi is not None or not isinstance(detect[-1], Upscale) or len(detect) < 2:
             return None
         small = self._single_shape(len(detect) - 2, geo)
-        (fy, rows), (fx, cols) = divmod(geo.work_size[1], small[0]), divmod(geo.work_size[0], small[1])
-        return None if rows or cols else (fy, fx)
+        return (small[0], small[1]), (geo.work_size[1], geo.work_size[0])
 
     def _queue_chroma(self, gray, slot: _Slot, geo: Geometry, n: int):
         """Queue the batch's chroma as full-range planes, plane-major: a (2 * n, h, w) device
@@ -676,12 +678,11 @@ class BatchDetector:
             free.release()
         height, width = geo.shape
         for j, frame in enumerate(batch):
-            (fy, fx), at = queued.scale, j - skip
-            count = int(queued.totals[at]) * fy * fx if j >= skip else 0
-            box = None
-            if count:  # corners of the mask before a last upscale: each pixel became fy x fx
-                x0, y0, x1, y1 = (int(v) for v in queued.boxes[at])
-                box = box_from_corners(count, (x0 * fx, y0 * fy, x1 * fx + fx - 1, y1 * fy + fy - 1))
+            at = j - skip
+            count = int(queued.totals[at]) if j >= skip else 0
+            box = box_from_corners(count, queued.boxes[at]) if count else None
+            if box is not None and queued.upscale is not None:  # corners of the mask before it
+                box = upscale_box(box, *queued.upscale)
             mask_j = queued.masks[j] if queued.masks is not None else None
             image_j = unpack_planes(queued.pictures[j], height, width, full_range) if queued.pictures is not None else frame.image
             yield frame, FrameResult(mask_j, image_j, count / geo.area, geo.map_box(box) if count else None)

@@ -26,6 +26,7 @@ from motiondetect.core.picture import Picture, unpack_planes
 from motiondetect.core.types import Box, FrameResult
 from motiondetect.filters import Filter, Kind, Upscale
 from motiondetect.filters.base import element_count, planes
+from motiondetect.filters.upscale import block_repeats, block_starts
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
@@ -449,8 +450,8 @@ class MotionDetector:
             image, first = original, 0
             if self._chroma and not prime:
                 chroma = run.bgr_chroma(self._detect[0], original)
-        # Only the count and box leave this call: a last upscale by whole factors need not run,
-        # since both follow exactly from the mask before it (blocks of fy x fx equal pixels).
+        # Only the count and box leave this call: a last upscale need not run, since both follow
+        # exactly from the mask before it (each pixel a block of equal pixels).
         counts_only = isinstance(run, _CpuExecutor) and not self.masks and not (self.annotate and self._annotate) and geo.roi is None
         last = len(self._detect) - 1
         for stage in range(first, len(self._detect)):
@@ -542,16 +543,31 @@ class SizeOnly:
 
 def _stats_before_upscale(flt: Filter, mask: np.ndarray, side_shape: tuple[int, ...]) -> tuple[int, Box | None] | None:
     """The count and box :func:`mask_stats_reference` would give after ``flt`` when it is an
-    upscale by whole factors (each pixel becomes an fy x fx block), from ``mask`` before it;
-    ``None`` for any other filter or factor."""
+    upscale, from ``mask`` before it: each pixel becomes a block of
+    :func:`~motiondetect.filters.upscale.block_repeats` rows and columns (fy x fx for whole
+    factors), and the box's corners become their blocks' outer corners. ``None`` for any other
+    filter."""
     if not isinstance(flt, Upscale):
         return None
-    out_h, out_w = flt.output_shape(mask.shape, side_shape)
-    (fy, rows), (fx, cols) = divmod(out_h, mask.shape[0]), divmod(out_w, mask.shape[1])
-    if rows or cols:
-        return None
+    (h, w), (out_h, out_w) = mask.shape, flt.output_shape(mask.shape, side_shape)
     count, box = mask_stats_reference(mask)
-    return count * fy * fx, None if box is None else (box[0] * fx, box[1] * fy, box[2] * fx, box[3] * fy)
+    if box is None:
+        return 0, None
+    if out_h % h or out_w % w:  # blocks of unequal sizes: weigh each pixel by its block's area
+        count = int(block_repeats(h, out_h) @ (mask != 0).astype(np.int64) @ block_repeats(w, out_w))
+    else:
+        count *= (out_h // h) * (out_w // w)
+    return count, upscale_box(box, (h, w), (out_h, out_w))
+
+
+def upscale_box(box: Box, small: tuple[int, int], full: tuple[int, int]) -> Box:
+    """The (x, y, w, h) box, in pixels of a ``small`` (h, w) mask, on the ``full`` (H, W) mask
+    :class:`~motiondetect.filters.upscale.Upscale` makes of it: from the first pixel of its
+    first block to the last pixel of its last block, each way."""
+    x, y, width, height = box
+    x0, y0 = block_starts(x, small[1], full[1]), block_starts(y, small[0], full[0])
+    x1, y1 = block_starts(x + width, small[1], full[1]), block_starts(y + height, small[0], full[0])
+    return int(x0), int(y0), int(x1 - x0), int(y1 - y0)
 
 
 def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
@@ -570,7 +586,7 @@ def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
     return count, (int(x), int(y), int(w), int(h))
 
 
-def queue_mask_stats(cuda, mask, key: str = "mask"):
+def queue_mask_stats(cuda, mask, key: str = "mask", upscaled: tuple[int, int] | None = None):
     """Queue the count and bounding box of a device mask, or of each mask of a batch, on
     ``cuda.stream``.
 
@@ -581,6 +597,9 @@ def queue_mask_stats(cuda, mask, key: str = "mask"):
         cuda: an entered :class:`~motiondetect.gpu.cuda_handler.CUDAHandler`.
         mask: (H, W) or (K, H, W) uint8 device array.
         key: names the accumulators among the handler's buffers.
+        upscaled: (rows, columns) of the mask an :class:`~motiondetect.filters.upscale.Upscale`
+            would make of each: the counts are then that mask's (each pixel weighted by its
+            block); the corners stay in ``mask``'s pixels (:func:`upscale_box` maps them).
 
     Returns:
         (total, box): device arrays, uint64 (K,) = the counts and uint32 (K, 4) = x0, y0, x1, y1
@@ -595,11 +614,21 @@ def queue_mask_stats(cuda, mask, key: str = "mask"):
     drv.memset_d32_async(total.gpudata, 0, 2 * frames, cuda.stream)
     init = cuda.constant(("mask_box_init", frames), np.tile(_BOX_INIT, (frames, 1)))
     drv.memcpy_dtod_async(box.gpudata, init.gpudata, box.nbytes, cuda.stream)
-    fn = cuda.function("mask_count", "md_mask_stats_u8", "PiiPP")
+    fn = cuda.function("mask_count", "md_mask_stats_u8", "PiiPPii")
     n = height * width
+    out_h, out_w = upscaled or (height, width)
     blocks = min(_COUNT_MAX_BLOCKS, max(1, math.ceil(n / 256)))
     fn.prepared_async_call(
-        (blocks, frames), (256, 1, 1), cuda.stream, mask.gpudata, np.int32(width), np.int32(n), total.gpudata, box.gpudata
+        (blocks, frames),
+        (256, 1, 1),
+        cuda.stream,
+        mask.gpudata,
+        np.int32(width),
+        np.int32(n),
+        total.gpudata,
+        box.gpudata,
+        np.int32(out_w),
+        np.int32(out_h),
     )
     return total, box
 
