@@ -26,7 +26,7 @@ from motiondetect.core.picture import Picture, unpack_planes
 from motiondetect.core.types import Box, FrameResult
 from motiondetect.filters import Filter, Kind, Upscale
 from motiondetect.filters.base import element_count, planes
-from motiondetect.filters.upscale import block_repeats, block_starts
+from motiondetect.filters.upscale import block_bounds, block_repeats
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024
@@ -565,9 +565,8 @@ def upscale_box(box: Box, small: tuple[int, int], full: tuple[int, int]) -> Box:
     :class:`~motiondetect.filters.upscale.Upscale` makes of it: from the first pixel of its
     first block to the last pixel of its last block, each way."""
     x, y, width, height = box
-    x0, y0 = block_starts(x, small[1], full[1]), block_starts(y, small[0], full[0])
-    x1, y1 = block_starts(x + width, small[1], full[1]), block_starts(y + height, small[0], full[0])
-    return int(x0), int(y0), int(x1 - x0), int(y1 - y0)
+    cols, rows = block_bounds(full[1], small[1]), block_bounds(full[0], small[0])
+    return int(cols[x]), int(rows[y]), int(cols[x + width] - cols[x]), int(rows[y + height] - rows[y])
 
 
 def mask_stats_reference(mask: np.ndarray) -> tuple[int, Box | None]:
@@ -689,7 +688,7 @@ class _CpuExecutor:
         return grey if geo.identity else geo.work_image(grey)
 
     def picture_chroma(self, gray, picture, geo, shrink):
-        if geo.identity and shrink is not gray:  # straight from the 4:2:0 samples where it can
+        if geo.identity and shrink is not gray:  # straight from the 4:2:0 samples (not at factor 1)
             planes = shrink.reference_chroma_420(picture)
             if planes is not None:
                 return planes
