@@ -152,7 +152,8 @@ class _Partition420:
         ch, cw = shape
         ry, oy = (rows // 2)[:, None], (rows % 2)[:, None]
         rx, ox = (cols // 2)[None, :], (cols % 2)[None, :]
-        self.shape = shape
+        # The table is exact in int32 while 255 * ch * cw < 2**31 (8K pictures' planes fit).
+        self.depth = cv2.CV_32S if 255 * ch * cw < 2**31 else cv2.CV_64F
         self.at = (ry * (cw + 1) + rx).ravel()
         self.below = (np.minimum(ry + 1, ch) * (cw + 1) + rx).ravel()  # weighted 0 where y is even
         self.right = (ry * (cw + 1) + np.minimum(rx + 1, cw)).ravel()  # weighted 0 where x is even
@@ -165,7 +166,7 @@ class _Partition420:
 
     def sums(self, samples: np.ndarray) -> np.ndarray:
         """(len(rows) - 1, len(cols) - 1) float64 block sums (whole numbers, exact) of ``samples``."""
-        table = cv2.integral(samples, sdepth=cv2.CV_32S).ravel()  # below 2**31 for 8.4 M samples
+        table = cv2.integral(samples, sdepth=self.depth).ravel()
         flat = samples.ravel()
         w = self.weights
         f = w[0] * table.take(self.at) + w[1] * table.take(self.below) + w[2] * table.take(self.right) + w[3] * flat.take(self.corner)
