@@ -105,16 +105,10 @@ class Downscale(Filter):
         samples = [cv2.LUT(plane, table) for plane in (picture.u, picture.v)]
         if even:
             return np.stack([_uniform_block_means(plane, f // 2) for plane in samples])
-        plan = getattr(self, "_plan_420", None)
-        if plan is None or plan[0] != (height, width):
-            rows = np.append(block_starts(height, out_h), height)
-            cols = np.append(block_starts(width, out_w), width)
-            counts = np.outer(np.diff(rows), np.diff(cols))
-            plan = (height, width), _Partition420(samples[0].shape, rows, cols), counts // 2, counts.astype(np.float64)
-            self._plan_420 = plan
-        _, blocks, half, counts = plan
-        # (sum + n // 2) / n in float64 truncates to the rounded mean, as _Partition.block_means.
-        return np.stack([((blocks.sums(plane) + half) / counts).astype(np.uint8) for plane in samples])
+        partition = self._plan((height, width))
+        if getattr(self, "_partition_420", None) is None or self._partition_420.partition is not partition:
+            self._partition_420 = _Partition420(partition, samples[0].shape)
+        return np.stack([partition.means(self._partition_420.sums(plane)) for plane in samples])
 
     def apply_planes(self, cuda, src, dst, frames: int = 1) -> bool:
         self.apply_kernel(cuda, src, dst)
@@ -138,7 +132,7 @@ class Downscale(Filter):
 class _Partition420:
     """Block sums of a 4:2:0 plane expanded to pixels (pixel ``(x, y)`` reads sample
     ``(x // 2, y // 2)``; an odd last row or column cuts the last samples' second) over the
-    blocks of ``rows`` x ``cols`` (bounds, as in :class:`_Partition`), without the expansion.
+    blocks of a :class:`_Partition` of the pixels, without the expansion.
 
     From the samples' summed-area table ``I``: the sum ``F(y, x)`` over the pixels above and
     left of ``(x, y)`` is ``4 I[y//2, x//2]``, plus, for an odd ``y``, the samples of row
@@ -148,8 +142,10 @@ class _Partition420:
     indices into ``I`` and the samples, and their weights.
     """
 
-    def __init__(self, shape: tuple[int, int], rows: np.ndarray, cols: np.ndarray) -> None:
+    def __init__(self, partition: _Partition, shape: tuple[int, int]) -> None:
         ch, cw = shape
+        rows, cols = partition.rows, partition.cols
+        self.partition = partition
         ry, oy = (rows // 2)[:, None], (rows % 2)[:, None]
         rx, ox = (cols // 2)[None, :], (cols % 2)[None, :]
         # The table is exact in int32 while 255 * ch * cw < 2**31 (8K pictures' planes fit).
@@ -165,13 +161,20 @@ class _Partition420:
         self.grid = (len(rows), len(cols))
 
     def sums(self, samples: np.ndarray) -> np.ndarray:
-        """(len(rows) - 1, len(cols) - 1) float64 block sums (whole numbers, exact) of ``samples``."""
+        """(h, w) float64 block sums (whole numbers, exact) of ``samples`` (ch, cw) uint8."""
         table = cv2.integral(samples, sdepth=self.depth).ravel()
         flat = samples.ravel()
         w = self.weights
         f = w[0] * table.take(self.at) + w[1] * table.take(self.below) + w[2] * table.take(self.right) + w[3] * flat.take(self.corner)
-        f = f.reshape(self.grid)
-        return f[1:, 1:] - f[:-1, 1:] - f[1:, :-1] + f[:-1, :-1]
+        return _corner_differences(f.reshape(self.grid))
+
+
+def _corner_differences(c: np.ndarray) -> np.ndarray:
+    """The (h, w) block sums from an (h + 1, w + 1) summed-area table read at the blocks' corners."""
+    sums = c[1:, 1:] - c[:-1, 1:]
+    sums -= c[1:, :-1]
+    sums += c[:-1, :-1]
+    return sums
 
 
 def _uniform_block_means(src: np.ndarray, f: int) -> np.ndarray:
@@ -202,6 +205,7 @@ class _Partition:
 
     Attributes:
         shape: (H, W) of the input.
+        rows, cols: int64 (h + 1,) and (w + 1,) bounds of the blocks (their starts, then H or W).
         corners: int64 (h + 1, w + 1) flat indices into the (H + 1, W + 1) summed-area table of
             the blocks' corners.
         half, counts: (h, w) int32 half of each block's pixel count and float64 the count.
@@ -211,7 +215,7 @@ class _Partition:
         height, width = shape
         rows = np.append(block_starts(height, out_shape[0]), height)
         cols = np.append(block_starts(width, out_shape[1]), width)
-        self.shape = shape
+        self.shape, self.rows, self.cols = shape, rows, cols
         self.corners = rows[:, None] * (width + 1) + cols[None, :]
         counts = np.outer(np.diff(rows), np.diff(cols))
         self.half = (counts // 2).astype(np.int32)
@@ -225,9 +229,10 @@ class _Partition:
         # far more than the rounding error; truncation is then the floor (5x faster than
         # NumPy's integer division by an array).
         table = cv2.integral(src, sdepth=cv2.CV_32S)
-        c = table.ravel().take(self.corners)
-        sums = c[1:, 1:] - c[:-1, 1:]
-        sums -= c[1:, :-1]
-        sums += c[:-1, :-1]
+        return self.means(_corner_differences(table.ravel().take(self.corners)))
+
+    def means(self, sums: np.ndarray) -> np.ndarray:
+        """(h, w) uint8 means of the blocks from their (h, w) exact sums (int32 or float64,
+        used up: the half counts are added in place), rounded half up."""
         sums += self.half
         return (sums / self.counts).astype(np.uint8)

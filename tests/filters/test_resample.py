@@ -167,10 +167,10 @@ def test_chroma_straight_from_420_equals_the_expanded_planes_shrunk(rng, full_ra
 def test_chroma_sums_in_float64_equal_int32(rng):
     # Planes too large for an int32 summed-area table (beyond 8K pictures) take a float64 one:
     # the same sums, here forced on a small plane.
-    from motiondetect.filters.downscale import _Partition420, block_starts
+    from motiondetect.filters.downscale import _Partition, _Partition420
 
     samples = rng.integers(0, 256, (50, 70), dtype=np.uint8)
-    rows, cols = np.append(block_starts(99, 11), 99), np.append(block_starts(140, 15), 140)
-    wide = _Partition420(samples.shape, rows, cols)
+    partition = _Partition((99, 140), (11, 15))
+    wide = _Partition420(partition, samples.shape)
     wide.depth = cv2.CV_64F
-    np.testing.assert_array_equal(wide.sums(samples), _Partition420(samples.shape, rows, cols).sums(samples))
+    np.testing.assert_array_equal(wide.sums(samples), _Partition420(partition, samples.shape).sums(samples))
