@@ -346,6 +346,8 @@ def test_gpu_worker_specs_pin_each_process_to_its_gpu():
     specs = cluster.gpu_worker_specs(3, ["GPU-a", "1"])
     seen = {name: (spec["options"]["nthreads"], spec["options"]["env"]["CUDA_VISIBLE_DEVICES"]) for name, spec in specs.items()}
     assert seen == {f"gpu{device}-{n}": (1, device) for device in ("GPU-a", "1") for n in range(3)}
+    # each worker runs cluster.dask_setup as it starts (the CUDA driver on a thread)
+    assert {tuple(spec["options"]["preload"]) for spec in specs.values()} == {("motiondetect.scaleout.cluster",)}
 
 
 def test_visible_gpus_follow_cuda_visible_devices(monkeypatch):

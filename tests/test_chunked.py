@@ -9,6 +9,7 @@ team's videos (../shared/samples/videos).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import sys
@@ -199,6 +200,12 @@ def test_several_files_are_read_side_by_side_as_one_after_the_other(monkeypatch)
         assert len(pools) == forked
         with pytest.raises(VideoOpenFailure, match="cannot open"):
             chunked._packet_timestamps([str(BUNDLED), str(ROOT / "README.md")])
+    if "forkserver" in multiprocessing.get_all_start_methods():  # the local cluster's worker server
+        pools.clear()
+        assert chunked._packet_timestamps(paths, forked=True) == expected  # threads or not
+        assert [pool["mp_context"].get_start_method() for pool in pools] == ["forkserver"]
+        with pytest.raises(VideoOpenFailure, match="cannot open"):
+            chunked._packet_timestamps([str(BUNDLED), str(ROOT / "README.md")], forked=True)
 
 
 # -- same answers --------------------------------------------------------------------------------
@@ -498,7 +505,11 @@ def test_local_workers_are_forked_with_the_task_modules_imported(monkeypatch, cu
     probe = ("motiondetect.scaleout.chunk_task", "cv2", "av")
     with cluster.open_client(2, None, cuda=cuda) as client:
         held = client.run(lambda: [name in sys.modules for name in probe])
+        # GPU workers started the CUDA driver as they came up (cluster.dask_setup; without a
+        # driver its thread ends at once); CPU workers did not.
+        started = client.run(lambda: sys.modules["motiondetect.gpu.early_start"]._thread is not None)
     assert list(held.values()) == [[True] * len(probe)] * 2
+    assert list(started.values()) == [cuda] * 2
     monkeypatch.setattr(cluster, "FORK_WORKERS", False)
     assert not cluster.start_worker_server(cuda)
     with cluster.open_client(2, None, cuda=cuda) as client:

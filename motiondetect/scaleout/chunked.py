@@ -1,7 +1,8 @@
 """The chunked run (``--jobs`` / ``--scheduler``): every input split at keyframes, the chunks
 scanned on a Dask cluster, the results stitched in order.
 
-1. Every input's packets are read once (:func:`~motiondetect.scaleout.chunks.packet_timestamps`),
+1. A local cluster is started (its GPU workers start their CUDA drivers meanwhile), then every
+   input's packets are read once (:func:`~motiondetect.scaleout.chunks.packet_timestamps`),
    the chunk length is balanced over the worker slots of a local cluster
    (:func:`~motiondetect.scaleout.balance.balance_chunks`; ``--scheduler`` keeps ``--chunk``),
    and each input is planned with it and its outputs checked as a sequential run checks them;
@@ -152,57 +153,67 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     problem = chunked_problem(args, config)
     if problem:
         raise UsageError(problem)
-    if not args.scheduler:  # the workers' server imports while the chunks are planned
-        start_worker_server(config["backend"] != "cpu")
+    # The workers' server imports while the inputs are opened and planned.
+    forked = False if args.scheduler else start_worker_server(config["backend"] != "cpu")
     roi = config.get("roi")
     if isinstance(roi, dict) and "mask" in roi:  # the workers read it from their own folder
         config = {**config, "roi": {"mask": str(Path(roi["mask"]).resolve())}}
     opened = [_open(args, source) for source in inputs]
-    # Read before CUDA starts here (the reading forks: better before the driver's threads), with
-    # absolute paths (workers may run in another folder or on another machine).
+    # Absolute paths: workers may run in another folder or on another machine.
     paths = [str(Path(one.source).resolve()) for one in opened]
-    packets = [Packets(path, one.fps, *read) for path, one, read in zip(paths, opened, _packet_timestamps(paths))]
-    cuda_here = _cuda_here(config)
-    warmup = warmup_frames(build_filters(config))
-    if warmup is None:
-        for one in opened:
-            log.info(
-                "notice: the pipeline keeps the stream's start for good (a learning rate of 0, the subsense model);"
-                " %s is scanned as one chunk",
-                one.source,
-            )
-    # The slots of a local cluster are known before it starts; an existing one's are not.
-    slots = None if args.scheduler else local_slots(args.jobs or None, cuda_here)
-    balance = _balance(packets, warmup, config["scan"]["chunk"], slots)
-    taken: set[Path] = set()
-    items = [
-        _prepare(args, config, number, one, warmup, chunks, len(inputs) > 1, taken, plan_outputs)
-        for number, (one, chunks) in enumerate(zip(opened, balance.plans))
-    ]
-    # A local CPU cluster shares this machine's cores; other workers use their own.
-    threads = None if cuda_here or args.scheduler else _decoder_threads(args.jobs or None)
-    for item in items:
-        for chunk in item.chunks:
-            if chunk.number not in item.results:
-                item.jobs[chunk.number] = _job(item, chunk, chunk.first_index, config, args, threads)
-    total = sum(c.frames for item in items for c in item.chunks)
     started = time.perf_counter()
-    bar = progress_bar(total, args.quiet)
-    bar.update(sum(r.frames for item in items for r in item.results.values()))
     failure: Exception | None = None
     interrupted = False
-    try:
+    client = None
+    slots: int | None = None  # an existing cluster's are not known before it is reached
+    with contextlib.ExitStack() as cluster:
+        if not args.scheduler:
+            cuda_here = _cuda_here(config)
+            slots = local_slots(args.jobs or None, cuda_here)
+            # Started before the chunks are planned: a GPU worker starts its CUDA driver as it
+            # comes up (cluster.dask_setup), about 1 s for 8 of them on one GPU, while this
+            # process reads the packets.
+            client = cluster.enter_context(open_client(args.jobs or None, None, cuda_here, dashboard=args.verbose))
+        packets = [Packets(path, one.fps, *read) for path, one, read in zip(paths, opened, _packet_timestamps(paths, forked))]
+        if args.scheduler:  # after the reading, which may fork this process: before the driver's threads
+            cuda_here = _cuda_here(config)
+        warmup = warmup_frames(build_filters(config))
+        if warmup is None:
+            for one in opened:
+                log.info(
+                    "notice: the pipeline keeps the stream's start for good (a learning rate of 0, the subsense model);"
+                    " %s is scanned as one chunk",
+                    one.source,
+                )
+        balance = _balance(packets, warmup, config["scan"]["chunk"], slots)
+        taken: set[Path] = set()
+        items = [
+            _prepare(args, config, number, one, warmup, chunks, len(inputs) > 1, taken, plan_outputs)
+            for number, (one, chunks) in enumerate(zip(opened, balance.plans))
+        ]
+        # A local CPU cluster shares this machine's cores; other workers use their own.
+        threads = None if cuda_here or args.scheduler else _decoder_threads(args.jobs or None)
         for item in items:
-            if item.done:  # every chunk came from the manifest: check their numbers now
-                _renumber(item, config, args, threads)
-        if any(number not in item.results for item in items for number in item.jobs):
-            with open_client(args.jobs or None, args.scheduler, cuda_here, dashboard=args.verbose) as client:
+            for chunk in item.chunks:
+                if chunk.number not in item.results:
+                    item.jobs[chunk.number] = _job(item, chunk, chunk.first_index, config, args, threads)
+        total = sum(c.frames for item in items for c in item.chunks)
+        bar = progress_bar(total, args.quiet)
+        bar.update(sum(r.frames for item in items for r in item.results.values()))
+        try:
+            for item in items:
+                if item.done:  # every chunk came from the manifest: check their numbers now
+                    _renumber(item, config, args, threads)
+            if any(number not in item.results for item in items for number in item.jobs):
+                if client is None:
+                    client = cluster.enter_context(open_client(args.jobs or None, args.scheduler, cuda_here, dashboard=args.verbose))
                 _check_slots(client, slots)
                 failure = _run_jobs(client, items, bar, config, args, threads)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        bar.close()
+            cluster.close()
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            bar.close()
     elapsed = time.perf_counter() - started
     first_error: Exception | None = failure
     with signals.finishing() if signals is not None else contextlib.nullcontext():  # outputs are completed
@@ -267,17 +278,26 @@ def _balance(packets: list[Packets], warmup: int | None, seconds: float, slots: 
     return balance
 
 
-def _packet_timestamps(paths: list[str]) -> list[tuple[list[int], list[int]]]:
+def _packet_timestamps(paths: list[str], forked: bool = False) -> list[tuple[list[int], list[int]]]:
     """:func:`~motiondetect.scaleout.chunks.packet_timestamps` of every file; several files are
-    read side by side in forked processes, up to one per core. The demuxing loop holds the
+    read side by side in child processes, up to one per core. The demuxing loop holds the
     interpreter lock (threads do not help): 8 files of 30,000 frames took 1.8 s one after the
-    other, 0.83 s in 8 processes on 2 cores. A process that runs other threads (a program calling
-    this one, a Dask client) reads them one after the other: a child forked while another thread
-    holds a lock can deadlock."""
-    if len(paths) < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
+    other, 0.83 s in 8 processes on 2 cores. The children come from the local cluster's worker
+    server when it runs (``forked``: :func:`~motiondetect.scaleout.cluster.start_worker_server`,
+    a process of one thread, which has imported PyAV), else they are forked from this process,
+    only while it runs no other thread (a program calling this one, a Dask client): a child
+    forked while another thread holds a lock can deadlock; then the files are read one after
+    the other."""
+    if len(paths) < 2:
         return [packet_timestamps(path) for path in paths]
+    if forked:
+        context = multiprocessing.get_context("forkserver")
+    elif threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [packet_timestamps(path) for path in paths]
+    else:
+        context = multiprocessing.get_context("fork")
     workers = min(len(paths), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         return list(pool.map(packet_timestamps, paths))
 
 
