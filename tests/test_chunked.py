@@ -565,3 +565,20 @@ def test_unreachable_scheduler_and_missing_dask_are_one_line_errors(monkeypatch,
     cv2.imwrite(str(folder / "a_000.png"), np.zeros((8, 8, 3), np.uint8))
     rc, _, err = run_cli(monkeypatch, capsys, tmp_path, folder, "--no-video", "--backend", "cpu", "--jobs", "2")
     assert rc == 2 and "split video files" in one_line_error(err)
+
+
+@pytest.mark.parametrize("cuda", [None, "handler"])
+def test_a_scans_close_releases_the_context_its_worker_started(monkeypatch, cuda):
+    """A GPU worker starts the driver and keeps the primary context as it comes up
+    (cluster.dask_setup); closing a scan that ran on the GPU drops that retain, after the scan's
+    own resources (the handler) closed; a CPU scan leaves it alone."""
+    from contextlib import ExitStack
+
+    from motiondetect.gpu import early_start
+
+    calls = []
+    monkeypatch.setattr(early_start, "finish", lambda: calls.append("finish"))
+    stack = ExitStack()
+    stack.callback(lambda: calls.append("handler closed"))
+    Scan(stack, video=None, decoder="NVDEC", detector=None, cuda=cuda).close()
+    assert calls == (["handler closed", "finish"] if cuda else ["handler closed"])
