@@ -582,3 +582,17 @@ def test_a_scans_close_releases_the_context_its_worker_started(monkeypatch, cuda
     stack.callback(lambda: calls.append("handler closed"))
     Scan(stack, video=None, decoder="NVDEC", detector=None, cuda=cuda).close()
     assert calls == (["handler closed", "finish"] if cuda else ["handler closed"])
+
+
+def test_an_output_that_exists_stops_the_run_before_its_cluster_starts(monkeypatch, capsys, tmp_path):
+    """The usual mistake, a command run again without --overwrite, fails at once with one line:
+    no cluster is started for it (a resumable run's parts folder is the exception, tested above)."""
+    from motiondetect.scaleout import cluster
+
+    (tmp_path / "report.json").write_text("{}")
+    started = []
+    monkeypatch.setattr(cluster, "open_client", lambda *args, **kwargs: started.append(args))
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, BUNDLED, "--no-video", "--backend", "cpu", "--jobs", "2", "--events", "report.json")
+    assert rc == 2
+    assert "exists; pass --overwrite" in one_line_error(err)
+    assert started == []

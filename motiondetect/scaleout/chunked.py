@@ -159,6 +159,9 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     if isinstance(roi, dict) and "mask" in roi:  # the workers read it from their own folder
         config = {**config, "roi": {"mask": str(Path(roi["mask"]).resolve())}}
     opened = [_open(args, source) for source in inputs]
+    checked: set[Path] = set()
+    for one in opened:  # before the cluster starts: the usual mistake fails at once
+        _check_outputs(args, one, len(inputs) > 1, checked, plan_outputs)
     # Absolute paths: workers may run in another folder or on another machine.
     paths = [str(Path(one.source).resolve()) for one in opened]
     started = time.perf_counter()
@@ -349,6 +352,20 @@ def _prepare(
     if paths.clips is not None:
         paths.clips.mkdir(exist_ok=True)
     return item
+
+
+def _check_outputs(args, opened: _Opened, several: bool, taken: set[Path], plan_outputs) -> None:
+    """Raise what :func:`_prepare` raises about ``opened``'s outputs, before a cluster starts,
+    unless a parts folder beside them may belong to an interrupted run of the same command,
+    which may replace its own outputs (known once the chunks are planned: :func:`_prepare`).
+
+    Raises:
+        UsageError: an output exists without ``--overwrite``, or two outputs share a path.
+    """
+    inputs = {Path(opened.source).resolve()}
+    probe = plan_outputs(_with(args, overwrite=True), opened.name, inputs, several, set(taken))
+    resumable = parts_folder(probe.events[0].resolve()).exists()
+    plan_outputs(_with(args, overwrite=args.overwrite or resumable), opened.name, inputs, several, taken)
 
 
 def _with(args: argparse.Namespace, **changes) -> argparse.Namespace:
