@@ -25,6 +25,13 @@ def block_starts(size: int, blocks: int) -> np.ndarray:
     return (i * size + blocks - 1) // blocks
 
 
+def block_bounds(size: int, blocks: int) -> np.ndarray:
+    """The ``blocks + 1`` bounds of the blocks partitioning ``size`` pixels (:func:`block_starts`,
+    then ``size``), int64: block ``i`` covers ``bounds[i]`` to ``bounds[i + 1] - 1``. The same
+    blocks are an upscale's: its output pixel ``y`` of ``size`` belongs to block ``y * blocks // size``."""
+    return np.append(block_starts(size, blocks), size)
+
+
 class Downscale(Filter):
     """Shrink a grey image by a whole factor to a working height of at least ``height`` rows.
 
@@ -213,8 +220,7 @@ class _Partition:
 
     def __init__(self, shape: tuple[int, int], out_shape: tuple[int, int]) -> None:
         height, width = shape
-        rows = np.append(block_starts(height, out_shape[0]), height)
-        cols = np.append(block_starts(width, out_shape[1]), width)
+        rows, cols = block_bounds(height, out_shape[0]), block_bounds(width, out_shape[1])
         self.shape, self.rows, self.cols = shape, rows, cols
         self.corners = rows[:, None] * (width + 1) + cols[None, :]
         counts = np.outer(np.diff(rows), np.diff(cols))

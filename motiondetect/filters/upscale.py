@@ -8,21 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from motiondetect.filters.base import Filter, Kind, planes
-from motiondetect.filters.downscale import block_starts
+from motiondetect.filters.downscale import block_bounds
 
 
 def block_repeats(small: int, full: int) -> np.ndarray:
     """How many of ``full`` output pixels each of ``small`` input pixels becomes along one axis:
-    (small,) int64, summing to ``full``; the sizes of the blocks of :func:`block_bounds`."""
+    (small,) int64, summing to ``full``; the sizes of the blocks of
+    :func:`~motiondetect.filters.downscale.block_bounds` (``full``, ``small``)."""
     return np.diff(block_bounds(full, small))
-
-
-def block_bounds(full: int, small: int) -> np.ndarray:
-    """The ``small + 1`` bounds of the blocks partitioning ``full`` pixels (the downscale's
-    partition, :func:`~motiondetect.filters.downscale.block_starts`, then ``full``): block ``i``
-    covers ``bounds[i]`` to ``bounds[i + 1] - 1``, and output pixel ``y`` of an upscale belongs
-    to block ``y * small // full``."""
-    return np.append(block_starts(full, small), full)
 
 
 class Upscale(Filter):

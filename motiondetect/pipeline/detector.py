@@ -26,7 +26,8 @@ from motiondetect.core.picture import Picture, unpack_planes
 from motiondetect.core.types import Box, FrameResult
 from motiondetect.filters import Filter, Kind, Upscale
 from motiondetect.filters.base import element_count, planes
-from motiondetect.filters.upscale import block_bounds, block_repeats
+from motiondetect.filters.downscale import block_bounds
+from motiondetect.filters.upscale import block_repeats
 
 #: Grid size cap for the mask-statistics reduction: enough blocks to fill any current GPU.
 _COUNT_MAX_BLOCKS = 1024

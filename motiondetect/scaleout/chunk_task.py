@@ -27,6 +27,7 @@ import numpy as np
 from motiondetect.core.errors import ConfigError, MotionDetectError, VideoOpenFailure
 from motiondetect.core.files import atomic_write
 from motiondetect.core.types import Frame, FrameResult
+from motiondetect.gpu import early_start
 from motiondetect.outputs.sinks import RunSummary, Sink
 from motiondetect.scaleout.chunks import Chunk
 from motiondetect.sources.nvdec import DeviceFrame
@@ -243,8 +244,6 @@ class Scan:
         process): here each slot's teardown overlaps the other slots' scans, where at the
         workers' exit 8 processes tearing theirs down at once held up the cluster's close by
         0.4 s (H200)."""
-        from motiondetect.gpu import early_start
-
         self.pending = self.frames = None
         self.detector = None
         gc.collect()

@@ -291,14 +291,14 @@ def _packet_timestamps(paths: list[str], forked: bool = False) -> list[tuple[lis
     only while it runs no other thread (a program calling this one, a Dask client): a child
     forked while another thread holds a lock can deadlock; then the files are read one after
     the other."""
-    if len(paths) < 2:
-        return [packet_timestamps(path) for path in paths]
     if forked:
         context = multiprocessing.get_context("forkserver")
-    elif threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [packet_timestamps(path) for path in paths]
-    else:
+    elif threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("fork")
+    else:
+        context = None
+    if len(paths) < 2 or context is None:
+        return [packet_timestamps(path) for path in paths]
     workers = min(len(paths), os.cpu_count() or 1)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         return list(pool.map(packet_timestamps, paths))
@@ -323,9 +323,7 @@ def _prepare(
     roi = rasterize(config["roi"], size)
     area = int(np.count_nonzero(roi)) if roi is not None else size[0] * size[1]
     inputs = {Path(source).resolve()}
-    # The outputs' names, to find an unfinished run's parts; checked for real below.
-    probe = plan_outputs(_with(args, overwrite=True), name, inputs, several, set(taken))
-    report = probe.events[0]
+    probe, folder = _parts_beside(args, opened, several, taken, plan_outputs)
     settings = {
         "config": config,
         "fps": fps,
@@ -337,7 +335,6 @@ def _prepare(
         "version": __version__,
     }
     key = fingerprint(source, settings)
-    folder = parts_folder(report.resolve())
     resuming = Manifest.resumable(folder, key)
     paths = plan_outputs(_with(args, overwrite=args.overwrite or resuming), name, inputs, several, taken)
     manifest = Manifest(folder, key)
@@ -362,10 +359,16 @@ def _check_outputs(args, opened: _Opened, several: bool, taken: set[Path], plan_
     Raises:
         UsageError: an output exists without ``--overwrite``, or two outputs share a path.
     """
-    inputs = {Path(opened.source).resolve()}
-    probe = plan_outputs(_with(args, overwrite=True), opened.name, inputs, several, set(taken))
-    resumable = parts_folder(probe.events[0].resolve()).exists()
-    plan_outputs(_with(args, overwrite=args.overwrite or resumable), opened.name, inputs, several, taken)
+    _, folder = _parts_beside(args, opened, several, taken, plan_outputs)
+    resumable = folder.exists()
+    plan_outputs(_with(args, overwrite=args.overwrite or resumable), opened.name, {Path(opened.source).resolve()}, several, taken)
+
+
+def _parts_beside(args, opened: _Opened, several: bool, taken: set[Path], plan_outputs):
+    """``opened``'s outputs as named with ``--overwrite`` (nothing checked, ``taken`` left as
+    it is), and the parts folder an unfinished run of them would have left beside its report."""
+    probe = plan_outputs(_with(args, overwrite=True), opened.name, {Path(opened.source).resolve()}, several, set(taken))
+    return probe, parts_folder(probe.events[0].resolve())
 
 
 def _with(args: argparse.Namespace, **changes) -> argparse.Namespace:
