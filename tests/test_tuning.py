@@ -75,6 +75,18 @@ def test_grid_axes_keep_the_pipelines_filters_and_add_the_configs_own_value():
         tuning.grid_axes(tuning.GRIDS["small"], load_config(SEED_YAML))
 
 
+def test_grid_summaries_name_every_grid_its_points_and_axes_in_the_help():
+    assert tuning.grid_summary("tiny") == "tiny (4 points: gaussian_background.sigmas, median.kernel_size)"
+    assert tuning.grid_summary("small").startswith("small (216 points: gaussian_background.sigmas, ")
+    with pytest.raises(KeyError):
+        tuning.grid_summary("no_such_grid")
+    from motiondetect.apps.evaluate import build_parser
+
+    text = " ".join(build_parser().format_help().split())  # argparse wraps lines
+    for name in tuning.GRIDS:
+        assert " ".join(tuning.grid_summary(name).split()) in text, name
+
+
 def test_config_for_sets_only_the_named_parameters():
     base = default_config()
     config = tuning.config_for(base, {("median", "kernel_size"): 3, ("gaussian_background", "sigmas"): 3.0})

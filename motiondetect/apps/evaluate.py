@@ -25,7 +25,7 @@ from motiondetect.evaluation.scoring import (
     load_folder,
 )
 from motiondetect.evaluation.sweep import sweep, threshold_axis
-from motiondetect.evaluation.tuning import GRIDS
+from motiondetect.evaluation.tuning import GRIDS, grid_summary
 from motiondetect.outputs.events import write_json_atomic
 from motiondetect.outputs.paths import checked_output_file, checked_plot_file
 from motiondetect.outputs.plot import plot_threshold_curves, require_matplotlib
@@ -67,10 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--grid",
         choices=sorted(GRIDS),
-        help="the --loo parameter grid: small (216 points with the default pipeline: sigmas, min_sigma, downscale height, "
-        "median and dilation sizes), tiny (4 points), shadow (36 points: shadow_floor, min_sigma, median size), chroma (48 points: "
-        "chroma_min_sigma, shadow_floor, min_sigma) or subsense (12 points with "
-        "configs/subsense.yaml: color_threshold, ghost_share, ghost_distance) [default: small]",
+        help="the --loo parameter grid, each around the config (its own values join the axes): "
+        + "; ".join(grid_summary(name) for name in sorted(GRIDS))
+        + " (subsense: with configs/subsense.yaml) [default: small]",
     )
     parser.add_argument(
         "--jobs", type=jobs_arg, metavar="N", help="worker processes for the --loo grid, or auto [default: auto, all cores]"

@@ -20,6 +20,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import multiprocessing
 import statistics
 from collections import Counter
@@ -89,6 +90,20 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("subsense", "ghost_distance"): [0.01, 0.05],
     },
 }
+
+
+def grid_summary(name: str) -> str:
+    """One grid of :data:`GRIDS` in a line, for help texts: its name, its points (before the
+    starting configuration's own values join the axes) and its axes as ``filter.parameter``,
+    e.g. ``tiny (4 points: gaussian_background.sigmas, median.kernel_size)``.
+
+    Raises:
+        KeyError: ``name`` is not a grid.
+    """
+    grid = GRIDS[name]
+    points = math.prod(len(values) for values in grid.values())
+    return f"{name} ({points} points: {', '.join(f'{filter_name}.{key}' for filter_name, key in grid)})"
+
 
 #: Short column names of the usual axes (others print as ``filter.parameter``).
 _SHORT = {
