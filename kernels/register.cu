@@ -49,45 +49,68 @@ __global__ void md_cross_power_c64(float2* __restrict__ spectrum,
 // One block of MD_PEAK_THREADS threads per image (blockIdx.x): the largest value of the
 // correlation surface over shifts dx, dy in [-max_shift, max_shift] (indices wrap around), ties
 // to (0, 0), then to the first in row-major order of (dy, dx); NaN counts as -infinity. A peak
-// that does not exceed `ratio` times the value at (0, 0) gives (0, 0); a largest value that does
-// not exceed `floor` (the smallest peak height taken, on the unnormalised surface) gives no
-// shift at all. Writes shift[3 * image] = dx, [.. + 1] = dy, [.. + 2] = 1, or 0 for no shift.
+// beyond the near window (|dx| or |dy| > ceil(max_shift / 2)) that is less than `far_ratio` times
+// the near window's largest value gives way to that near peak (1: the plain peak). Then a peak that does not
+// exceed `ratio` times the value at (0, 0) gives (0, 0); a largest value that does not exceed
+// `floor` (the smallest peak height taken, on the unnormalised surface) gives no shift at all.
+// Writes shift[3 * image] = dx, [.. + 1] = dy, [.. + 2] = 1, or 0 for no shift (the CPU
+// reference's `peak_shift`).
 #define MD_PEAK_THREADS 256
 __device__ __forceinline__ int md_rank(int k, int centre) { return k == centre ? -1 : k; }
 
+// Whether (v, k) beats (value, index): larger, or equal and ranked first.
+__device__ __forceinline__ bool md_beats(float v, int k, float value, int index, int centre)
+{
+    return v > value || (v == value && md_rank(k, centre) < md_rank(index, centre));
+}
+
 __global__ void md_peak_shift_f32(const float* __restrict__ corr,
                                   int* __restrict__ shift,
-                                  int width, int height, int max_shift, float ratio, float floor)
+                                  int width, int height, int max_shift, float ratio, float floor, float far_ratio)
 {
-    __shared__ float best[MD_PEAK_THREADS];
-    __shared__ int where[MD_PEAK_THREADS];
+    __shared__ float best[MD_PEAK_THREADS], near_best[MD_PEAK_THREADS];
+    __shared__ int where[MD_PEAK_THREADS], near_where[MD_PEAK_THREADS];
     corr += (size_t)blockIdx.x * width * height;
     int side = 2 * max_shift + 1;
     int count = side * side, centre = count / 2;
-    float value = -INFINITY;
-    int index = count;  // ranks after every candidate
+    int near = (max_shift + 1) / 2;
+    float value = -INFINITY, near_value = -INFINITY;
+    int index = count, near_index = count;  // rank after every candidate
     for (int k = threadIdx.x; k < count; k += MD_PEAK_THREADS) {
         int dy = k / side - max_shift, dx = k % side - max_shift;
         float v = corr[(size_t)((dy + height) % height) * width + (dx + width) % width];
-        if (v > value || (v == value && md_rank(k, centre) < md_rank(index, centre))) { value = v; index = k; }
+        if (md_beats(v, k, value, index, centre)) { value = v; index = k; }
+        if (abs(dx) <= near && abs(dy) <= near && md_beats(v, k, near_value, near_index, centre)) { near_value = v; near_index = k; }
     }
     best[threadIdx.x] = value;
     where[threadIdx.x] = index;
+    near_best[threadIdx.x] = near_value;
+    near_where[threadIdx.x] = near_index;
     __syncthreads();
     for (int half = MD_PEAK_THREADS / 2; half > 0; half /= 2) {
         if (threadIdx.x < half) {
-            float v = best[threadIdx.x + half];
-            int k = where[threadIdx.x + half];
-            if (v > best[threadIdx.x] || (v == best[threadIdx.x] && md_rank(k, centre) < md_rank(where[threadIdx.x], centre))) {
-                best[threadIdx.x] = v;
-                where[threadIdx.x] = k;
+            int other = threadIdx.x + half;
+            if (md_beats(best[other], where[other], best[threadIdx.x], where[threadIdx.x], centre)) {
+                best[threadIdx.x] = best[other];
+                where[threadIdx.x] = where[other];
+            }
+            if (md_beats(near_best[other], near_where[other], near_best[threadIdx.x], near_where[threadIdx.x], centre)) {
+                near_best[threadIdx.x] = near_best[other];
+                near_where[threadIdx.x] = near_where[other];
             }
         }
         __syncthreads();
     }
     if (threadIdx.x == 0) {
+        float peak = best[0];
+        int k = where[0];
+        int dy = k / side - max_shift, dx = k % side - max_shift;
+        if ((abs(dx) > near || abs(dy) > near) && !(peak >= __fmul_rn(far_ratio, near_best[0]))) {
+            peak = near_best[0];
+            k = near_where[0];
+        }
         float still = corr[0];  // the value at (0, 0)
-        int k = best[0] > __fmul_rn(ratio, still) ? where[0] : centre;
+        k = peak > __fmul_rn(ratio, still) ? k : centre;
         shift[3 * blockIdx.x] = k % side - max_shift;
         shift[3 * blockIdx.x + 1] = k / side - max_shift;
         shift[3 * blockIdx.x + 2] = best[0] > floor;

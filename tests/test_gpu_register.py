@@ -93,6 +93,49 @@ def test_guards_equal_the_cpu(cuda, sample_frames, rng, monkeypatch):
             assert (want == [(0, 0)] * len(greys)) == guarded
 
 
+def test_peak_kernel_equals_the_cpu_on_planted_peaks(cuda, rng):
+    """md_peak_shift_f32 against peak_shift on 400 noisy surfaces with a near and a far peak of
+    random heights (either may win, or give way to the other or to no shift), exact ties and NaN:
+    the same (dx, dy) and found flag for every reach, ratio and far_ratio tried."""
+    import pycuda.gpuarray as gpuarray
+
+    from motiondetect.filters.register import peak_shift
+
+    height, width, count = 36, 44, 400
+    surfaces = rng.normal(0.0, 1.0, (count, height, width)).astype(np.float32)
+    for surface in surfaces:
+        for reach in (3, 12):
+            dx, dy = (int(v) for v in rng.integers(-reach, reach + 1, 2))
+            surface[dy % height, dx % width] = np.float32(rng.choice([2.0, 3.0, 4.0, 6.0]))
+    surfaces[1] = surfaces[0]
+    surfaces[1, 2, 3] = surfaces[1, -9, 11] = surfaces[1].max()  # a tie of a near and a far peak
+    surfaces[2, 5, 5] = np.nan
+    peak = cuda.function(Register.KERNEL, "md_peak_shift_f32", "PPiiifff")
+    device = gpuarray.to_gpu(surfaces)
+    found = gpuarray.empty((count, 3), np.int32)
+    for reach, ratio, floor, far_ratio in ((8, 1.0, 0.0, 1.0), (8, 3.0, 2.5, 2.0), (16, 1.5, 0.0, 1.5), (6, 3.0, 0.0, 4.0)):
+        peak.prepared_async_call(
+            (count, 1),
+            (256, 1, 1),
+            cuda.stream,
+            device.gpudata,
+            found.gpudata,
+            np.int32(width),
+            np.int32(height),
+            np.int32(reach),
+            np.float32(ratio),
+            np.float32(floor),
+            np.float32(far_ratio),
+        )
+        cuda.synchronize()
+        got = found.get()
+        for surface, (dx, dy, ok) in zip(surfaces, got):
+            want = peak_shift(surface, reach, ratio, floor, far_ratio)
+            assert (want is not None) == bool(ok)
+            if want is not None:
+                assert (dx, dy) == want, (reach, ratio, floor, far_ratio)
+
+
 @pytest.mark.parametrize("batch", [1, 32])
 @pytest.mark.parametrize("chroma", [0.0, 8.0], ids=["grey", "chroma"])
 def test_default_pipeline_gpu_equals_cpu_on_a_jittered_clip(cuda, sample_clip, batch, chroma):

@@ -178,6 +178,28 @@ def test_peak_floor_and_ratio():
     assert peak_shift(surface, 4, ratio=10.0, floor=0.0) == (0, 0)  # not above ratio times (0, 0)
 
 
+def test_peak_prefers_near_shifts():
+    """A peak beyond half the reach (here 8: the near window is +-4) wins only at far_ratio times
+    the near window's largest value; the floor is the whole window's, the ratio to no shift the
+    chosen peak's."""
+    surface = np.zeros((40, 40), np.float32)
+    surface[1, 2] = 1.0  # (dx, dy) = (2, 1): near
+    surface[-6, 7] = 1.5  # (7, -6): far, 1.5 times the near peak
+    assert peak_shift(surface, 8) == (7, -6)  # far_ratio 1: the plain peak
+    assert peak_shift(surface, 8, far_ratio=1.5) == (7, -6)  # at least 1.5 times: taken
+    assert peak_shift(surface, 8, far_ratio=2.0) == (2, 1)
+    assert peak_shift(surface, 4, far_ratio=2.0) == (2, 1)  # (7, -6) is outside a reach of 4
+    surface[-6, 7] = 2.5
+    assert peak_shift(surface, 8, far_ratio=2.0) == (7, -6)
+    surface[-6, 7] = 1.5
+    assert peak_shift(surface, 8, floor=1.2, far_ratio=2.0) == (2, 1)  # the far peak clears the floor
+    assert peak_shift(surface, 8, floor=1.5, far_ratio=2.0) is None
+    surface[0, 0] = 0.5
+    assert peak_shift(surface, 8, ratio=3.0, far_ratio=2.0) == (0, 0)  # the near peak is only 2x no shift
+    assert peak_shift(surface, 8, ratio=3.0, far_ratio=1.0) == (0, 0)  # the far one 3x: not more
+    assert peak_shift(surface, 8, ratio=2.5, far_ratio=1.0) == (7, -6)
+
+
 def test_a_lone_moving_object_does_not_move_the_frame(monkeypatch):
     """A square moving on a plain background is all the structure there is, so phase correlation
     peaks at its motion (6 px on the first moved frame); the tiles it does not cover do not
