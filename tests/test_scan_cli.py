@@ -218,6 +218,12 @@ def test_only_motion_without_events_writes_no_video(sequence, tmp_path, monkeypa
     rc, _ = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", "only.mp4", "--only-motion", "--min-area", "0.9", "-q")
     assert rc == 0 and not (tmp_path / "only.mp4").exists()
     assert json.loads((tmp_path / "seq_motion.json").read_text())["events"] == []
+    # An earlier run's video there, replaced with --overwrite: removed, not left as if it were this run's.
+    (tmp_path / "only.mp4").write_bytes(b"an earlier run's events")
+    args = ("--backend", "cpu", "-o", "only.mp4", "--only-motion", "--min-area", "0.9", "--overwrite")
+    rc, err = run(monkeypatch, capsys, tmp_path, sequence, *args)
+    assert rc == 0 and not (tmp_path / "only.mp4").exists()
+    assert "no motion events: only.mp4 not written, and the earlier file there removed" in err
 
 
 # -- small inputs --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ motion resumes (in the event) or not (dropped from it; they may still open the n
 
 from __future__ import annotations
 
+import logging
 from abc import abstractmethod
 from collections import deque
 from pathlib import Path
@@ -21,6 +22,8 @@ from motiondetect.outputs.events import EventSegmenter, MotionEvent, event_spans
 from motiondetect.outputs.sinks import Sink
 from motiondetect.outputs.stream_copy import copy_clips
 from motiondetect.outputs.writer import VideoWriter
+
+log = logging.getLogger("motiondetect")
 
 
 def clip_name(stem: str, index: int) -> str:
@@ -132,7 +135,9 @@ class ClipSink(_EventFramesSink):
 class MotionOnlySink(_EventFramesSink):
     """Writes the frames of every padded event, in order, into one video (``--only-motion``).
 
-    The file is created when the first event opens: a run without events writes none.
+    The file is created when the first event opens: a run without events writes none, and
+    removes the file an earlier run left at ``path`` (only ``--overwrite`` lets a run start with
+    one there), so what is there afterwards is always this run's.
 
     Args:
         path: the video file.
@@ -157,6 +162,9 @@ class MotionOnlySink(_EventFramesSink):
     def _finish(self):
         if self._writer is not None:
             self._writer.close()
+        elif self.path.exists():
+            self.path.unlink()
+            log.info("no motion events: %s not written, and the earlier file there removed", self.path)
 
     def describe(self):
         return str(self.path) if self._writer is not None else None
