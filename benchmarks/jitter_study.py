@@ -16,7 +16,6 @@ values. Prints one Markdown table and the means. Usage::
 from __future__ import annotations
 
 import argparse
-import copy
 import shutil
 import sys
 import tempfile
@@ -30,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from motiondetect.evaluation.scoring import detector_method, evaluate, load_folder  # noqa: E402
+from motiondetect.evaluation.tuning import config_for  # noqa: E402
 from motiondetect.filters.register import translate  # noqa: E402
 from motiondetect.pipeline.config import build_filters, default_config, load_config  # noqa: E402
 from motiondetect.pipeline.detector import MotionDetector  # noqa: E402
@@ -61,20 +61,12 @@ def jittered(src: Path, dst: Path, amp: int, seed: int, crop_by: int) -> Path:
     return dst
 
 
-def with_max_shift(config: dict, max_shift: int) -> dict:
-    """``config`` with its ``register`` step's ``max_shift`` set (a copy)."""
-    config = copy.deepcopy(config)
-    (step,) = [entry for entry in config["pipeline"] if entry["filter"] == "register"]
-    step["max_shift"] = max_shift
-    return config
-
-
 def methods(max_shifts: list[int]):
     """configs/steady.yaml, the default pipeline and the default with each of ``max_shifts``,
     fresh detectors."""
     steady = load_config(ROOT / "configs" / "steady.yaml")
     configs = [("steady.yaml", steady), ("default (register)", default_config())]
-    configs += [(f"default, max_shift {m}", with_max_shift(default_config(), m)) for m in max_shifts]
+    configs += [(f"default, max_shift {m}", config_for(default_config(), {("register", "max_shift"): m})) for m in max_shifts]
     return [detector_method(MotionDetector(build_filters(config), annotate=False), name) for name, config in configs]
 
 

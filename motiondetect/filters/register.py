@@ -81,9 +81,9 @@ def peak_shift(corr: np.ndarray, max_shift: int, ratio: float = 1.0, floor: floa
     if not best > np.float32(floor):
         return None
     near = -(-max_shift // 2)
-    dy, dx = np.divmod(np.arange(side * side), side)
-    inside = (np.abs(dx - max_shift) <= near) & (np.abs(dy - max_shift) <= near)
-    if not inside[k]:
+    if max(abs(k % side - max_shift), abs(k // side - max_shift)) > near:  # a far peak
+        dy, dx = np.divmod(np.arange(side * side), side)
+        inside = (np.abs(dx - max_shift) <= near) & (np.abs(dy - max_shift) <= near)
         near_best, near_k = peak(np.where(inside, values, -np.inf))
         if not best >= np.float32(far_ratio) * np.float32(near_best):
             best, k = near_best, near_k
