@@ -20,6 +20,11 @@
 // state is chroma_mean[p * count + i] and chroma_var[p * count + i] for plane p; pair 1 starts
 // the chroma means from that frame's own chroma (the reference's is not kept).
 //
+// With still_frames > 0 a foreground pixel whose grey level stays within still_tolerance of the
+// previous frame's for still_frames frame pairs in a row is absorbed: its mean (and chroma means)
+// become the frame's values, after the update. The previous grey level starts as the reference's
+// and is kept in `last` between launches, the count of still foreground frames in `still`.
+//
 // One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
 // dst + k * count): each thread keeps its pixel's mean and variance in registers through the
 // batch and stores them once, so a batch of K frames equals K launches of one frame bit for bit.
@@ -39,7 +44,10 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           long long chroma_plane,
                                           int* __restrict__ chroma_mean,
                                           int* __restrict__ chroma_var,
-                                          int chroma_min_var_q8)
+                                          int chroma_min_var_q8,
+                                          unsigned char* __restrict__ last,
+                                          int* __restrict__ still,
+                                          int still_frames, int still_tolerance)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
@@ -53,6 +61,9 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
             cv[p] = first_pair == 1 ? chroma_min_var_q8 : chroma_var[(size_t)p * count + i];
         }
     }
+    const bool absorb = still_frames > 0;
+    int previous = absorb ? (first_pair == 1 ? reference[i] : last[i]) : 0;
+    int still_count = absorb && first_pair != 1 ? still[i] : 0;
     for (int k = 0; k < frames; ++k) {
         int pair = first_pair + k;
         int warm = pair <= warmup ? (131072 + pair + 1) / (2 * (pair + 1)) : 0;
@@ -91,9 +102,25 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                 cv[p] += (int)(((c_sample - cv[p]) * r + 32768) >> 16);
             }
         }
+        if (absorb) {
+            int x = src[at];
+            still_count = foreground && abs(x - previous) <= still_tolerance ? still_count + 1 : 0;
+            if (still_count >= still_frames) {
+                m = x << 16;
+                if (colour) {
+                    for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
+                }
+                still_count = 0;
+            }
+            previous = x;
+        }
     }
     mean[i] = m;
     var[i] = v;
+    if (absorb) {
+        last[i] = (unsigned char)previous;
+        still[i] = still_count;
+    }
     if (colour) {
         for (int p = 0; p < 2; ++p) {
             chroma_mean[(size_t)p * count + i] = cm[p];

@@ -198,6 +198,10 @@ GAUSSIAN_FROZEN = {
     "warmup": 0,
 }
 GAUSSIAN_TIE = {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0}
+#: Still foreground absorbed after two frames in a row, a flicker of one grey level counted as
+#: still, and with the chroma, so the ghosts of tests' scenes go in a few frames.
+GAUSSIAN_STILL = {"still_frames": 2, "still_tolerance": 1, "warmup": 2}
+GAUSSIAN_STILL_CHROMA = {"still_frames": 3, "still_tolerance": 0, "sigmas": 2.0, "min_sigma": 6.0, "chroma_min_sigma": 3.0, "warmup": 2}
 #: The darker pixels' floor on, high enough to matter against min_sigma on most grey levels.
 GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "variance_alpha": 0.2, "warmup": 2}
 #: The grey-level model (chroma and shadow floor off, min_sigma 8): the default before chroma,

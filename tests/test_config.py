@@ -70,6 +70,8 @@ def test_default_config_contents():
             "alpha_foreground": 0.002,
             "variance_alpha": 0.02,
             "variance_alpha_foreground": 0.0025,
+            "still_frames": 7,
+            "still_tolerance": 0,
             "warmup": 50,
         },
         {"filter": "median", "kernel_size": 9},

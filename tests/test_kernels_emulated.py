@@ -20,7 +20,17 @@ import subprocess
 import cv2
 import numpy as np
 import pytest
-from helpers import GAUSSIAN_CHROMA, GAUSSIAN_FAST, GAUSSIAN_FROZEN, GAUSSIAN_GREY, GAUSSIAN_SATURATED, GAUSSIAN_SHADOW, GAUSSIAN_TIE
+from helpers import (
+    GAUSSIAN_CHROMA,
+    GAUSSIAN_FAST,
+    GAUSSIAN_FROZEN,
+    GAUSSIAN_GREY,
+    GAUSSIAN_SATURATED,
+    GAUSSIAN_SHADOW,
+    GAUSSIAN_STILL,
+    GAUSSIAN_STILL_CHROMA,
+    GAUSSIAN_TIE,
+)
 
 from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, chroma_table, luma_table
 from motiondetect.filters import (
@@ -92,8 +102,9 @@ void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, 
 void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
-              const u8* c, long long cp, int* cm, int* cv, int cmv) {
-    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv); }); }
+              const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st) {
+    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
+                                              last, still, sf, st); }); }
 void bgr_chroma(const u8* s, u8* d, int n) { grid1d(n, [&] { md_bgr_to_chroma_u8(s, d, n); }); }
 void chroma_420(const u8* cb, const u8* cr, int pitch, int step, long long image, int x0, int y0, const u8* lut, u8* d, int w, int h, int ow, int oh,
                 long long plane, int k) {
@@ -252,19 +263,34 @@ def test_equalize(lib, rng, size):
         assert_same(out, Equalize().reference(image))
 
 
-def gaussian_constants(flt, chroma=None, chroma_state=None):
+def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None):
     """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
-    array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without."""
+    array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
+    then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
+    counts, passed whatever ``still_frames`` is) and parameters."""
     c = flt.constants
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
+    still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"])
     if chroma is None:
-        return (*constants, None, ctypes.c_longlong(0), None, None, 0)
+        return (*constants, None, ctypes.c_longlong(0), None, None, 0, *still)
     planes, plane = chroma
     mean, var = chroma_state
-    return (*constants, ptr(planes), ctypes.c_longlong(plane), ptr(mean), ptr(var), c["chroma_min_var_q8"])
+    return (*constants, ptr(planes), ctypes.c_longlong(plane), ptr(mean), ptr(var), c["chroma_min_var_q8"], *still)
+
+
+def still_state(size, value=7):
+    """Poisoned still-foreground state for the Gaussian kernel: previous frame and counts."""
+    return [np.full(size, value % 256, np.uint8), np.full(size, -value, np.int32)]
+
+
+def check_still(flt, cpu, got):
+    """The kernel's still-foreground state equals the CPU model's where the filter keeps one."""
+    if flt.params["still_frames"]:
+        for want, have in zip(cpu.still_model, got):
+            np.testing.assert_array_equal(have, want)
 
 
 def scene(rng, size, count=8):
@@ -273,6 +299,20 @@ def scene(rng, size, count=8):
         np.clip(base + rng.normal(0, 4, size) + (rng.random(size) < 0.15) * rng.integers(-150, 150, size), 0, 255).astype(np.uint8)
         for _ in range(count)
     ]
+
+
+def still_scene(rng, size, count=8):
+    """:func:`scene` where a third of the pixels change once after the first frame and then hold
+    still (a ghost for the Gaussian model) and another third do the same with a flicker of one
+    grey level; the rest as in :func:`scene`."""
+    frames = scene(rng, size, count)
+    kind = rng.integers(0, 3, size)
+    moved = ((frames[0].astype(np.int32) + 128) % 256).astype(np.uint8)
+    flicker = np.clip(moved.astype(np.int32), 1, 254)
+    for t in range(1, count):
+        frames[t][kind == 1] = moved[kind == 1]
+        frames[t][kind == 2] = (flicker + (t % 2))[kind == 2]
+    return frames
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -300,15 +340,19 @@ def test_running_average_sequence(lib, rng, size):
         GAUSSIAN_TIE,  # rounding ties
         GAUSSIAN_SHADOW,
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
+        GAUSSIAN_STILL,
+        GAUSSIAN_STILL_CHROMA,
+        {"still_frames": 0},
     ],
     ids=str,
 )
 def test_gaussian_background_sequence(lib, rng, size, params):
-    frames = scene(rng, size)
+    frames = still_scene(rng, size)
     chromas = [np.stack(pair) for pair in zip(scene(rng, size), scene(rng, size))]
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
+    still = still_state(size)
     colour = device.needs_chroma
     for i in range(1, len(frames)):
         out = poisoned(size)
@@ -323,11 +367,12 @@ def test_gaussian_background_sequence(lib, rng, size, params):
             1,
             i,
             device.params["warmup"],
-            *gaussian_constants(device, (chromas[i], frames[i].size) if colour else None, chroma_state),
+            *gaussian_constants(device, (chromas[i], frames[i].size) if colour else None, chroma_state, still),
         )
         assert_same(out, cpu.reference(frames[i], frames[i - 1], chromas[i]) if colour else cpu.reference(frames[i], frames[i - 1]))
     np.testing.assert_array_equal(mean.astype(np.int64), cpu.model[0])
     np.testing.assert_array_equal(var.astype(np.int64), cpu.model[1])
+    check_still(device, cpu, still)
     if colour:
         np.testing.assert_array_equal(chroma_state[0].astype(np.int64), cpu.chroma_model[0])
         np.testing.assert_array_equal(chroma_state[1].astype(np.int64), cpu.chroma_model[1])
@@ -341,6 +386,9 @@ GAUSSIAN_BATCH_PARAMS = [
     GAUSSIAN_SHADOW,
     GAUSSIAN_CHROMA,
     {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5},
+    GAUSSIAN_STILL,
+    GAUSSIAN_STILL_CHROMA,
+    {"still_frames": 0},
 ]
 
 
@@ -351,7 +399,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     """Launches of several consecutive frames (``frames`` = K, pairs first_pair.., the model in
     registers) equal launches of one frame each and the CPU sequence, bit for bit: masks, and
     the stored mean and variance after every launch, warm-up included."""
-    frames = scene(rng, size, count=1 + sum(splits))
+    frames = still_scene(rng, size, count=1 + sum(splits))
     chromas = [np.stack(pair) for pair in zip(scene(rng, size, count=len(frames)), scene(rng, size, count=len(frames)))]
     n = frames[0].size
     flt = GaussianBackground(**params)
@@ -360,25 +408,30 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     cpu, expected, models = GaussianBackground(**params), [], {}
     for t in range(1, len(frames)):
         expected.append(cpu.reference(frames[t], frames[t - 1], chromas[t]) if colour else cpu.reference(frames[t], frames[t - 1]))
-        models[t] = (cpu.model[0].copy(), cpu.model[1].copy(), *(cpu.chroma_model if colour else ()))
+        still = cpu.still_model or ()
+        models[t] = (cpu.model[0].copy(), cpu.model[1].copy(), *(cpu.chroma_model if colour else ()), *still)
+        if not colour:  # the state lists below keep the chroma's place
+            models[t] = (*models[t][:2], None, None, *still)
 
-    def state(value):  # poisoned device state: means and variances, grey then chroma
+    def state(value):  # poisoned device state: means and variances, grey then chroma, then still
         return [
             np.full(size, value, np.int32),
             np.full(size, -value, np.int32),
             np.full((2, *size), value, np.int32),
             np.full((2, *size), -value, np.int32),
+            *still_state(size, value),
         ]
 
     def check_state(model, got):
         for want, have in zip(model, got):
-            np.testing.assert_array_equal(have.astype(np.int64), want)
+            if want is not None:
+                np.testing.assert_array_equal(have.astype(np.int64), want)
 
     single_state, single = state(7), []
     for t in range(1, len(frames)):
         out = poisoned(size)
         chroma = (chromas[t], n) if colour else None
-        args = (flt.params["warmup"], *gaussian_constants(flt, chroma, single_state[2:]))
+        args = (flt.params["warmup"], *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:]))
         lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_state[0]), ptr(single_state[1]), ptr(out), n, 1, t, *args)
         single.append(out)
         check_state(models[t], single_state)
@@ -389,7 +442,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
         # Plane-major, as the batched path lays them out: the K frames' Cb planes, then their Cr.
         planes = np.ascontiguousarray(np.stack(chromas[first : first + k], axis=1))
-        args = (flt.params["warmup"], *gaussian_constants(flt, (planes, k * n) if colour else None, batch_state[2:]))
+        args = (flt.params["warmup"], *gaussian_constants(flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:]))
         # Only pair 1 reads the reference (the stream's first frame); later launches get poison.
         reference = frames[0] if first == 1 else poisoned(size)
         out = poisoned((k, *size))

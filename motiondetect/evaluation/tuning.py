@@ -82,6 +82,12 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "variance_alpha"): [0.02, 0.04, 0.06, 0.08],
         ("gaussian_background", "variance_alpha_foreground"): [0.0025, 0.005],
     },
+    # The Gaussian model's still foreground: frames still before a pixel is absorbed (0: off)
+    # against the change that counts as still (docs/evaluation.md, "Still foreground"), 24 points.
+    "still": {
+        ("gaussian_background", "still_frames"): [0, 3, 5, 7, 10, 20],
+        ("gaussian_background", "still_tolerance"): [0, 1, 2, 3],
+    },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
     "subsense": {
@@ -121,6 +127,8 @@ _SHORT = {
     "gaussian_background.alpha": "a",
     "gaussian_background.variance_alpha": "va",
     "gaussian_background.variance_alpha_foreground": "vaf",
+    "gaussian_background.still_frames": "still",
+    "gaussian_background.still_tolerance": "tol",
 }
 
 

@@ -14,6 +14,8 @@ from helpers import (
     GAUSSIAN_GREY,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
+    GAUSSIAN_STILL,
+    GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
     chroma_for,
 )
@@ -117,12 +119,16 @@ def naive_gaussian(
     variance_alpha,
     variance_alpha_foreground,
     warmup,
+    still_frames=0,
+    still_tolerance=0,
     chromas=None,
 ):
     """The documented fixed-point model, pixel by pixel with Python ints (// is floor, like >>).
     With ``chromas`` ((2, H, W) planes of each frame) and ``chroma_min_sigma`` > 0, Cb and Cr are
-    modelled too, from the first compared frame's; returns the masks, the grey level's mean and
-    variance and the chroma planes' (``None`` without)."""
+    modelled too, from the first compared frame's; with ``still_frames``, a pixel foreground and
+    within ``still_tolerance`` of its previous grey level that many frames in a row takes the
+    frame's values as its means. Returns the masks, the grey level's mean and variance and the
+    chroma planes' (``None`` without)."""
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
     height, width = frames[0].shape
     mean = [[int(v) << 16 for v in row] for row in frames[0]]
@@ -131,6 +137,7 @@ def naive_gaussian(
     if chroma:
         c_mean = [[[int(v) << 16 for v in row] for row in plane] for plane in chromas[1]]
         c_var = [[[chroma_var] * width for _ in range(height)] for _ in range(2)]
+    still = [[0] * width for _ in range(height)]
     masks = []
     for t, frame in enumerate(frames[1:], start=1):
         warm = q(1.0 / (t + 1), 16) if t <= warmup else 0
@@ -159,6 +166,15 @@ def naive_gaussian(
                 if chroma:
                     for p in range(2):
                         c_mean[p][y][x], c_var[p][y][x] = learnt[1 + p]
+                if still_frames:
+                    steady = fg and abs(int(frame[y, x]) - int(frames[t - 1][y, x])) <= still_tolerance
+                    still[y][x] = still[y][x] + 1 if steady else 0
+                    if still[y][x] == still_frames:
+                        still[y][x] = 0
+                        mean[y][x] = int(frame[y, x]) << 16
+                        if chroma:
+                            for p in range(2):
+                                c_mean[p][y][x] = int(chromas[t][p, y, x]) << 16
         masks.append(mask)
     if chroma:
         return masks, mean, var, (c_mean, c_var)
@@ -226,6 +242,49 @@ def noisy_frames(rng, shape, count, planes=()):
         )
         for _ in range(count)
     ]
+
+
+def ghost_frames(rng, shape, count, planes=()):
+    """:func:`noisy_frames` where a third of the pixels jump after the first frame and then hold
+    still (ghosts, once the model has them as foreground) and a third do the same with a flicker
+    of one level, so the still-foreground count grows, resets and reaches ``still_frames``."""
+    frames = noisy_frames(rng, shape, count, planes)
+    kind = rng.integers(0, 3, frames[0].shape)
+    moved = (frames[0].astype(np.int32) + 128) % 256
+    for t in range(1, count):
+        frames[t][kind == 1] = moved[kind == 1]
+        frames[t][kind == 2] = (np.clip(moved, 1, 254) + t % 2)[kind == 2]
+    return frames
+
+
+@pytest.mark.parametrize("params", [{}, GAUSSIAN_STILL, GAUSSIAN_STILL_CHROMA, {**GAUSSIAN_GREY, "still_frames": 1}], ids=str)
+def test_gaussian_still_foreground_matches_naive_fixed_point(rng, params, bands):
+    for shape in SHAPES:
+        assert_gaussian_matches_naive(ghost_frames(rng, shape, 12), params, ghost_frames(rng, shape, 12, (2,)))
+
+
+@pytest.mark.parametrize("tolerance", [0, 2])
+def test_gaussian_takes_a_still_ghost_into_the_background(tolerance):
+    # An object in the first frame leaves: the uncovered background is a ghost, foreground until
+    # it has been still for still_frames (5 here) frame pairs after the change, then background. A
+    # patch that flickers by 2 grey levels is still only with still_tolerance 2.
+    first = np.full((16, 16), 60, np.uint8)
+    first[2:6, 2:6] = 200  # the object, there when the stream starts
+    frames = [first]
+    for t in range(1, 12):
+        frame = np.full((16, 16), 60, np.uint8)
+        frame[10:14, 10:14] = 200 + 2 * (t % 2)  # arrives on pair 1 and stays, flickering
+        frames.append(frame)
+    flt = GaussianBackground(**GAUSSIAN_GREY, still_frames=5, still_tolerance=tolerance, warmup=0)
+    masks = run_filter(flt, frames)
+    ghost = [bool(m[2:6, 2:6].all()) for m in masks]
+    assert ghost == [True] * 6 + [False] * 5
+    assert not any(m[2:6, 2:6].any() for m in masks[6:])
+    flickering = [bool(m[10:14, 10:14].all()) for m in masks]
+    assert flickering == ([True] * 6 + [False] * 5 if tolerance == 2 else [True] * 11)
+    # Without it, the selective update keeps the ghost for hundreds of frames.
+    off = run_filter(GaussianBackground(**GAUSSIAN_GREY, still_frames=0, warmup=0), frames)
+    assert all(m[2:6, 2:6].all() for m in off)
 
 
 @pytest.mark.parametrize("params", CHROMA_PARAMS, ids=str)
@@ -314,7 +373,8 @@ def test_gaussian_ignores_noise_detects_objects_and_absorbs_them_slowly(rng):
     def noisy():
         return np.clip(base + rng.normal(0, 3, shape), 0, 255).astype(np.uint8)
 
-    flt = GaussianBackground(**GAUSSIAN_GREY, alpha_foreground=0.05)
+    # still_frames 0: the parked object below is perfectly still, which the default takes in at once.
+    flt = GaussianBackground(**GAUSSIAN_GREY, alpha_foreground=0.05, still_frames=0)
     previous = noisy()
     flagged = []
     for _ in range(60):  # static scene with sensor noise: nothing moves
