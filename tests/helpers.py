@@ -198,6 +198,22 @@ GAUSSIAN_FROZEN = {
     "warmup": 0,
 }
 GAUSSIAN_TIE = {"sigmas": 0.5, "min_sigma": 0.5078125, "variance_alpha": 0.5, "variance_alpha_foreground": 1.0, "warmup": 0}
+
+
+def with_ghosts(rng, frames: list) -> list:
+    """``frames`` (a list of uint8 arrays of one shape) where, after the first frame, a third of
+    the pixels jump by 128 grey levels and then hold still (a ghost for a background model started
+    on the first frame) and a third do the same with a flicker of one level; changed in place,
+    returned. For the still-foreground count of ``gaussian_background``: it grows, resets and
+    reaches ``still_frames``."""
+    kind = rng.integers(0, 3, frames[0].shape)
+    moved = (frames[0].astype(np.int32) + 128) % 256
+    for t in range(1, len(frames)):
+        frames[t][kind == 1] = moved[kind == 1]
+        frames[t][kind == 2] = (np.clip(moved, 1, 254) + t % 2)[kind == 2]
+    return frames
+
+
 #: Still foreground absorbed after two frames in a row, a flicker of one grey level counted as
 #: still, and with the chroma, so the ghosts of tests' scenes go in a few frames.
 GAUSSIAN_STILL = {"still_frames": 2, "still_tolerance": 1, "warmup": 2}

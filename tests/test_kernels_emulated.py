@@ -30,6 +30,7 @@ from helpers import (
     GAUSSIAN_STILL,
     GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
+    with_ghosts,
 )
 
 from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, chroma_table, luma_table
@@ -301,20 +302,6 @@ def scene(rng, size, count=8):
     ]
 
 
-def still_scene(rng, size, count=8):
-    """:func:`scene` where a third of the pixels change once after the first frame and then hold
-    still (a ghost for the Gaussian model) and another third do the same with a flicker of one
-    grey level; the rest as in :func:`scene`."""
-    frames = scene(rng, size, count)
-    kind = rng.integers(0, 3, size)
-    moved = ((frames[0].astype(np.int32) + 128) % 256).astype(np.uint8)
-    flicker = np.clip(moved.astype(np.int32), 1, 254)
-    for t in range(1, count):
-        frames[t][kind == 1] = moved[kind == 1]
-        frames[t][kind == 2] = (flicker + (t % 2))[kind == 2]
-    return frames
-
-
 @pytest.mark.parametrize("size", SIZES)
 def test_running_average_sequence(lib, rng, size):
     frames = scene(rng, size)
@@ -347,7 +334,7 @@ def test_running_average_sequence(lib, rng, size):
     ids=str,
 )
 def test_gaussian_background_sequence(lib, rng, size, params):
-    frames = still_scene(rng, size)
+    frames = with_ghosts(rng, scene(rng, size))
     chromas = [np.stack(pair) for pair in zip(scene(rng, size), scene(rng, size))]
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
@@ -399,7 +386,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     """Launches of several consecutive frames (``frames`` = K, pairs first_pair.., the model in
     registers) equal launches of one frame each and the CPU sequence, bit for bit: masks, and
     the stored mean and variance after every launch, warm-up included."""
-    frames = still_scene(rng, size, count=1 + sum(splits))
+    frames = with_ghosts(rng, scene(rng, size, count=1 + sum(splits)))
     chromas = [np.stack(pair) for pair in zip(scene(rng, size, count=len(frames)), scene(rng, size, count=len(frames)))]
     n = frames[0].size
     flt = GaussianBackground(**params)
