@@ -521,3 +521,24 @@ def test_bgr_chroma_is_the_jfif_conversion(rng):
     assert np.abs(got[0] - np.clip(cb, 0, 255)).max() <= 0.5 + 0.01
     assert np.abs(got[1] - np.clip(cr, 0, 255)).max() <= 0.5 + 0.01
     assert bgr_chroma(np.array([[[255, 0, 0], [0, 0, 255], [90, 90, 90]]], np.uint8)).tolist() == [[[255, 85, 128]], [[107, 255, 128]]]
+
+
+@pytest.mark.parametrize("still_frames", [7, 0])
+def test_default_pipeline_drops_the_ghost_of_what_stood_at_the_start(rng, still_frames):
+    # A box stands in view from the first frame, past the 50-frame warm-up, then goes: the
+    # background it uncovers is a ghost. With the default (still_frames 7) the model takes it in
+    # after 7 still frames and the frame is quiet from then on; with 0 the selective update keeps it.
+    scene = rng.integers(40, 200, (240, 320, 3), dtype=np.uint8)
+    box = scene.copy()
+    box[80:160, 100:200] = rng.integers(0, 256, (80, 100, 3), dtype=np.uint8)
+    config = default_config()
+    config["pipeline"][3]["still_frames"] = still_frames
+    detector = MotionDetector(build_filters(config), annotate=False)
+    fractions = [detector.process(frame).motion_fraction for frame in [box] * 61 + [scene] * 30]
+    assert fractions[:61] == [0.0] * 61
+    after = fractions[61:]
+    assert min(after[:8]) > 0.1  # the ghost: 80 x 100 pixels, 10 % of the frame, dilated
+    if still_frames:
+        assert after[8:] == [0.0] * 22  # the change, then 7 still frames
+    else:
+        assert min(after) > 0.1
