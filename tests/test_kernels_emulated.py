@@ -395,10 +395,8 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     cpu, expected, models = GaussianBackground(**params), [], {}
     for t in range(1, len(frames)):
         expected.append(cpu.reference(frames[t], frames[t - 1], chromas[t]) if colour else cpu.reference(frames[t], frames[t - 1]))
-        still = cpu.still_model or ()
-        models[t] = (cpu.model[0].copy(), cpu.model[1].copy(), *(cpu.chroma_model if colour else ()), *still)
-        if not colour:  # the state lists below keep the chroma's place
-            models[t] = (*models[t][:2], None, None, *still)
+        # In the order of the state lists below; None where the filter keeps no chroma.
+        models[t] = (*cpu.model, *(cpu.chroma_model or (None, None)), *(cpu.still_model or ()))
 
     def state(value):  # poisoned device state: means and variances, grey then chroma, then still
         return [

@@ -365,24 +365,29 @@ class GaussianBackground(Filter):
         for mean, var, buffers in planes:
             self._learn(mean, var, buffers, shared["rate"], shared["vrate"])
         if self.params["still_frames"]:
-            self._absorb_still(src[rows], None if chroma is None else chroma[:, rows], mask, rows)
+            self._absorb_still(src[rows], None if chroma is None else chroma[:, rows], mask, rows, shared)
 
-    def _absorb_still(self, x, chroma, mask, rows: slice) -> None:
+    def _absorb_still(self, x, chroma, mask, rows: slice, shared: dict) -> None:
         """Count the still foreground frames of rows ``rows`` (``x`` their grey levels, ``mask``
         their mask) and take the pixels that reach ``still_frames`` into the background: the
-        mean becomes ``x * 2**16``, the chroma means ``chroma * 2**16`` (the class docstring)."""
+        mean becomes ``x * 2**16``, the chroma means ``chroma * 2**16`` (the class docstring).
+        Works in the shared scratch buffers ``flag`` and ``darker``, free after the comparison:
+        nothing is allocated unless a pixel is absorbed."""
         last, still = self._last[rows], self._still[rows]
-        steady = cv2.absdiff(x, last) <= self.params["still_tolerance"]
-        steady &= mask == 255
+        flag, steady = shared["flag"], shared["darker"]
+        cv2.absdiff(x, last, dst=flag)
+        np.less_equal(flag, self.params["still_tolerance"], out=steady)
+        np.right_shift(mask, 7, out=flag)  # 1 where foreground (255), 0 elsewhere
         still += 1
         still *= steady
-        absorbed = still >= self.params["still_frames"]
-        if absorbed.any():
-            self._mean[rows][absorbed] = x[absorbed].astype(np.int32) << 16
+        still *= flag
+        np.greater_equal(still, self.params["still_frames"], out=steady)
+        if steady.any():
+            self._mean[rows][steady] = x[steady].astype(np.int32) << 16
             if chroma is not None:
                 for p in range(2):
-                    self._chroma_mean[p][rows][absorbed] = chroma[p][absorbed].astype(np.int32) << 16
-            still[absorbed] = 0
+                    self._chroma_mean[p][rows][steady] = chroma[p][steady].astype(np.int32) << 16
+            still[steady] = 0
         last[...] = x
 
     def _compare(self, x, mean, var, floor_q8: int, buffers: list[np.ndarray], shadow: tuple[np.ndarray, np.ndarray] | None) -> None:
