@@ -25,6 +25,14 @@
 // become the frame's values, after the update. The previous grey level starts as the reference's
 // and is kept in `last` between launches, the count of still foreground frames in `still`.
 //
+// With light_count > 0 (the light switch), frame k restarts the model before it is compared when
+// light_counts[2k] (pixels brighter than the previous frame by more than the light change) or
+// light_counts[2k + 1] (darker) reaches light_count: the mean (and chroma means) become the
+// frame's values, the variance stays, the still count restarts. md_light_change_count_u8 fills
+// light_counts for the whole batch first: the decision needs every pixel of the frame, which the
+// model's threads, each one pixel through the batch, cannot wait for.
+// `last` (when not NULL) keeps the previous grey level between launches, for both.
+//
 // One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
 // dst + k * count): each thread keeps its pixel's mean and variance in registers through the
 // batch and stores them once, so a batch of K frames equals K launches of one frame bit for bit.
@@ -47,7 +55,9 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int chroma_min_var_q8,
                                           unsigned char* __restrict__ last,
                                           int* __restrict__ still,
-                                          int still_frames, int still_tolerance)
+                                          int still_frames, int still_tolerance,
+                                          const unsigned int* __restrict__ light_counts,
+                                          int light_count)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
@@ -61,13 +71,20 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
             cv[p] = first_pair == 1 ? chroma_min_var_q8 : chroma_var[(size_t)p * count + i];
         }
     }
-    const bool absorb = still_frames > 0;
-    int previous = absorb ? (first_pair == 1 ? reference[i] : last[i]) : 0;
+    const bool absorb = still_frames > 0, keep_last = last != NULL;
+    int previous = keep_last ? (first_pair == 1 ? reference[i] : last[i]) : 0;
     int still_count = absorb && first_pair != 1 ? still[i] : 0;
     for (int k = 0; k < frames; ++k) {
         int pair = first_pair + k;
         int warm = pair <= warmup ? (131072 + pair + 1) / (2 * (pair + 1)) : 0;
         size_t at = (size_t)k * count + i;
+        if (light_count > 0 && max(light_counts[2 * k], light_counts[2 * k + 1]) >= (unsigned int)light_count) {
+            m = (int)src[at] << 16;
+            if (colour) {
+                for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
+            }
+            still_count = 0;
+        }
         int d = ((int)src[at] << 16) - m;                           // Q16
         long long d2 = (long long)d * d;                             // Q32
         int floor_var = min_var_q8;                                  // Q8
@@ -112,19 +129,46 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                 }
                 still_count = 0;
             }
-            previous = x;
         }
+        previous = src[at];
     }
     mean[i] = m;
     var[i] = v;
-    if (absorb) {
-        last[i] = (unsigned char)previous;
-        still[i] = still_count;
-    }
+    if (keep_last) last[i] = (unsigned char)previous;
+    if (absorb) still[i] = still_count;
     if (colour) {
         for (int p = 0; p < 2; ++p) {
             chroma_mean[(size_t)p * count + i] = cm[p];
             chroma_var[(size_t)p * count + i] = cv[p];
         }
+    }
+}
+
+// The light switch's counts (see md_gaussian_background_u8): for each of `frames` consecutive
+// frames (frame k at src + k * count), the pixels whose grey level exceeds the previous frame's
+// by more than `change` into counts[2k] and those below it by more than `change` into
+// counts[2k + 1]; frame 0's previous frame is `before` (the model's `last`, or the reference on
+// the stream's first pair). The host zeroes counts first. Batches: blockIdx.y is the frame; a
+// grid-stride loop, a warp reduction with shuffles, one atomicAdd per warp and count.
+__global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
+                                         const unsigned char* __restrict__ before,
+                                         int count, int change, unsigned int* counts)
+{
+    const size_t k = blockIdx.y;
+    const unsigned char* now = src + k * (size_t)count;
+    const unsigned char* previous = k == 0 ? before : now - count;
+    unsigned int brighter = 0, darker = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        int d = (int)now[i] - (int)previous[i];
+        brighter += d > change;
+        darker += d < -change;
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        brighter += __shfl_down_sync(0xffffffffu, brighter, offset);
+        darker += __shfl_down_sync(0xffffffffu, darker, offset);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (brighter) atomicAdd(&counts[2 * k], brighter);
+        if (darker) atomicAdd(&counts[2 * k + 1], darker);
     }
 }

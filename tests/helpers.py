@@ -214,10 +214,23 @@ def with_ghosts(rng, frames: list) -> list:
     return frames
 
 
+def with_light_switch(frames: list, on: int = 3, off: int = 6, step: int = 90) -> list:
+    """``frames`` (uint8 arrays of one shape) brightened by ``step`` grey levels (saturating) from
+    frame ``on`` up to frame ``off``, as a light switched on and off again; changed in place,
+    returned. For ``gaussian_background.lightswitch``: a brighter switch, then a darker one."""
+    for t in range(on, min(off, len(frames))):
+        frames[t][...] = np.minimum(frames[t].astype(np.int32) + step, 255)
+    return frames
+
+
 #: Still foreground absorbed after two frames in a row, a flicker of one grey level counted as
 #: still, and with the chroma, so the ghosts of tests' scenes go in a few frames.
 GAUSSIAN_STILL = {"still_frames": 2, "still_tolerance": 1, "warmup": 2}
 GAUSSIAN_STILL_CHROMA = {"still_frames": 3, "still_tolerance": 0, "sigmas": 2.0, "min_sigma": 6.0, "chroma_min_sigma": 3.0, "warmup": 2}
+#: The light switch, alone (half the frame turned one way restarts the model) and with the
+#: still-foreground count and the chroma.
+GAUSSIAN_LIGHT = {"lightswitch": 0.5, "still_frames": 0, "warmup": 2}
+GAUSSIAN_LIGHT_STILL_CHROMA = {**GAUSSIAN_STILL_CHROMA, "lightswitch": 0.4}
 #: The darker pixels' floor on, high enough to matter against min_sigma on most grey levels.
 GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "variance_alpha": 0.2, "warmup": 2}
 #: The grey-level model (chroma and shadow floor off, min_sigma 8): the default before chroma,

@@ -72,6 +72,7 @@ def test_default_config_contents():
             "variance_alpha_foreground": 0.0025,
             "still_frames": 7,
             "still_tolerance": 0,
+            "lightswitch": 0.7,
             "warmup": 50,
         },
         {"filter": "median", "kernel_size": 9},

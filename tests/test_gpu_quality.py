@@ -22,10 +22,13 @@ from helpers import (
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
+    GAUSSIAN_LIGHT,
+    GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
     SHARED_SAMPLES,
     same_image,
+    with_light_switch,
 )
 
 from motiondetect.evaluation.tuning import config_for
@@ -200,6 +203,7 @@ GAUSSIAN_CASES = [
         GAUSSIAN_FROZEN,
         GAUSSIAN_SHADOW,
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
+        GAUSSIAN_LIGHT,
     )
 ]
 
@@ -207,7 +211,7 @@ GAUSSIAN_CASES = [
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 @pytest.mark.parametrize("params", GAUSSIAN_CASES, ids=str)
 def test_gaussian_background_sequence(cuda, rng, size, params):
-    frames = scene_sequence(rng, size, count=8)
+    frames = with_light_switch(scene_sequence(rng, size, count=8))  # on at frame 3, off at 6
     cpu, gpu = GaussianBackground(**params), GaussianBackground(**params)
     expected = [cpu.reference(frames[i], frames[i - 1]) for i in range(1, len(frames))]
     for got, want in zip(run_sequence_on_gpu(cuda, gpu, frames, ("mean", "variance")), expected):
@@ -220,14 +224,18 @@ def test_gaussian_background_sequence(cuda, rng, size, params):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
-@pytest.mark.parametrize("params", [GAUSSIAN_CHROMA, {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5}, {"chroma_min_sigma": 8.0}], ids=str)
+@pytest.mark.parametrize(
+    "params",
+    [GAUSSIAN_CHROMA, {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5}, {"chroma_min_sigma": 8.0}, GAUSSIAN_LIGHT_STILL_CHROMA],
+    ids=str,
+)
 def test_gaussian_background_with_chroma_sequence(cuda, rng, size, params):
     """The model with chroma, frame by frame on the device (each frame's (2, H, W) planes): the
-    masks and the grey and chroma state equal the CPU reference's."""
+    masks and the grey and chroma state equal the CPU reference's, through light switches."""
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
-    frames = scene_sequence(rng, size, count=8)
+    frames = with_light_switch(scene_sequence(rng, size, count=8))
     chromas = [np.stack(pair) for pair in zip(scene_sequence(rng, size, count=8), scene_sequence(rng, size, count=8))]
     cpu, gpu = GaussianBackground(**params), GaussianBackground(**params)
     for name, shape in (("mean", size), ("variance", size), ("chroma_mean", (2, *size)), ("chroma_variance", (2, *size))):

@@ -25,12 +25,15 @@ from helpers import (
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
+    GAUSSIAN_LIGHT,
+    GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
     GAUSSIAN_STILL,
     GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
     with_ghosts,
+    with_light_switch,
 )
 
 from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, chroma_table, luma_table
@@ -72,6 +75,8 @@ using std::min; using std::max;
 static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 static inline void __syncthreads() {}
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p += v; return o; }
+// Launched with one thread per block (see light_counts below), a warp is one lane: nothing to add.
+static inline unsigned __shfl_down_sync(unsigned, unsigned, int) { return 0; }
 """
 
 LAUNCHERS = r"""
@@ -103,9 +108,13 @@ void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, 
 void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
-              const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st) {
+              const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
-                                              last, still, sf, st); }); }
+                                              last, still, sf, st, lc, lcount); }); }
+void light_counts(const u8* s, const u8* before, int n, int change, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
+    blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
+    for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
+        blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_light_change_count_u8(s, before, n, change, counts); } }
 void bgr_chroma(const u8* s, u8* d, int n) { grid1d(n, [&] { md_bgr_to_chroma_u8(s, d, n); }); }
 void chroma_420(const u8* cb, const u8* cr, int pitch, int step, long long image, int x0, int y0, const u8* lut, u8* d, int w, int h, int ow, int oh,
                 long long plane, int k) {
@@ -264,22 +273,42 @@ def test_equalize(lib, rng, size):
         assert_same(out, Equalize().reference(image))
 
 
-def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None):
+def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, light=None):
     """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
     then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
-    counts, passed whatever ``still_frames`` is) and parameters."""
+    counts, passed whatever ``still_frames`` is) and parameters, then the light switch's counts
+    (``light``: the (K, 2) uint32 array of :func:`light_counts`, NULL without) and threshold."""
     c = flt.constants
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
-    still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"])
+    pixels = still_state[0].size
+    switch = (None, 0) if light is None else (ptr(light), flt.light_count(pixels))
+    still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *switch)
     if chroma is None:
         return (*constants, None, ctypes.c_longlong(0), None, None, 0, *still)
     planes, plane = chroma
     mean, var = chroma_state
     return (*constants, ptr(planes), ctypes.c_longlong(plane), ptr(mean), ptr(var), c["chroma_min_var_q8"], *still)
+
+
+def light_counts(lib, flt, batch, before):
+    """The light switch's counts of ``batch`` ((K, H, W) or (H, W) uint8; ``before`` the frame
+    before its first) from the emulated md_light_change_count_u8, uint32 (K, 2), or ``None`` with
+    ``lightswitch`` off; checked against NumPy."""
+    if not flt.params["lightswitch"]:
+        return None
+    frames = batch.reshape(-1, *before.shape)
+    counts = np.zeros((len(frames), 2), np.uint32)
+    lib.light_counts(ptr(frames), ptr(before), before.size, flt.light_change, ptr(counts), len(frames))
+    previous = np.concatenate([before[None], frames[:-1]]).astype(np.int16)
+    change = frames.astype(np.int16) - previous
+    axes = tuple(range(1, change.ndim))
+    want = np.stack([(change > flt.light_change).sum(axis=axes), (change < -flt.light_change).sum(axis=axes)], axis=1)
+    np.testing.assert_array_equal(counts, want)
+    return counts
 
 
 def still_state(size, value=7):
@@ -330,11 +359,13 @@ def test_running_average_sequence(lib, rng, size):
         GAUSSIAN_STILL,
         GAUSSIAN_STILL_CHROMA,
         {"still_frames": 0},
+        GAUSSIAN_LIGHT,
+        GAUSSIAN_LIGHT_STILL_CHROMA,
     ],
     ids=str,
 )
 def test_gaussian_background_sequence(lib, rng, size, params):
-    frames = with_ghosts(rng, scene(rng, size))
+    frames = with_light_switch(with_ghosts(rng, scene(rng, size)))
     chromas = [np.stack(pair) for pair in zip(scene(rng, size), scene(rng, size))]
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
@@ -354,7 +385,13 @@ def test_gaussian_background_sequence(lib, rng, size, params):
             1,
             i,
             device.params["warmup"],
-            *gaussian_constants(device, (chromas[i], frames[i].size) if colour else None, chroma_state, still),
+            *gaussian_constants(
+                device,
+                (chromas[i], frames[i].size) if colour else None,
+                chroma_state,
+                still,
+                light_counts(lib, device, frames[i], frames[i - 1]),
+            ),
         )
         assert_same(out, cpu.reference(frames[i], frames[i - 1], chromas[i]) if colour else cpu.reference(frames[i], frames[i - 1]))
     np.testing.assert_array_equal(mean.astype(np.int64), cpu.model[0])
@@ -376,6 +413,8 @@ GAUSSIAN_BATCH_PARAMS = [
     GAUSSIAN_STILL,
     GAUSSIAN_STILL_CHROMA,
     {"still_frames": 0},
+    GAUSSIAN_LIGHT,
+    GAUSSIAN_LIGHT_STILL_CHROMA,
 ]
 
 
@@ -386,7 +425,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     """Launches of several consecutive frames (``frames`` = K, pairs first_pair.., the model in
     registers) equal launches of one frame each and the CPU sequence, bit for bit: masks, and
     the stored mean and variance after every launch, warm-up included."""
-    frames = with_ghosts(rng, scene(rng, size, count=1 + sum(splits)))
+    frames = with_light_switch(with_ghosts(rng, scene(rng, size, count=1 + sum(splits))))
     chromas = [np.stack(pair) for pair in zip(scene(rng, size, count=len(frames)), scene(rng, size, count=len(frames)))]
     n = frames[0].size
     flt = GaussianBackground(**params)
@@ -416,7 +455,8 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     for t in range(1, len(frames)):
         out = poisoned(size)
         chroma = (chromas[t], n) if colour else None
-        args = (flt.params["warmup"], *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:]))
+        light = light_counts(lib, flt, frames[t], frames[t - 1])
+        args = (flt.params["warmup"], *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light))
         lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_state[0]), ptr(single_state[1]), ptr(out), n, 1, t, *args)
         single.append(out)
         check_state(models[t], single_state)
@@ -427,9 +467,14 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
         # Plane-major, as the batched path lays them out: the K frames' Cb planes, then their Cr.
         planes = np.ascontiguousarray(np.stack(chromas[first : first + k], axis=1))
-        args = (flt.params["warmup"], *gaussian_constants(flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:]))
-        # Only pair 1 reads the reference (the stream's first frame); later launches get poison.
+        # Only pair 1 reads the reference (the stream's first frame); later launches get poison,
+        # and the light switch's counts start from the kernel's own previous frame, as on the GPU.
         reference = frames[0] if first == 1 else poisoned(size)
+        light = light_counts(lib, flt, batch, frames[0] if first == 1 else batch_state[4])
+        args = (
+            flt.params["warmup"],
+            *gaussian_constants(flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:], light),
+        )
         out = poisoned((k, *size))
         lib.gaussian(ptr(batch), ptr(reference), ptr(batch_state[0]), ptr(batch_state[1]), ptr(out), n, k, first, *args)
         for j in range(k):

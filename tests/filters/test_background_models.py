@@ -12,6 +12,8 @@ from helpers import (
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
+    GAUSSIAN_LIGHT,
+    GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
     GAUSSIAN_STILL,
@@ -19,6 +21,7 @@ from helpers import (
     GAUSSIAN_TIE,
     chroma_for,
     with_ghosts,
+    with_light_switch,
 )
 
 from motiondetect.filters import GaussianBackground, RunningAverage
@@ -122,13 +125,17 @@ def naive_gaussian(
     warmup,
     still_frames=0,
     still_tolerance=0,
+    lightswitch=0.0,
     chromas=None,
 ):
     """The documented fixed-point model, pixel by pixel with Python ints (// is floor, like >>).
     With ``chromas`` ((2, H, W) planes of each frame) and ``chroma_min_sigma`` > 0, Cb and Cr are
     modelled too, from the first compared frame's; with ``still_frames``, a pixel foreground and
     within ``still_tolerance`` of its previous grey level that many frames in a row takes the
-    frame's values as its means. Returns the masks, the grey level's mean and variance and the
+    frame's values as its means; with ``lightswitch``, a frame on which at least that share of the
+    pixels (in Q16, rounded up) turned brighter than the previous frame by more than
+    ``int(sigmas * min_sigma)``, or as many darker, first sets every mean to the frame's values
+    and every still count to 0. Returns the masks, the grey level's mean and variance and the
     chroma planes' (``None`` without)."""
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
     height, width = frames[0].shape
@@ -144,6 +151,16 @@ def naive_gaussian(
         warm = q(1.0 / (t + 1), 16) if t <= warmup else 0
         rates = (q(alpha, 16), q(alpha_foreground, 16), max(q(variance_alpha, 16), warm), max(q(variance_alpha_foreground, 16), warm))
         mask = np.zeros((height, width), np.uint8)
+        if lightswitch:
+            change = [[int(frame[y, x]) - int(frames[t - 1][y, x]) for x in range(width)] for y in range(height)]
+            limit = int(sigmas * min_sigma)
+            brighter = sum(d > limit for row in change for d in row)
+            darker = sum(d < -limit for row in change for d in row)
+            if max(brighter, darker) * 65536 >= q(lightswitch, 16) * height * width:
+                mean = [[int(v) << 16 for v in row] for row in frame]
+                if chroma:
+                    c_mean = [[[int(v) << 16 for v in row] for row in plane] for plane in chromas[t]]
+                still = [[0] * width for _ in range(height)]
         for y in range(height):
             for x in range(width):
                 # Each plane: (value, mean, variance, floor), the grey level first.
@@ -250,6 +267,38 @@ def test_gaussian_still_foreground_matches_naive_fixed_point(rng, params, bands)
     for shape in SHAPES:
         frames, chromas = with_ghosts(rng, noisy_frames(rng, shape, 12)), with_ghosts(rng, noisy_frames(rng, shape, 12, (2,)))
         assert_gaussian_matches_naive(frames, params, chromas)
+
+
+@pytest.mark.parametrize("params", [GAUSSIAN_LIGHT, GAUSSIAN_LIGHT_STILL_CHROMA, {**GAUSSIAN_FAST, "lightswitch": 1.0}], ids=str)
+def test_gaussian_light_switch_matches_naive_fixed_point(rng, params, bands):
+    for shape in SHAPES:
+        frames, chromas = with_light_switch(with_ghosts(rng, noisy_frames(rng, shape, 10))), noisy_frames(rng, shape, 10, (2,))
+        assert_gaussian_matches_naive(frames, params, chromas)
+
+
+def test_gaussian_light_switch_restarts_the_model_not_for_objects(rng):
+    # An object of a third of the frame jumps between two places on every frame: two thirds of the
+    # pixels change, but half of them brighten and half darken, so it restarts nothing at
+    # lightswitch 0.5. Then the light goes on (+60 grey levels) as the object leaves: two thirds
+    # of the frame brighten, the model restarts and the lit scene is quiet at once; without the
+    # switch it stays flooded.
+    base = rng.integers(40, 180, (48, 96)).astype(np.uint8)
+
+    def frame(light, at=None):
+        f = np.clip(base.astype(np.int16) + rng.integers(-2, 3, base.shape) + light, 0, 255).astype(np.uint8)
+        if at is not None:
+            f[:, at : at + 32] = 250
+        return f
+
+    frames = [frame(0)] + [frame(0, 32 * (t % 2)) for t in range(1, 60)] + [frame(60) for _ in range(30)]
+    params = {**GAUSSIAN_GREY, "still_frames": 0, "warmup": 0}  # no warm-up: the object is not learnt as waving
+    on = run_filter(GaussianBackground(**params, lightswitch=0.5), frames)
+    off = run_filter(GaussianBackground(**params), frames)
+    for a, b in zip(on[:59], off[:59]):  # masks of frames 1..59: the object restarted nothing
+        np.testing.assert_array_equal(a, b)
+    assert min(np.count_nonzero(m) for m in on[:59]) >= 32 * 48  # and it was found
+    assert not any(m.any() for m in on[59:])  # frame 60 on: lit, restarted at the switch
+    assert min(np.count_nonzero(m) / m.size for m in off[59:]) > 0.6  # without: flooded
 
 
 @pytest.mark.parametrize("tolerance", [0, 2])
