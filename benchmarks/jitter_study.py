@@ -61,6 +61,14 @@ def jittered(src: Path, dst: Path, amp: int, seed: int, crop_by: int) -> Path:
     return dst
 
 
+def dev_clips() -> list[Path]:
+    """The labelled dev clips: ../shared/samples/cdnet_* and samples/dev/*/ (after
+    samples/dev/fetch_dev.py), each a CDnet-layout folder."""
+    return sorted((ROOT.parent / "shared" / "samples").glob("cdnet_*")) + sorted(
+        p.parent for p in (ROOT / "samples" / "dev").glob("*/groundtruth")
+    )
+
+
 def methods(max_shifts: list[int]):
     """configs/steady.yaml, the default pipeline and the default with each of ``max_shifts``,
     fresh detectors."""
@@ -89,9 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-shifts", default="", help="register.max_shift values to score beside the default's [none]")
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     args = parser.parse_args(argv)
-    folders = args.folders or sorted((ROOT.parent / "shared" / "samples").glob("cdnet_*")) + sorted(
-        p.parent for p in (ROOT / "samples" / "dev").glob("*/groundtruth")
-    )
+    folders = args.folders or dev_clips()
     amps = [int(a) for a in args.amps.split(",")]
     max_shifts = [int(m) for m in args.max_shifts.split(",") if m]
     with ProcessPoolExecutor(args.jobs) as pool:

@@ -27,6 +27,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from jitter_study import dev_clips  # noqa: E402
 
 from motiondetect.evaluation.scoring import detector_method, evaluate, load_folder  # noqa: E402
 from motiondetect.evaluation.tuning import config_for  # noqa: E402
@@ -80,9 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--values", default="0,0.6,0.7,0.8", help="gaussian_background.lightswitch values [0,0.6,0.7,0.8]")
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     args = parser.parse_args(argv)
-    folders = args.folders or sorted((ROOT.parent / "shared" / "samples").glob("cdnet_*")) + sorted(
-        p.parent for p in (ROOT / "samples" / "dev").glob("*/groundtruth")
-    )
+    folders = args.folders or dev_clips()
     steps = [s for s in args.steps.split(",") if s]
     values = [float(v) for v in args.values.split(",")]
     with ProcessPoolExecutor(args.jobs) as pool:

@@ -7,6 +7,8 @@ against its filters chained by hand and on behaviour (see the end of the file).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import cv2
 import numpy as np
 import pytest
@@ -31,6 +33,8 @@ from motiondetect.filters import (
 from motiondetect.filters.gray import bgr_chroma
 from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.pipeline.detector import MotionDetector, _stats_before_upscale, mask_stats_reference, pipeline_problems
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def integer_luma(bgr: np.ndarray) -> np.ndarray:
@@ -542,3 +546,24 @@ def test_default_pipeline_drops_the_ghost_of_what_stood_at_the_start(rng, still_
         assert after[8:] == [0.0] * 22  # the change, then 7 still frames
     else:
         assert min(after) > 0.1
+
+
+@pytest.mark.parametrize("lightswitch", [0.7, 0.0])
+def test_default_pipeline_restarts_when_a_light_is_switched(lightswitch):
+    # The bundled highway clip with 40 grey levels added on every channel from frame 150 on (a
+    # light switched on): with the default the model restarts on that frame, which reports no
+    # motion, and the cars alone move after it; with lightswitch 0 the whole frame floods (the
+    # still-foreground count then takes the flat road back over tens of frames).
+    video = cv2.VideoCapture(str(ROOT / "samples" / "highway_traffic_320x240.avi"))
+    frames = [frame for ok, frame in iter(video.read, (False, None)) if ok][:200]
+    assert len(frames) == 200
+    config = default_config()
+    config["pipeline"][3]["lightswitch"] = lightswitch
+    detector = MotionDetector(build_filters(config), annotate=False)
+    fractions = [detector.process(cv2.convertScaleAbs(f, beta=40) if i >= 150 else f).motion_fraction for i, f in enumerate(frames)]
+    assert 0 < max(fractions[100:150]) < 0.2  # cars before the switch
+    if lightswitch:
+        assert fractions[150] == 0.0
+        assert 0 < max(fractions[151:]) < 0.2
+    else:
+        assert min(fractions[150:160]) > 0.8
