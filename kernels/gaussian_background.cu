@@ -74,18 +74,22 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
     const bool absorb = still_frames > 0, keep_last = last != NULL;
     int previous = keep_last ? (first_pair == 1 ? reference[i] : last[i]) : 0;
     int still_count = absorb && first_pair != 1 ? still[i] : 0;
+    // The frame becomes the background (a light switch, still foreground): the means take its
+    // values, the variances stay, the still count restarts.
+    auto take_frame = [&](size_t at, int x) {
+        m = x << 16;
+        if (colour) {
+            for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
+        }
+        still_count = 0;
+    };
     for (int k = 0; k < frames; ++k) {
         int pair = first_pair + k;
         int warm = pair <= warmup ? (131072 + pair + 1) / (2 * (pair + 1)) : 0;
         size_t at = (size_t)k * count + i;
-        if (light_count > 0 && max(light_counts[2 * k], light_counts[2 * k + 1]) >= (unsigned int)light_count) {
-            m = (int)src[at] << 16;
-            if (colour) {
-                for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
-            }
-            still_count = 0;
-        }
-        int d = ((int)src[at] << 16) - m;                           // Q16
+        const int x = src[at];
+        if (light_count > 0 && max(light_counts[2 * k], light_counts[2 * k + 1]) >= (unsigned int)light_count) take_frame(at, x);
+        int d = (x << 16) - m;                                       // Q16
         long long d2 = (long long)d * d;                             // Q32
         int floor_var = min_var_q8;                                  // Q8
         if (d < 0 && shadow_q16 > 0) {                               // darker: the shadow floor
@@ -120,17 +124,10 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
             }
         }
         if (absorb) {
-            int x = src[at];
             still_count = foreground && abs(x - previous) <= still_tolerance ? still_count + 1 : 0;
-            if (still_count >= still_frames) {
-                m = x << 16;
-                if (colour) {
-                    for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
-                }
-                still_count = 0;
-            }
+            if (still_count >= still_frames) take_frame(at, x);
         }
-        previous = src[at];
+        previous = x;
     }
     mean[i] = m;
     var[i] = v;
