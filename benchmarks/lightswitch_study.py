@@ -1,15 +1,19 @@
-"""Light switches (issue 15): what a sudden global brightness change costs the default pipeline,
-and what ``gaussian_background.lightswitch`` wins back, on labelled clips.
+"""Light switches and exposure changes (issue 15): what a global brightness change costs the
+default pipeline, and what ``gaussian_background.lightswitch`` and ``exposure`` win back, on
+labelled clips.
 
 From the middle frame of a clip on, every frame is changed the same way (seeded nothing: the
 change is deterministic): ``+N`` adds N grey levels to each BGR channel, ``xG`` multiplies them by
-G (``cv2.convertScaleAbs``, saturating), as a light switched on (``+40``) or off (``x0.6``) does;
-the labels stay as they are, since the objects do not change. Each clip is scored as it is and
-with each change, with the default pipeline at each ``lightswitch`` value, by the same CDnet
-scorer as ``motiondetect evaluate`` (first 50 frames of the window unscored, CPU backend: the GPU
-gives the same masks). Prints one Markdown table of the means and the clips that move. Usage::
+G (``cv2.convertScaleAbs``, saturating), as a light switched on (``+40``) or off (``x0.6``) does,
+and ``rG`` ramps the gain from 1 to G over ten frames, as a camera's auto-exposure does; the
+labels stay as they are, since the objects do not change. Each clip is scored as it is and with
+each change, with the default pipeline at each value of ``--param`` (``lightswitch`` or
+``exposure``), by the same CDnet scorer as ``motiondetect evaluate`` (first 50 frames of the
+window unscored, CPU backend: the GPU gives the same masks). Prints one Markdown table of the
+means and the clips that move. Usage::
 
-    python benchmarks/lightswitch_study.py [FOLDER ...] [--steps +40,x0.6] [--values 0,0.6,0.7,0.8] [--jobs 2]
+    python benchmarks/lightswitch_study.py [FOLDER ...] [--steps +40,x0.6,r0.6] [--param lightswitch|exposure]
+                                           [--values 0,0.6,0.7,0.8] [--jobs 2]
     # default folders: ../shared/samples/cdnet_* and samples/dev/*/ (after samples/dev/fetch_dev.py)
 """
 
@@ -36,17 +40,25 @@ from motiondetect.evaluation.tuning import config_for  # noqa: E402
 from motiondetect.pipeline.config import build_filters, default_config  # noqa: E402
 from motiondetect.pipeline.detector import MotionDetector  # noqa: E402
 
+#: Frames over which an ``rG`` step ramps the gain.
+RAMP_FRAMES = 10
 
-def change(step: str):
-    """``(gain, offset)`` of a step written ``+N`` (N grey levels added) or ``xG`` (gain G)."""
-    return (1.0, float(step[1:])) if step.startswith("+") else (float(step[1:]), 0.0)
+
+def change(step: str, frame: int = RAMP_FRAMES):
+    """``(gain, offset)`` of a step written ``+N`` (N grey levels added), ``xG`` (gain G) or ``rG``
+    (gain G reached over RAMP_FRAMES frames), ``frame`` frames after its start (0: the first)."""
+    if step.startswith("+"):
+        return 1.0, float(step[1:])
+    gain = float(step[1:])
+    if step.startswith("r"):
+        gain = 1 + (gain - 1) * min(frame + 1, RAMP_FRAMES) / RAMP_FRAMES
+    return gain, 0.0
 
 
 def stepped(src: Path, dst: Path, step: str) -> Path:
     """Write ``src`` (CDnet layout) with every frame from the middle one on changed by ``step``
     (:func:`change`) into ``dst``, the labels, ROI and temporal ROI copied; return ``dst``."""
     folder = load_folder(src)
-    gain, offset = change(step)
     (dst / "input").mkdir(parents=True)
     (dst / "groundtruth").mkdir()
     for name in ("temporalROI.txt", "ROI.bmp"):
@@ -56,6 +68,7 @@ def stepped(src: Path, dst: Path, step: str) -> Path:
     for i, (number, image_path, label_path) in enumerate(folder.frames):
         image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
         if i >= middle:
+            gain, offset = change(step, i - middle)
             image = cv2.convertScaleAbs(image, alpha=gain, beta=offset)
         cv2.imwrite(str(dst / "input" / f"in{number:06d}.png"), image)
         if label_path is not None:
@@ -63,13 +76,13 @@ def stepped(src: Path, dst: Path, step: str) -> Path:
     return dst
 
 
-def score_clip(clip: Path, steps: list[str], values: list[float]) -> list[tuple[str, str, float, float, float]]:
-    """Rows (clip, light, lightswitch, pixel F, frame F1) for ``clip`` as it is and with each step."""
+def score_clip(clip: Path, steps: list[str], values: list[float], param: str = "lightswitch") -> list[tuple[str, str, float, float, float]]:
+    """Rows (clip, light, value of ``param``, pixel F, frame F1) for ``clip`` as it is and with each step."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="light_") as scratch:
         cases = [("as it is", clip)] + [(step, stepped(clip, Path(scratch) / f"s{i}", step)) for i, step in enumerate(steps)]
         for light, folder in cases:
-            configs = [config_for(default_config(), {("gaussian_background", "lightswitch"): v}) for v in values]
+            configs = [config_for(default_config(), {("gaussian_background", param): v}) for v in values]
             methods = [detector_method(MotionDetector(build_filters(c), annotate=False), str(v)) for c, v in zip(configs, values)]
             for method, score in evaluate(load_folder(folder), methods).scores:
                 rows.append((clip.name, light, float(method.name), score.pixel.f_measure, score.frames.f1))
@@ -80,16 +93,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument("--steps", default="+40,x0.6", help="changes from the middle frame on: +N grey levels or xG gain [+40,x0.6]")
-    parser.add_argument("--values", default="0,0.6,0.7,0.8", help="gaussian_background.lightswitch values [0,0.6,0.7,0.8]")
+    parser.add_argument("--param", default="lightswitch", choices=["lightswitch", "exposure"], help="the gaussian_background parameter varied")
+    parser.add_argument("--values", default="0,0.6,0.7,0.8", help="its values [0,0.6,0.7,0.8]")
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     args = parser.parse_args(argv)
     folders = args.folders or dev_clips()
     steps = [s for s in args.steps.split(",") if s]
     values = [float(v) for v in args.values.split(",")]
     with ProcessPoolExecutor(args.jobs) as pool:
-        rows = [row for clip_rows in pool.map(score_clip, folders, [steps] * len(folders), [values] * len(folders)) for row in clip_rows]
+        runs = pool.map(score_clip, folders, [steps] * len(folders), [values] * len(folders), [args.param] * len(folders))
+        rows = [row for clip_rows in runs for row in clip_rows]
     lights = ["as it is", *steps]
-    print("| `lightswitch` | " + " | ".join(f"{light}: pixel F / frame F1 (lowest)" for light in lights) + " |")
+    print(f"| `{args.param}` | " + " | ".join(f"{light}: pixel F / frame F1 (lowest)" for light in lights) + " |")
     print("| ---: |" + " --- |" * len(lights))
     for value in values:
         cells = []
@@ -98,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             frames = [r[4] for r in chosen]
             cells.append(f"{np.mean([r[3] for r in chosen]):.3f} / {np.mean(frames):.3f} ({min(frames):.3f})")
         print(f"| {value:g} | " + " | ".join(cells) + " |")
-    print(f"\nmeans over {len(folders)} clips; clips whose pixel F moves by more than 0.005 against lightswitch {values[0]:g}:")
+    print(f"\nmeans over {len(folders)} clips; clips whose pixel F moves by more than 0.005 against {args.param} {values[0]:g}:")
     base = {(r[0], r[1]): r[3] for r in rows if r[2] == values[0]}
     for value in values[1:]:
         for light in lights:

@@ -31,7 +31,11 @@
 // frame's values, the variance stays, the still count restarts. md_light_change_count_u8 fills
 // light_counts for the whole batch first: the decision needs every pixel of the frame, which the
 // model's threads, each one pixel through the batch, cannot wait for.
-// `last` (when not NULL) keeps the previous grey level between launches, for both.
+// With exposure_q8 > 0, a frame that is no light switch scales the means by the exposure's gain
+// ratios[k] (Q8, from md_exposure_ratio) when it is not 256 and it explains more pixels than no
+// change by the margin: light_counts[4k + 2] * 256 > exposure_q8 * light_counts[4k + 3]. The chroma
+// means' distances from 128 scale too. light_counts holds 4 counts a frame.
+// `last` (when not NULL) keeps the previous grey level between launches, for all three.
 //
 // One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
 // dst + k * count): each thread keeps its pixel's mean and variance in registers through the
@@ -57,7 +61,9 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int* __restrict__ still,
                                           int still_frames, int still_tolerance,
                                           const unsigned int* __restrict__ light_counts,
-                                          int light_count)
+                                          int light_count,
+                                          const int* __restrict__ ratios,
+                                          int exposure_q8)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
@@ -88,7 +94,19 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         int warm = pair <= warmup ? (131072 + pair + 1) / (2 * (pair + 1)) : 0;
         size_t at = (size_t)k * count + i;
         const int x = src[at];
-        if (light_count > 0 && max(light_counts[2 * k], light_counts[2 * k + 1]) >= (unsigned int)light_count) take_frame(at, x);
+        const unsigned int* light = light_counts + 4 * k;
+        if (light_count > 0 && max(light[0], light[1]) >= (unsigned int)light_count) {
+            take_frame(at, x);
+        } else if (exposure_q8 > 0 && ratios[k] != 256 && (long long)light[2] * 256 > (long long)exposure_q8 * light[3]) {
+            const long long r = ratios[k];
+            m = (int)min(((long long)m * r + 128) >> 8, 255LL << 16);
+            if (colour) {
+                for (int p = 0; p < 2; ++p) {
+                    long long scaled = ((((long long)cm[p] - (128 << 16)) * r + 128) >> 8) + (128 << 16);
+                    cm[p] = (int)min(max(scaled, 0LL), 255LL << 16);
+                }
+            }
+        }
         int d = (x << 16) - m;                                       // Q16
         long long d2 = (long long)d * d;                             // Q32
         int floor_var = min_var_q8;                                  // Q8
@@ -141,31 +159,84 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
     }
 }
 
-// The light switch's counts (see md_gaussian_background_u8): for each of `frames` consecutive
-// frames (frame k at src + k * count), the pixels whose grey level exceeds the previous frame's
-// by more than `change` into counts[2k] and those below it by more than `change` into
-// counts[2k + 1]; frame 0's previous frame is `before` (the model's `last`, or the reference on
-// the stream's first pair). The host zeroes counts first. Batches: blockIdx.y is the frame; a
-// grid-stride loop, a warp reduction with shuffles, one atomicAdd per warp and count.
+// The light switch's and the exposure's counts (see md_gaussian_background_u8): for each of
+// `frames` consecutive frames (frame k at src + k * count), the pixels whose grey level exceeds the
+// previous frame's by more than `change` into counts[4k] and those below it by more than `change`
+// into counts[4k + 1]; with `ratios` (not NULL), the pixels within 3 grey levels of the previous
+// frame's times ratios[k] (Q8, capped at 255) into counts[4k + 2] and those within 3 of the
+// previous frame's own into counts[4k + 3]. Frame 0's previous frame is `before` (the model's
+// `last`, or the reference on the stream's first pair). The host zeroes counts first. Batches:
+// blockIdx.y is the frame; a grid-stride loop, a warp reduction with shuffles, one atomicAdd per
+// warp and count.
 __global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
                                          const unsigned char* __restrict__ before,
-                                         int count, int change, unsigned int* counts)
+                                         int count, int change,
+                                         const int* __restrict__ ratios,
+                                         unsigned int* counts)
 {
     const size_t k = blockIdx.y;
     const unsigned char* now = src + k * (size_t)count;
     const unsigned char* previous = k == 0 ? before : now - count;
-    unsigned int brighter = 0, darker = 0;
+    const int ratio = ratios != NULL ? ratios[k] : 256;
+    unsigned int c[4] = {0, 0, 0, 0};
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-        int d = (int)now[i] - (int)previous[i];
-        brighter += d > change;
-        darker += d < -change;
+        const int x = now[i], p = previous[i];
+        c[0] += x - p > change;
+        c[1] += x - p < -change;
+        c[2] += abs(x - min((p * ratio + 128) >> 8, 255)) <= 3;
+        c[3] += abs(x - p) <= 3;
     }
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        brighter += __shfl_down_sync(0xffffffffu, brighter, offset);
-        darker += __shfl_down_sync(0xffffffffu, darker, offset);
+    const int used = ratios != NULL ? 4 : 2;
+    for (int j = 0; j < used; ++j) {
+        unsigned int sum = c[j];
+        for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+        if ((threadIdx.x & 31) == 0 && sum) atomicAdd(&counts[4 * k + j], sum);
     }
-    if ((threadIdx.x & 31) == 0) {
-        if (brighter) atomicAdd(&counts[2 * k], brighter);
-        if (darker) atomicAdd(&counts[2 * k + 1], darker);
+}
+
+// The exposure's histogram (see md_gaussian_background_u8): for each of `frames` consecutive frames
+// (as md_light_change_count_u8 reads them), the ratio of each pixel's grey level x to the previous
+// frame's p, min((x * 256 + p / 2) / p, 1023) (Q8), counted into hist[1024 k + ratio] over the
+// pixels with 16 <= p <= 254 and x <= 254. The host zeroes hist first. A histogram per block in
+// shared memory, merged into the frame's with one atomicAdd per non-empty bin.
+__global__ void md_exposure_histogram_u8(const unsigned char* __restrict__ src,
+                                         const unsigned char* __restrict__ before,
+                                         int count, unsigned int* hist)
+{
+    __shared__ unsigned int local[1024];
+    for (int b = threadIdx.x; b < 1024; b += blockDim.x) local[b] = 0;
+    __syncthreads();
+    const size_t k = blockIdx.y;
+    const unsigned char* now = src + k * (size_t)count;
+    const unsigned char* previous = k == 0 ? before : now - count;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        const int x = now[i], p = previous[i];
+        if (p >= 16 && p <= 254 && x <= 254) atomicAdd(&local[min((x * 256 + p / 2) / p, 1023)], 1u);
     }
+    __syncthreads();
+    for (int b = threadIdx.x; b < 1024; b += blockDim.x) {
+        if (local[b]) atomicAdd(&hist[1024 * k + b], local[b]);
+    }
+}
+
+// The exposure's gain of each of `frames` frames from its histogram (md_exposure_histogram_u8):
+// the lower median ratio, the first bin at which the running total reaches (n + 1) / 2 of the n
+// pixels measured, or 256 (1.0) when none was. One thread per frame.
+__global__ void md_exposure_ratio(const unsigned int* __restrict__ hist, int frames, int* ratios)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= frames) return;
+    const unsigned int* h = hist + 1024 * (size_t)k;
+    unsigned int n = 0;
+    for (int b = 0; b < 1024; ++b) n += h[b];
+    int ratio = 256;
+    if (n > 0) {
+        const unsigned int half = (n + 1) / 2;
+        unsigned int total = 0;
+        for (ratio = 0; ratio < 1023; ++ratio) {
+            total += h[ratio];
+            if (total >= half) break;
+        }
+    }
+    ratios[k] = ratio;
 }

@@ -223,6 +223,15 @@ def with_light_switch(frames: list, on: int = 3, off: int = 6, step: int = 90) -
     return frames
 
 
+def with_exposure(frames: list, at: int = 7, gain: float = 0.9) -> list:
+    """``frames`` (uint8 arrays of one shape) from frame ``at`` on multiplied by ``gain`` (rounded,
+    saturating), as a camera's exposure changing; changed in place, returned. For
+    ``gaussian_background.exposure``: too small a change for the light switch on most of the frame."""
+    for t in range(at, len(frames)):
+        frames[t][...] = np.clip(np.rint(frames[t] * gain), 0, 255).astype(np.uint8)
+    return frames
+
+
 #: Still foreground absorbed after two frames in a row, a flicker of one grey level counted as
 #: still, and with the chroma, so the ghosts of tests' scenes go in a few frames.
 GAUSSIAN_STILL = {"still_frames": 2, "still_tolerance": 1, "warmup": 2}
@@ -231,6 +240,10 @@ GAUSSIAN_STILL_CHROMA = {"still_frames": 3, "still_tolerance": 0, "sigmas": 2.0,
 #: still-foreground count and the chroma.
 GAUSSIAN_LIGHT = {"lightswitch": 0.5, "still_frames": 0, "warmup": 2}
 GAUSSIAN_LIGHT_STILL_CHROMA = {**GAUSSIAN_STILL_CHROMA, "lightswitch": 0.4}
+#: The exposure's gain followed at a low margin, alone and with the light switch, still count and
+#: chroma, so the noisy scenes of the tests take it.
+GAUSSIAN_EXPOSURE = {"exposure": 1.1, "lightswitch": 0.0, "still_frames": 0, "warmup": 2}
+GAUSSIAN_EXPOSURE_ALL = {**GAUSSIAN_STILL_CHROMA, "lightswitch": 0.6, "exposure": 1.2}
 #: The darker pixels' floor on, high enough to matter against min_sigma on most grey levels.
 GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "variance_alpha": 0.2, "warmup": 2}
 #: The grey-level model (chroma and shadow floor off, min_sigma 8): the default before chroma,

@@ -73,6 +73,7 @@ def test_default_config_contents():
             "still_frames": 7,
             "still_tolerance": 0,
             "lightswitch": 0.7,
+            "exposure": 1.5,
             "warmup": 50,
         },
         {"filter": "median", "kernel_size": 9},

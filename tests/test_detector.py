@@ -559,6 +559,7 @@ def test_default_pipeline_restarts_when_a_light_is_switched(lightswitch):
     assert len(frames) == 200
     config = default_config()
     config["pipeline"][3]["lightswitch"] = lightswitch
+    config["pipeline"][3]["exposure"] = 0.0  # the light switch alone
     detector = MotionDetector(build_filters(config), annotate=False)
     fractions = [detector.process(cv2.convertScaleAbs(f, beta=40) if i >= 150 else f).motion_fraction for i, f in enumerate(frames)]
     assert 0 < max(fractions[100:150]) < 0.2  # cars before the switch
@@ -567,3 +568,22 @@ def test_default_pipeline_restarts_when_a_light_is_switched(lightswitch):
         assert 0 < max(fractions[151:]) < 0.2
     else:
         assert min(fractions[150:160]) > 0.8
+
+
+@pytest.mark.parametrize("exposure", [1.5, 0.0])
+def test_default_pipeline_follows_an_exposure_ramp(exposure):
+    # The bundled highway clip darkened to 0.6 of its brightness over ten frames from frame 150 on
+    # (a camera's auto-exposure): 4-5 % a frame, which no frame's light switch sees. With the
+    # default the model follows the gain and the cars alone move; with exposure 0 the road floods.
+    video = cv2.VideoCapture(str(ROOT / "samples" / "highway_traffic_320x240.avi"))
+    frames = [frame for ok, frame in iter(video.read, (False, None)) if ok][:200]
+    config = default_config()
+    config["pipeline"][3]["exposure"] = exposure
+    detector = MotionDetector(build_filters(config), annotate=False)
+    gains = [1.0 - 0.04 * min(max(i - 149, 0), 10) for i in range(200)]
+    fractions = [detector.process(cv2.convertScaleAbs(f, alpha=g)).motion_fraction for f, g in zip(frames, gains)]
+    assert 0 < max(fractions[100:150]) < 0.2  # cars before the ramp
+    if exposure:
+        assert 0 < max(fractions[150:]) < 0.2
+    else:
+        assert max(fractions[150:170]) > 0.5

@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 from helpers import (
     GAUSSIAN_CHROMA,
+    GAUSSIAN_EXPOSURE,
+    GAUSSIAN_EXPOSURE_ALL,
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
@@ -28,6 +30,7 @@ from helpers import (
     GAUSSIAN_SHADOW,
     SHARED_SAMPLES,
     same_image,
+    with_exposure,
     with_light_switch,
 )
 
@@ -204,6 +207,7 @@ GAUSSIAN_CASES = [
         GAUSSIAN_SHADOW,
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
         GAUSSIAN_LIGHT,
+        GAUSSIAN_EXPOSURE,
     )
 ]
 
@@ -211,7 +215,7 @@ GAUSSIAN_CASES = [
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 @pytest.mark.parametrize("params", GAUSSIAN_CASES, ids=str)
 def test_gaussian_background_sequence(cuda, rng, size, params):
-    frames = with_light_switch(scene_sequence(rng, size, count=8))  # on at frame 3, off at 6
+    frames = with_exposure(with_light_switch(scene_sequence(rng, size, count=9)), at=7)  # on at frame 3, off at 6, x0.9 from 7
     cpu, gpu = GaussianBackground(**params), GaussianBackground(**params)
     expected = [cpu.reference(frames[i], frames[i - 1]) for i in range(1, len(frames))]
     for got, want in zip(run_sequence_on_gpu(cuda, gpu, frames, ("mean", "variance")), expected):
@@ -226,7 +230,13 @@ def test_gaussian_background_sequence(cuda, rng, size, params):
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 @pytest.mark.parametrize(
     "params",
-    [GAUSSIAN_CHROMA, {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5}, {"chroma_min_sigma": 8.0}, GAUSSIAN_LIGHT_STILL_CHROMA],
+    [
+        GAUSSIAN_CHROMA,
+        {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5},
+        {"chroma_min_sigma": 8.0},
+        GAUSSIAN_LIGHT_STILL_CHROMA,
+        GAUSSIAN_EXPOSURE_ALL,
+    ],
     ids=str,
 )
 def test_gaussian_background_with_chroma_sequence(cuda, rng, size, params):
@@ -235,8 +245,8 @@ def test_gaussian_background_with_chroma_sequence(cuda, rng, size, params):
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
-    frames = with_light_switch(scene_sequence(rng, size, count=8))
-    chromas = [np.stack(pair) for pair in zip(scene_sequence(rng, size, count=8), scene_sequence(rng, size, count=8))]
+    frames = with_exposure(with_light_switch(scene_sequence(rng, size, count=9)), at=7)
+    chromas = [np.stack(pair) for pair in zip(scene_sequence(rng, size, count=9), scene_sequence(rng, size, count=9))]
     cpu, gpu = GaussianBackground(**params), GaussianBackground(**params)
     for name, shape in (("mean", size), ("variance", size), ("chroma_mean", (2, *size)), ("chroma_variance", (2, *size))):
         buf = cuda.buffer(gpu.state_key(name), shape, np.int32)

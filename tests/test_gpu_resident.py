@@ -115,6 +115,29 @@ def test_batches_equal_through_light_switches(cuda, batch):
     assert max(fractions[31:60] + fractions[61:]) < 0.2  # people walking, not the whole frame
 
 
+@pytest.mark.parametrize("batch", [1, 7, 32])
+def test_batches_equal_through_an_exposure_ramp(cuda, batch):
+    """The camera's exposure falls to 0.6 over frames 30-39 (4-5 % a frame, no light switch) and
+    stays: the default model follows the gain (the frame stays quiet, not flooded), and batches
+    of any K equal K = 1 and the CPU, whichever batch the ramp falls in."""
+    import cv2
+
+    from motiondetect.core.types import Frame
+
+    gains = [1.0 - 0.04 * min(max(i - 29, 0), 10) for i in range(80)]
+    frames = [Picture.from_bgr(cv2.convertScaleAbs(p.to_bgr(), alpha=g)) for p, g in zip(pictures(h264(H264[0]), 80), gains)]
+    cpu = MotionDetector(build_filters(default_config()))
+    one = MotionDetector(build_filters(default_config()), cuda=cuda)
+    batched = BatchDetector(build_filters(default_config()), cuda, batch=batch)
+    fractions = []
+    for (frame, got), picture in zip(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)), frames):
+        want = cpu.process(picture)
+        results_equal(want, one.process(picture), f"K=1 detector, frame {frame.index}")
+        results_equal(want, got, f"batch {batch}, frame {frame.index}")
+        fractions.append(want.motion_fraction)
+    assert max(fractions[30:]) < 0.2  # people walking, not the whole frame
+
+
 def test_batches_with_a_roi_and_without_outputs(cuda):
     frames = pictures(h264(H264[0]), 40)
     roi = np.zeros((360, 480), np.uint8)

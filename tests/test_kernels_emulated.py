@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 from helpers import (
     GAUSSIAN_CHROMA,
+    GAUSSIAN_EXPOSURE,
+    GAUSSIAN_EXPOSURE_ALL,
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
@@ -32,6 +34,7 @@ from helpers import (
     GAUSSIAN_STILL,
     GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
+    with_exposure,
     with_ghosts,
     with_light_switch,
 )
@@ -64,6 +67,7 @@ PRELUDE = r"""
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 struct D3 { unsigned x, y, z; };
 static D3 blockIdx, threadIdx, blockDim, gridDim;
 #define __global__ static
@@ -108,13 +112,19 @@ void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, 
 void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
-              const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount) {
+              const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
+              const int* ratios, int eq8) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
-                                              last, still, sf, st, lc, lcount); }); }
-void light_counts(const u8* s, const u8* before, int n, int change, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
+                                              last, still, sf, st, lc, lcount, ratios, eq8); }); }
+void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
-        blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_light_change_count_u8(s, before, n, change, counts); } }
+        blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_light_change_count_u8(s, before, n, change, ratios, counts); } }
+void exposure(const u8* s, const u8* before, int n, unsigned* hist, int* ratios, int k) {   // histograms: one thread per block, 5 blocks a frame
+    blockDim = {1, 1, 1}; gridDim = {5, (unsigned)k, 1};
+    for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
+        blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_exposure_histogram_u8(s, before, n, hist); }
+    grid1d(k, [&] { md_exposure_ratio(hist, k, ratios); }); }
 void bgr_chroma(const u8* s, u8* d, int n) { grid1d(n, [&] { md_bgr_to_chroma_u8(s, d, n); }); }
 void chroma_420(const u8* cb, const u8* cr, int pitch, int step, long long image, int x0, int y0, const u8* lut, u8* d, int w, int h, int ow, int oh,
                 long long plane, int k) {
@@ -180,7 +190,7 @@ def lib(tmp_path_factory):
 
 
 def ptr(array):
-    return array.ctypes.data_as(ctypes.c_void_p)
+    return None if array is None else array.ctypes.data_as(ctypes.c_void_p)
 
 
 def poisoned(shape, dtype=np.uint8):
@@ -278,15 +288,17 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
     then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
-    counts, passed whatever ``still_frames`` is) and parameters, then the light switch's counts
-    (``light``: the (K, 2) uint32 array of :func:`light_counts`, NULL without) and threshold."""
+    counts, passed whatever ``still_frames`` is) and parameters, then the light's measures
+    (``light``: :func:`light_counts`' counts and gains, NULL without), the light switch's
+    threshold and the exposure's margin."""
     c = flt.constants
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
     pixels = still_state[0].size
-    switch = (None, 0) if light is None else (ptr(light), flt.light_count(pixels))
-    still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *switch)
+    counts, ratios = (None, None) if light is None else light
+    measures = (ptr(counts), flt.light_count(pixels), ptr(ratios), c["exposure_q8"])
+    still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *measures)
     if chroma is None:
         return (*constants, None, ctypes.c_longlong(0), None, None, 0, *still)
     planes, plane = chroma
@@ -295,20 +307,25 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
 
 
 def light_counts(lib, flt, batch, before):
-    """The light switch's counts of ``batch`` ((K, H, W) or (H, W) uint8; ``before`` the frame
-    before its first) from the emulated md_light_change_count_u8, uint32 (K, 2), or ``None`` with
-    ``lightswitch`` off; checked against NumPy."""
-    if not flt.params["lightswitch"]:
+    """The light's measures of ``batch`` ((K, H, W) or (H, W) uint8; ``before`` the frame before
+    its first) from the emulated md_light_change_count_u8 (uint32 (K, 4)) and, with ``exposure``
+    on, md_exposure_histogram_u8 and md_exposure_ratio (int32 (K,), else ``None``); ``None`` with
+    neither ``lightswitch`` nor ``exposure``. Checked against :meth:`GaussianBackground.light_measures`."""
+    if not flt.follows_light:
         return None
     frames = batch.reshape(-1, *before.shape)
-    counts = np.zeros((len(frames), 2), np.uint32)
-    lib.light_counts(ptr(frames), ptr(before), before.size, flt.light_change, ptr(counts), len(frames))
-    previous = np.concatenate([before[None], frames[:-1]]).astype(np.int16)
-    change = frames.astype(np.int16) - previous
-    axes = tuple(range(1, change.ndim))
-    want = np.stack([(change > flt.light_change).sum(axis=axes), (change < -flt.light_change).sum(axis=axes)], axis=1)
-    np.testing.assert_array_equal(counts, want)
-    return counts
+    ratios = None
+    if flt.constants["exposure_q8"]:
+        hist, ratios = np.zeros((len(frames), 1024), np.uint32), np.full(len(frames), -1, np.int32)
+        lib.exposure(ptr(frames), ptr(before), before.size, ptr(hist), ptr(ratios), len(frames))
+    counts = np.zeros((len(frames), 4), np.uint32)
+    lib.light_counts(ptr(frames), ptr(before), before.size, flt.light_change, ptr(ratios), ptr(counts), len(frames))
+    previous = [before, *frames[:-1]]
+    want = [flt.light_measures(now, last) for now, last in zip(frames, previous)]
+    np.testing.assert_array_equal(counts, [(b, d, e, u) for b, d, _, e, u in want])
+    if ratios is not None:
+        np.testing.assert_array_equal(ratios, [r for _, _, r, _, _ in want])
+    return counts, ratios
 
 
 def still_state(size, value=7):
@@ -361,12 +378,14 @@ def test_running_average_sequence(lib, rng, size):
         {"still_frames": 0},
         GAUSSIAN_LIGHT,
         GAUSSIAN_LIGHT_STILL_CHROMA,
+        GAUSSIAN_EXPOSURE,
+        GAUSSIAN_EXPOSURE_ALL,
     ],
     ids=str,
 )
 def test_gaussian_background_sequence(lib, rng, size, params):
-    frames = with_light_switch(with_ghosts(rng, scene(rng, size)))
-    chromas = [np.stack(pair) for pair in zip(scene(rng, size), scene(rng, size))]
+    frames = with_exposure(with_light_switch(with_ghosts(rng, scene(rng, size, count=9)), off=5), at=7)
+    chromas = [np.stack(pair) for pair in zip(scene(rng, size, count=9), scene(rng, size, count=9))]
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
@@ -415,6 +434,8 @@ GAUSSIAN_BATCH_PARAMS = [
     {"still_frames": 0},
     GAUSSIAN_LIGHT,
     GAUSSIAN_LIGHT_STILL_CHROMA,
+    GAUSSIAN_EXPOSURE,
+    GAUSSIAN_EXPOSURE_ALL,
 ]
 
 
@@ -425,7 +446,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     """Launches of several consecutive frames (``frames`` = K, pairs first_pair.., the model in
     registers) equal launches of one frame each and the CPU sequence, bit for bit: masks, and
     the stored mean and variance after every launch, warm-up included."""
-    frames = with_light_switch(with_ghosts(rng, scene(rng, size, count=1 + sum(splits))))
+    frames = with_exposure(with_light_switch(with_ghosts(rng, scene(rng, size, count=1 + sum(splits))), off=5), at=7)
     chromas = [np.stack(pair) for pair in zip(scene(rng, size, count=len(frames)), scene(rng, size, count=len(frames)))]
     n = frames[0].size
     flt = GaussianBackground(**params)

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from helpers import (
     GAUSSIAN_CHROMA,
+    GAUSSIAN_EXPOSURE,
+    GAUSSIAN_EXPOSURE_ALL,
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
@@ -20,6 +22,7 @@ from helpers import (
     GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
     chroma_for,
+    with_exposure,
     with_ghosts,
     with_light_switch,
 )
@@ -126,7 +129,9 @@ def naive_gaussian(
     still_frames=0,
     still_tolerance=0,
     lightswitch=0.0,
+    exposure=0.0,
     chromas=None,
+    followed=None,
 ):
     """The documented fixed-point model, pixel by pixel with Python ints (// is floor, like >>).
     With ``chromas`` ((2, H, W) planes of each frame) and ``chroma_min_sigma`` > 0, Cb and Cr are
@@ -135,7 +140,10 @@ def naive_gaussian(
     frame's values as its means; with ``lightswitch``, a frame on which at least that share of the
     pixels (in Q16, rounded up) turned brighter than the previous frame by more than
     ``int(sigmas * min_sigma)``, or as many darker, first sets every mean to the frame's values
-    and every still count to 0. Returns the masks, the grey level's mean and variance and the
+    and every still count to 0; with ``exposure``, a frame that is no such switch and whose median
+    ratio to the previous frame (in Q8, over the pixels measured) is not 1 and predicts more pixels
+    within 3 grey levels than the previous frame itself by that margin multiplies every mean by it
+    (the chroma means' distances from 128), the frame numbers appended to ``followed``. Returns the masks, the grey level's mean and variance and the
     chroma planes' (``None`` without)."""
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
     height, width = frames[0].shape
@@ -151,16 +159,30 @@ def naive_gaussian(
         warm = q(1.0 / (t + 1), 16) if t <= warmup else 0
         rates = (q(alpha, 16), q(alpha_foreground, 16), max(q(variance_alpha, 16), warm), max(q(variance_alpha_foreground, 16), warm))
         mask = np.zeros((height, width), np.uint8)
-        if lightswitch:
-            change = [[int(frame[y, x]) - int(frames[t - 1][y, x]) for x in range(width)] for y in range(height)]
+        if lightswitch or exposure:
+            pairs = [(int(frames[t - 1][y, x]), int(frame[y, x])) for y in range(height) for x in range(width)]
             limit = int(sigmas * min_sigma)
-            brighter = sum(d > limit for row in change for d in row)
-            darker = sum(d < -limit for row in change for d in row)
-            if max(brighter, darker) * 65536 >= q(lightswitch, 16) * height * width:
+            brighter = sum(now - before > limit for before, now in pairs)
+            darker = sum(now - before < -limit for before, now in pairs)
+            ratios = sorted(min((now * 256 + before // 2) // before, 1023) for before, now in pairs if 16 <= before <= 254 and now <= 254)
+            gain = ratios[(len(ratios) + 1) // 2 - 1] if ratios else 256
+            explained = sum(abs(now - min((before * gain + 128) // 256, 255)) <= 3 for before, now in pairs)
+            unchanged = sum(abs(now - before) <= 3 for before, now in pairs)
+            if lightswitch and max(brighter, darker) * 65536 >= q(lightswitch, 16) * height * width:
                 mean = [[int(v) << 16 for v in row] for row in frame]
                 if chroma:
                     c_mean = [[[int(v) << 16 for v in row] for row in plane] for plane in chromas[t]]
                 still = [[0] * width for _ in range(height)]
+            elif exposure and gain != 256 and explained * 256 > q(exposure, 8) * unchanged:
+                mean = [[min((m * gain + 128) // 256, 255 << 16) for m in row] for row in mean]
+                if chroma:
+                    centre = 128 << 16
+                    c_mean = [
+                        [[min(max(((c - centre) * gain + 128) // 256 + centre, 0), 255 << 16) for c in row] for row in plane]
+                        for plane in c_mean
+                    ]
+                if followed is not None:
+                    followed.append(t)
         for y in range(height):
             for x in range(width):
                 # Each plane: (value, mean, variance, floor), the grey level first.
@@ -212,12 +234,13 @@ PARAMS = [
 ]
 
 
-def assert_gaussian_matches_naive(frames, params, chromas=None) -> list[list[int]]:
-    """The filter's masks and final model equal the naive model's; returns the naive variance."""
+def assert_gaussian_matches_naive(frames, params, chromas=None, followed=None) -> list[list[int]]:
+    """The filter's masks and final model equal the naive model's; returns the naive variance
+    (``followed``: a list for the frames whose exposure gain the naive model followed)."""
     flt = GaussianBackground(**params)
     if chromas is None and flt.needs_chroma:
         chromas = [chroma_for(flt, f) for f in frames]
-    want, mean, var, chroma = naive_gaussian(frames, **{**GaussianBackground().params, **params}, chromas=chromas)
+    want, mean, var, chroma = naive_gaussian(frames, **{**GaussianBackground().params, **params}, chromas=chromas, followed=followed)
     for got, expected in zip(run_filter(flt, frames, chromas if flt.needs_chroma else None), want):
         np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(flt.model[0], np.array(mean))
@@ -276,6 +299,44 @@ def test_gaussian_light_switch_matches_naive_fixed_point(rng, params, bands):
         assert_gaussian_matches_naive(frames, params, chromas)
 
 
+@pytest.mark.parametrize("params", [GAUSSIAN_EXPOSURE, GAUSSIAN_EXPOSURE_ALL, {}], ids=str)
+def test_gaussian_exposure_matches_naive_fixed_point(rng, params, bands):
+    followed = []
+    for shape in SHAPES:
+        frames = with_exposure(with_light_switch(with_ghosts(rng, noisy_frames(rng, shape, 10)), off=5), at=7)
+        chromas = noisy_frames(rng, shape, 10, (2,))
+        assert_gaussian_matches_naive(frames, params, chromas, followed)
+    assert 7 in followed  # the gain was taken (and not on every frame)
+    assert len(followed) < 9 * len(SHAPES)
+
+
+def test_gaussian_exposure_follows_a_camera_gain_and_keeps_the_object(rng):
+    # A textured scene; an object of a quarter of the frame walks in and stands; then the camera's
+    # exposure falls to 0.6 over ten frames (4-5 % a frame: too little for the light switch). The
+    # model follows the gain: the background stays quiet and the object stays found. Without it
+    # the background floods; with the light switch alone (an exposure change done at once) the
+    # object would be taken into the background.
+    base = rng.integers(60, 230, (48, 96)).astype(np.float64)
+
+    def frame(gain, at=None):
+        f = base.copy()
+        if at is not None:
+            f[8:32, at : at + 24] = 20
+        return np.clip(np.rint(f * gain + rng.normal(0, 1, f.shape)), 0, 255).astype(np.uint8)
+
+    gains = [1.0] * 40 + [1 - 0.04 * t for t in range(1, 11)] + [0.6] * 20
+    frames = [frame(g, None if t < 20 else 8 + t % 2) for t, g in enumerate(gains)]
+    params = {**GAUSSIAN_GREY, "still_frames": 0, "warmup": 0, "lightswitch": 0.7}
+    followed = run_filter(GaussianBackground(**params, exposure=1.5), frames)
+    ignored = run_filter(GaussianBackground(**params, exposure=0.0), frames)
+    background = np.ones((48, 96), bool)
+    background[8:32, 8:33] = False
+    for mask in followed[39:]:  # frames 40..69: the ramp and after
+        assert np.count_nonzero(mask[~background]) >= 0.9 * 24 * 24  # the object
+        assert np.count_nonzero(mask[background]) <= 0.01 * background.sum()  # quiet
+    assert max(np.count_nonzero(m[background]) / background.sum() for m in ignored[39:]) > 0.5  # flooded
+
+
 def test_gaussian_light_switch_restarts_the_model_not_for_objects(rng):
     # An object of a third of the frame jumps between two places on every frame: two thirds of the
     # pixels change, but half of them brighten and half darken, so it restarts nothing at
@@ -291,7 +352,7 @@ def test_gaussian_light_switch_restarts_the_model_not_for_objects(rng):
         return f
 
     frames = [frame(0)] + [frame(0, 32 * (t % 2)) for t in range(1, 60)] + [frame(60) for _ in range(30)]
-    params = {**GAUSSIAN_GREY, "still_frames": 0, "warmup": 0}  # no warm-up: the object is not learnt as waving
+    params = {**GAUSSIAN_GREY, "still_frames": 0, "warmup": 0, "exposure": 0.0}  # no warm-up: the object is not learnt as waving
     on = run_filter(GaussianBackground(**params, lightswitch=0.5), frames)
     off = run_filter(GaussianBackground(**params), frames)
     for a, b in zip(on[:59], off[:59]):  # masks of frames 1..59: the object restarted nothing
@@ -444,7 +505,7 @@ def test_gaussian_shadow_floor_ignores_proportional_darkening_only():
     still = np.tile(levels, (4, 2))  # (4, 8): columns 0-3 darken, 4-7 brighten
     step = still.astype(np.int16) + np.where(np.arange(8) < 4, -20, 20)
     frames = [still] * 60 + [step.astype(np.uint8)]
-    grey = {**GAUSSIAN_GREY}
+    grey = {**GAUSSIAN_GREY, "exposure": 0.0}  # the step is no gain to follow here
     plain = run_filter(GaussianBackground(**grey), frames)[-1] != 0
     shaded = run_filter(GaussianBackground(**{**grey, "shadow_floor": 0.08}), frames)[-1] != 0
     assert plain.all()
