@@ -89,19 +89,11 @@ def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
     assert moving > 30  # people walk through the plaza: the comparison covers real motion
 
 
-@pytest.mark.parametrize("batch", [1, 7, 32])
-def test_batches_equal_through_light_switches(cuda, batch):
-    """A light switched on (+60 on every BGR channel, frames 30-59) and off again: the default
-    model restarts on both switches (the frame of each compares equal to it: no motion), and
-    batches of any K equal K = 1 and the CPU, whichever batch a switch falls in."""
-    import cv2
-
+def default_batches_equal(cuda, batch, frames) -> list[float]:
+    """Run ``frames`` (Pictures) through the default pipeline on the CPU, on the device one frame
+    at a time and in batches of ``batch``: each frame's results equal; returns its motion fractions."""
     from motiondetect.core.types import Frame
 
-    frames = [
-        Picture.from_bgr(cv2.convertScaleAbs(p.to_bgr(), beta=60) if 30 <= i < 60 else p.to_bgr())
-        for i, p in enumerate(pictures(h264(H264[0]), 80))
-    ]
     cpu = MotionDetector(build_filters(default_config()))
     one = MotionDetector(build_filters(default_config()), cuda=cuda)
     batched = BatchDetector(build_filters(default_config()), cuda, batch=batch)
@@ -111,6 +103,21 @@ def test_batches_equal_through_light_switches(cuda, batch):
         results_equal(want, one.process(picture), f"K=1 detector, frame {frame.index}")
         results_equal(want, got, f"batch {batch}, frame {frame.index}")
         fractions.append(want.motion_fraction)
+    return fractions
+
+
+@pytest.mark.parametrize("batch", [1, 7, 32])
+def test_batches_equal_through_light_switches(cuda, batch):
+    """A light switched on (+60 on every BGR channel, frames 30-59) and off again: the default
+    model restarts on both switches (the frame of each compares equal to it: no motion), and
+    batches of any K equal K = 1 and the CPU, whichever batch a switch falls in."""
+    import cv2
+
+    frames = [
+        Picture.from_bgr(cv2.convertScaleAbs(p.to_bgr(), beta=60) if 30 <= i < 60 else p.to_bgr())
+        for i, p in enumerate(pictures(h264(H264[0]), 80))
+    ]
+    fractions = default_batches_equal(cuda, batch, frames)
     assert fractions[30] == fractions[60] == 0
     assert max(fractions[31:60] + fractions[61:]) < 0.2  # people walking, not the whole frame
 
@@ -122,19 +129,9 @@ def test_batches_equal_through_an_exposure_ramp(cuda, batch):
     of any K equal K = 1 and the CPU, whichever batch the ramp falls in."""
     import cv2
 
-    from motiondetect.core.types import Frame
-
     gains = [1.0 - 0.04 * min(max(i - 29, 0), 10) for i in range(80)]
     frames = [Picture.from_bgr(cv2.convertScaleAbs(p.to_bgr(), alpha=g)) for p, g in zip(pictures(h264(H264[0]), 80), gains)]
-    cpu = MotionDetector(build_filters(default_config()))
-    one = MotionDetector(build_filters(default_config()), cuda=cuda)
-    batched = BatchDetector(build_filters(default_config()), cuda, batch=batch)
-    fractions = []
-    for (frame, got), picture in zip(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)), frames):
-        want = cpu.process(picture)
-        results_equal(want, one.process(picture), f"K=1 detector, frame {frame.index}")
-        results_equal(want, got, f"batch {batch}, frame {frame.index}")
-        fractions.append(want.motion_fraction)
+    fractions = default_batches_equal(cuda, batch, frames)
     assert max(fractions[30:]) < 0.2  # people walking, not the whole frame
 
 
