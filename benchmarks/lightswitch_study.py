@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument("--steps", default="+40,x0.6", help="changes from the middle frame on: +N grey levels or xG gain [+40,x0.6]")
-    parser.add_argument("--param", default="lightswitch", choices=["lightswitch", "exposure"], help="the gaussian_background parameter varied")
+    parser.add_argument(
+        "--param", default="lightswitch", choices=["lightswitch", "exposure"], help="the gaussian_background parameter varied"
+    )
     parser.add_argument("--values", default="0,0.6,0.7,0.8", help="its values [0,0.6,0.7,0.8]")
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     args = parser.parse_args(argv)
