@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import cv2
 import numpy as np
 
@@ -42,9 +40,8 @@ class Equalize(Filter):
         hist = cuda.buffer("equalize_histogram", (256,), np.uint32)
         lut = cuda.buffer("equalize_lut", (256,), np.uint8)
         drv.memset_d32_async(hist.gpudata, 0, 256, cuda.stream)
-        blocks = min(_HISTOGRAM_MAX_BLOCKS, max(1, math.ceil(int(n) / 256)))
-        cuda.function(self.KERNEL, "md_histogram_u8", "PiP").prepared_async_call(
-            (blocks, 1), (256, 1, 1), cuda.stream, src.gpudata, n, hist.gpudata
+        cuda.launch_strided(
+            cuda.function(self.KERNEL, "md_histogram_u8", "PiP"), int(n), _HISTOGRAM_MAX_BLOCKS, src.gpudata, n, hist.gpudata
         )
         cuda.function(self.KERNEL, "md_equalize_lut", "PiP").prepared_async_call(
             (1, 1), (1, 1, 1), cuda.stream, hist.gpudata, n, lut.gpudata

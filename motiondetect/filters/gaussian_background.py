@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import cv2
 import numpy as np
 
@@ -713,24 +711,23 @@ class GaussianBackground(Filter):
             hist = cuda.buffer(self.state_key("exposure_histogram"), (frames, EXPOSURE_BINS), np.uint32)
             drv.memset_d32_async(hist.gpudata, 0, frames * EXPOSURE_BINS, cuda.stream)
             fn = cuda.function(self.KERNEL, "md_exposure_histogram_u8", "PPiP")
-            blocks = min(EXPOSURE_BLOCKS, max(1, math.ceil(count / 256)))
-            fn.prepared_async_call((blocks, frames), (256, 1, 1), cuda.stream, src.gpudata, before.gpudata, np.int32(count), hist.gpudata)
+            cuda.launch_strided(fn, count, EXPOSURE_BLOCKS, src.gpudata, before.gpudata, np.int32(count), hist.gpudata, frames=frames)
             ratios = cuda.buffer(self.state_key("exposure_ratios"), (frames,), np.int32)
             fn = cuda.function(self.KERNEL, "md_exposure_ratio", "PiP")
             cuda.launch_1d(fn, frames, hist.gpudata, np.int32(frames), ratios.gpudata)
         counts = cuda.buffer(self.state_key("light_counts"), (frames, 4), np.uint32)
         drv.memset_d32_async(counts.gpudata, 0, 4 * frames, cuda.stream)
         fn = cuda.function(self.KERNEL, "md_light_change_count_u8", "PPiiPP")
-        blocks = min(LIGHT_COUNT_BLOCKS, max(1, math.ceil(count / 256)))
-        fn.prepared_async_call(
-            (blocks, frames),
-            (256, 1, 1),
-            cuda.stream,
+        cuda.launch_strided(
+            fn,
+            count,
+            LIGHT_COUNT_BLOCKS,
             src.gpudata,
             before.gpudata,
             np.int32(count),
             np.int32(self.light_change),
             np.uintp(0) if ratios is None else ratios.gpudata,
             counts.gpudata,
+            frames=frames,
         )
         return counts, ratios

@@ -177,6 +177,14 @@ class CUDAHandler:
         grid = (max(1, math.ceil(count / BLOCK_1D)), 1)
         fn.prepared_async_call(grid, (BLOCK_1D, 1, 1), self.stream, *args)
 
+    def launch_strided(self, fn, count: int, max_blocks: int, *args, frames: int = 1) -> None:
+        """Launch ``fn``, a kernel that loops over ``count`` elements of each of ``frames`` images
+        with a grid stride (the reductions: counts, histograms), on :attr:`stream`: blocks of
+        ``BLOCK_1D`` threads, as many per image as the elements fill up to ``max_blocks``,
+        ``blockIdx.y`` numbering the images."""
+        blocks = min(max_blocks, max(1, math.ceil(count / BLOCK_1D)))
+        fn.prepared_async_call((blocks, frames), (BLOCK_1D, 1, 1), self.stream, *args)
+
     def launch_2d(self, fn, size: tuple[int, int], *args, frames: int = 1) -> None:
         """Launch ``fn`` with one thread per pixel of ``frames`` images of ``size`` = (H, W), on
         :attr:`stream`; ``blockIdx.z`` numbers the images (kernels/batch.cuh)."""

@@ -15,7 +15,6 @@ Around the filters the detector can
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -617,11 +616,10 @@ def queue_mask_stats(cuda, mask, key: str = "mask", upscaled: tuple[int, int] | 
     fn = cuda.function("mask_count", "md_mask_stats_u8", "PiiPPii")
     n = height * width
     out_h, out_w = upscaled or (height, width)
-    blocks = min(_COUNT_MAX_BLOCKS, max(1, math.ceil(n / 256)))
-    fn.prepared_async_call(
-        (blocks, frames),
-        (256, 1, 1),
-        cuda.stream,
+    cuda.launch_strided(
+        fn,
+        n,
+        _COUNT_MAX_BLOCKS,
         mask.gpudata,
         np.int32(width),
         np.int32(n),
@@ -629,6 +627,7 @@ def queue_mask_stats(cuda, mask, key: str = "mask", upscaled: tuple[int, int] | 
         box.gpudata,
         np.int32(out_w),
         np.int32(out_h),
+        frames=frames,
     )
     return total, box
 
