@@ -183,8 +183,10 @@ __global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
         const int x = now[i], p = previous[i];
         c[0] += x - p > change;
         c[1] += x - p < -change;
-        c[2] += abs(x - min((p * ratio + 128) >> 8, 255)) <= 3;
-        c[3] += abs(x - p) <= 3;
+        if (ratios != NULL) {
+            c[2] += abs(x - min((p * ratio + 128) >> 8, 255)) <= 3;
+            c[3] += abs(x - p) <= 3;
+        }
     }
     const int used = ratios != NULL ? 4 : 2;
     for (int j = 0; j < used; ++j) {
@@ -198,7 +200,9 @@ __global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
 // (as md_light_change_count_u8 reads them), the ratio of each pixel's grey level x to the previous
 // frame's p, min((x * 256 + p / 2) / p, 1023) (Q8), counted into hist[1024 k + ratio] over the
 // pixels with 16 <= p <= 254 and x <= 254. The host zeroes hist first. A histogram per block in
-// shared memory, merged into the frame's with one atomicAdd per non-empty bin.
+// shared memory, merged into the frame's with one atomicAdd per non-empty bin. Most pixels of a
+// steady scene share a few bins around 256, so the lanes of a warp that share a bin add their
+// count once (its lowest lane, __match_any_sync) instead of contending for one address.
 __global__ void md_exposure_histogram_u8(const unsigned char* __restrict__ src,
                                          const unsigned char* __restrict__ before,
                                          int count, unsigned int* hist)
@@ -209,9 +213,17 @@ __global__ void md_exposure_histogram_u8(const unsigned char* __restrict__ src,
     const size_t k = blockIdx.y;
     const unsigned char* now = src + k * (size_t)count;
     const unsigned char* previous = k == 0 ? before : now - count;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-        const int x = now[i], p = previous[i];
-        if (p >= 16 && p <= 254 && x <= 254) atomicAdd(&local[min((x * 256 + p / 2) / p, 1023)], 1u);
+    // The loop's bound is the same for a whole block, so every lane of a warp takes part in each
+    // __match_any_sync; a lane past the end or on a pixel not measured holds bin -1.
+    for (int start = blockIdx.x * blockDim.x; start < count; start += gridDim.x * blockDim.x) {
+        const int i = start + threadIdx.x;
+        int bin = -1;
+        if (i < count) {
+            const int x = now[i], p = previous[i];
+            if (p >= 16 && p <= 254 && x <= 254) bin = min((x * 256 + p / 2) / p, 1023);
+        }
+        const unsigned int peers = __match_any_sync(0xffffffffu, bin);
+        if (bin >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&local[bin], (unsigned int)__popc(peers));
     }
     __syncthreads();
     for (int b = threadIdx.x; b < 1024; b += blockDim.x) {

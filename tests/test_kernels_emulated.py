@@ -81,6 +81,9 @@ static inline void __syncthreads() {}
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p += v; return o; }
 // Launched with one thread per block (see light_counts below), a warp is one lane: nothing to add.
 static inline unsigned __shfl_down_sync(unsigned, unsigned, int) { return 0; }
+static inline unsigned __match_any_sync(unsigned, int) { return 1u; }   // the lane alone: lane 0's bit
+static inline int __ffs(unsigned v) { return __builtin_ffs((int)v); }
+static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 """
 
 LAUNCHERS = r"""
