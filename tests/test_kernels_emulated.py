@@ -363,6 +363,19 @@ def test_running_average_sequence(lib, rng, size):
         np.testing.assert_array_equal(background.astype(np.int64), cpu.background)
 
 
+#: Parameters of the Gaussian model's state beyond mean and variance, for the sequence and batch
+#: tests: the still count (on, off) and the light's measures (switch, exposure, both with chroma).
+GAUSSIAN_FRAME_STATE_PARAMS = [
+    GAUSSIAN_STILL,
+    GAUSSIAN_STILL_CHROMA,
+    {"still_frames": 0},
+    GAUSSIAN_LIGHT,
+    GAUSSIAN_LIGHT_STILL_CHROMA,
+    GAUSSIAN_EXPOSURE,
+    GAUSSIAN_EXPOSURE_ALL,
+]
+
+
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize(
     "params",
@@ -376,13 +389,7 @@ def test_running_average_sequence(lib, rng, size):
         GAUSSIAN_TIE,  # rounding ties
         GAUSSIAN_SHADOW,
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
-        GAUSSIAN_STILL,
-        GAUSSIAN_STILL_CHROMA,
-        {"still_frames": 0},
-        GAUSSIAN_LIGHT,
-        GAUSSIAN_LIGHT_STILL_CHROMA,
-        GAUSSIAN_EXPOSURE,
-        GAUSSIAN_EXPOSURE_ALL,
+        *GAUSSIAN_FRAME_STATE_PARAMS,
     ],
     ids=str,
 )
@@ -432,13 +439,7 @@ GAUSSIAN_BATCH_PARAMS = [
     GAUSSIAN_SHADOW,
     GAUSSIAN_CHROMA,
     {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5},
-    GAUSSIAN_STILL,
-    GAUSSIAN_STILL_CHROMA,
-    {"still_frames": 0},
-    GAUSSIAN_LIGHT,
-    GAUSSIAN_LIGHT_STILL_CHROMA,
-    GAUSSIAN_EXPOSURE,
-    GAUSSIAN_EXPOSURE_ALL,
+    *GAUSSIAN_FRAME_STATE_PARAMS,
 ]
 
 
