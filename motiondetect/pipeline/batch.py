@@ -33,6 +33,7 @@ One synchronisation per batch; device buffers are allocated once (memory stays f
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import threading
@@ -106,7 +107,7 @@ def frames_view(array, start: int, stop: int):
     """A device view of images ``start:stop`` of a batch (K, ...) GPUArray (no copy)."""
     import pycuda.gpuarray as gpuarray
 
-    per = int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
+    per = math.prod(array.shape[1:]) * array.dtype.itemsize
     return gpuarray.GPUArray((stop - start, *array.shape[1:]), array.dtype, gpudata=int(array.gpudata) + start * per, base=array)
 
 
