@@ -3,19 +3,25 @@
 
 Each frame of a clip (and its ground truth) is moved by a random whole-pixel translation of up
 to AMP pixels each way (seeded, the same for every method) and cropped by MARGIN pixels on every
-side, so no border enters; the ROI is cropped alike. Each clip is scored steady and jittered,
+side, so no border enters; the ROI is cropped alike. A real mount also moves by fractions of a
+pixel and turns a little: ``--subpixel`` draws real-valued shifts (the frame resampled
+bilinearly, its labels by nearest neighbour, as ``cv2.warpAffine`` does) and ``--rotation DEG``
+adds a random turn of up to DEG degrees about the centre (the crop grows by what the turn moves
+the corners). Each clip is scored steady and jittered,
 with configs/steady.yaml (the default pipeline without ``register``) and with the default, by the same CDnet
 scorer as ``motiondetect evaluate`` (first 50 frames of the window unscored, CPU backend: the
 GPU gives the same masks); ``--max-shifts`` adds the default with other ``register.max_shift``
 values. Prints one Markdown table and the means. Usage::
 
     python benchmarks/jitter_study.py [FOLDER ...] [--amps 2,4] [--max-shifts 12,16] [--jobs 2]
+        [--subpixel] [--rotation 0.5]
     # default folders: ../shared/samples/cdnet_* and samples/dev/*/ (after samples/dev/fetch_dev.py)
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 import tempfile
@@ -38,9 +44,25 @@ from motiondetect.pipeline.detector import MotionDetector  # noqa: E402
 MARGIN = 2
 
 
-def jittered(src: Path, dst: Path, amp: int, seed: int, crop_by: int) -> Path:
-    """Write ``src`` (CDnet layout) moved frame by frame by up to ``amp`` pixels and cropped by
-    ``crop_by`` pixels on every side into ``dst``; return ``dst``."""
+def rotation_margin(size: tuple[int, int], degrees: float) -> int:
+    """Pixels a turn of ``degrees`` about the centre moves the corners of a (W, H) frame, at most
+    (the chord of the half-diagonal), rounded up."""
+    return math.ceil(math.hypot(*size) * math.sin(math.radians(abs(degrees)) / 2))
+
+
+def moved(image: np.ndarray, dx: float, dy: float, degrees: float, interpolation: int) -> np.ndarray:
+    """``image`` turned by ``degrees`` about its centre and shifted by (dx, dy) pixels,
+    resampled with ``interpolation`` (edges replicated; the caller crops them)."""
+    height, width = image.shape[:2]
+    matrix = cv2.getRotationMatrix2D((width / 2, height / 2), degrees, 1.0)
+    matrix[:, 2] += (dx, dy)
+    return cv2.warpAffine(image, matrix, (width, height), flags=interpolation, borderMode=cv2.BORDER_REPLICATE)
+
+
+def jittered(src: Path, dst: Path, amp: int, seed: int, crop_by: int, subpixel: bool = False, rotation: float = 0.0) -> Path:
+    """Write ``src`` (CDnet layout) moved frame by frame by up to ``amp`` pixels (real-valued
+    with ``subpixel``; turned by up to ``rotation`` degrees) and cropped by ``crop_by`` pixels on
+    every side into ``dst``; return ``dst``."""
     folder = load_folder(src)
     rng = np.random.default_rng(seed)
     (dst / "input").mkdir(parents=True)
@@ -51,13 +73,20 @@ def jittered(src: Path, dst: Path, amp: int, seed: int, crop_by: int) -> Path:
     if folder.roi is not None:
         cv2.imwrite(str(dst / "ROI.bmp"), (folder.roi[crop] * 255).astype(np.uint8))
     for number, image_path, label_path in folder.frames:
-        dx, dy = (int(v) for v in rng.integers(-amp, amp + 1, 2))
         image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
-        moved = np.dstack([translate(image[..., c], dx, dy, -1, True) for c in range(3)])
-        cv2.imwrite(str(dst / "input" / f"in{number:06d}.png"), moved[crop])
-        if label_path is not None:
-            label = cv2.imread(str(label_path), cv2.IMREAD_GRAYSCALE)
-            cv2.imwrite(str(dst / "groundtruth" / f"gt{number:06d}.png"), translate(label, dx, dy, -1, True)[crop])
+        label = cv2.imread(str(label_path), cv2.IMREAD_GRAYSCALE) if label_path is not None else None
+        if subpixel or rotation:
+            dx, dy = rng.uniform(-amp, amp, 2) if subpixel else rng.integers(-amp, amp + 1, 2)
+            degrees = rng.uniform(-rotation, rotation)
+            image = moved(image, dx, dy, degrees, cv2.INTER_LINEAR)
+            label = moved(label, dx, dy, degrees, cv2.INTER_NEAREST) if label is not None else None
+        else:
+            dx, dy = (int(v) for v in rng.integers(-amp, amp + 1, 2))
+            image = np.dstack([translate(image[..., c], dx, dy, -1, True) for c in range(3)])
+            label = translate(label, dx, dy, -1, True) if label is not None else None
+        cv2.imwrite(str(dst / "input" / f"in{number:06d}.png"), image[crop])
+        if label is not None:
+            cv2.imwrite(str(dst / "groundtruth" / f"gt{number:06d}.png"), label[crop])
     return dst
 
 
@@ -78,12 +107,17 @@ def methods(max_shifts: list[int]):
     return [detector_method(MotionDetector(build_filters(config), annotate=False), name) for name, config in configs]
 
 
-def score_clip(clip: Path, amps: list[int], max_shifts: list[int]) -> list[tuple[str, str, str, float, float]]:
+def score_clip(
+    clip: Path, amps: list[int], max_shifts: list[int], subpixel: bool = False, rotation: float = 0.0
+) -> list[tuple[str, str, str, float, float]]:
     """Rows (clip, camera, method, pixel F, frame F1) for ``clip`` steady and at each amplitude."""
     rows = []
-    crop_by = max(amps) + MARGIN  # the same crop at every amplitude, so the rows compare
+    # The same crop at every amplitude, so the rows compare.
+    crop_by = max(amps) + MARGIN + rotation_margin(load_folder(clip).size, rotation)
     with tempfile.TemporaryDirectory(prefix="jitter_") as scratch:
-        cases = [("steady", clip)] + [(f"+-{a} px", jittered(clip, Path(scratch) / f"j{a}", a, 1, crop_by)) for a in amps]
+        cases = [("steady", clip)] + [
+            (f"+-{a} px", jittered(clip, Path(scratch) / f"j{a}", a, 1, crop_by, subpixel, rotation)) for a in amps
+        ]
         for camera, folder in cases:
             for method, score in evaluate(load_folder(folder), methods(max_shifts)).scores:
                 rows.append((clip.name, camera, method.name, score.pixel.f_measure, score.frames.f1))
@@ -96,12 +130,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--amps", default="2,4", help="jitter amplitudes, pixels each way [2,4]")
     parser.add_argument("--max-shifts", default="", help="register.max_shift values to score beside the default's [none]")
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
+    parser.add_argument("--subpixel", action="store_true", help="real-valued shifts, frames resampled bilinearly")
+    parser.add_argument("--rotation", type=float, default=0.0, help="turn each frame by up to this many degrees [0]")
     args = parser.parse_args(argv)
     folders = args.folders or dev_clips()
     amps = [int(a) for a in args.amps.split(",")]
     max_shifts = [int(m) for m in args.max_shifts.split(",") if m]
     with ProcessPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(score_clip, folders, [amps] * len(folders), [max_shifts] * len(folders)))
+        results = list(
+            pool.map(
+                score_clip,
+                folders,
+                [amps] * len(folders),
+                [max_shifts] * len(folders),
+                [args.subpixel] * len(folders),
+                [args.rotation] * len(folders),
+            )
+        )
     print("| clip | camera | method | pixel F | frame F1 |\n| --- | --- | --- | ---: | ---: |")
     rows = [row for clip_rows in results for row in clip_rows]
     for clip, camera, method, pixel_f, frame_f1 in rows:
