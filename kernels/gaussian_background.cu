@@ -233,22 +233,36 @@ __global__ void md_exposure_histogram_u8(const unsigned char* __restrict__ src,
 
 // The exposure's gain of each of `frames` frames from its histogram (md_exposure_histogram_u8):
 // the lower median ratio, the first bin at which the running total reaches (n + 1) / 2 of the n
-// pixels measured, or 256 (1.0) when none was. One thread per frame.
+// pixels measured, or 256 (1.0) when none was. One block a frame (blockIdx.x), any blockDim.x up
+// to 1024: each thread sums a run of bins, a scan over the threads gives each run's start, and
+// the thread whose run crosses the half names the bin. (One thread a frame walking the 1,024 bins
+// twice, one dependent load after another, cost more than the rest of the exposure together.)
 __global__ void md_exposure_ratio(const unsigned int* __restrict__ hist, int frames, int* ratios)
 {
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= frames) return;
+    __shared__ unsigned int runs[1024];
+    __shared__ int found;
+    const int k = blockIdx.x, t = threadIdx.x, threads = blockDim.x;
+    if (k >= frames) return;  // the whole block alike
     const unsigned int* h = hist + 1024 * (size_t)k;
-    unsigned int n = 0;
-    for (int b = 0; b < 1024; ++b) n += h[b];
-    int ratio = 256;
-    if (n > 0) {
-        const unsigned int half = (n + 1) / 2;
-        unsigned int total = 0;
-        for (ratio = 0; ratio < 1023; ++ratio) {
-            total += h[ratio];
-            if (total >= half) break;
-        }
+    const int per = (1024 + threads - 1) / threads, first = min(t * per, 1024), end = min(first + per, 1024);
+    unsigned int own = 0;
+    for (int b = first; b < end; ++b) own += h[b];
+    runs[t] = own;
+    if (t == 0) found = 1023;
+    __syncthreads();
+    for (int step = 1; step < threads; step <<= 1) {  // inclusive scan (Hillis and Steele)
+        const unsigned int add = t >= step ? runs[t - step] : 0u;
+        __syncthreads();
+        runs[t] += add;
+        __syncthreads();
     }
-    ratios[k] = ratio;
+    const unsigned int n = runs[threads - 1], half = (n + 1) / 2;
+    unsigned int total = runs[t] - own;  // the pixels in the bins before this run
+    if (n > 0 && total < half && runs[t] >= half) {  // exactly one run crosses the half
+        int b = first;
+        for (total += h[b]; total < half; total += h[++b]) {}
+        found = b;
+    }
+    __syncthreads();
+    if (t == 0) ratios[k] = n > 0 ? found : 256;
 }

@@ -127,7 +127,8 @@ void exposure(const u8* s, const u8* before, int n, unsigned* hist, int* ratios,
     blockDim = {1, 1, 1}; gridDim = {5, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
         blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_exposure_histogram_u8(s, before, n, hist); }
-    grid1d(k, [&] { md_exposure_ratio(hist, k, ratios); }); }
+    blockDim = {1, 1, 1}; gridDim = {(unsigned)k, 1, 1};                                // the median: one block a frame, one thread
+    for (unsigned b = 0; b < gridDim.x; ++b) { blockIdx = {b, 0, 0}; threadIdx = {0, 0, 0}; md_exposure_ratio(hist, k, ratios); } }
 void bgr_chroma(const u8* s, u8* d, int n) { grid1d(n, [&] { md_bgr_to_chroma_u8(s, d, n); }); }
 void chroma_420(const u8* cb, const u8* cr, int pitch, int step, long long image, int x0, int y0, const u8* lut, u8* d, int w, int h, int ow, int oh,
                 long long plane, int k) {

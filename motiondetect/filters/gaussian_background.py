@@ -42,6 +42,8 @@ _RATIO_BINS = _ratio_bins()
 #: Blocks per frame of the exposure's histogram kernel (grid-stride beyond): each block merges a
 #: shared-memory histogram into the frame's, so fewer blocks mean fewer global atomics.
 EXPOSURE_BLOCKS = 64
+#: Threads of the block that finds a frame's median ratio (``md_exposure_ratio``): 4 bins each.
+EXPOSURE_RATIO_THREADS = 256
 
 #: Per-pixel scratch buffers of the CPU comparison and update of one plane (see
 #: GaussianBackground._update); the luma's are suffixed 0, the chroma planes' 1 and 2.
@@ -714,7 +716,7 @@ class GaussianBackground(Filter):
             cuda.launch_strided(fn, count, EXPOSURE_BLOCKS, src.gpudata, before.gpudata, np.int32(count), hist.gpudata, frames=frames)
             ratios = cuda.buffer(self.state_key("exposure_ratios"), (frames,), np.int32)
             fn = cuda.function(self.KERNEL, "md_exposure_ratio", "PiP")
-            cuda.launch_1d(fn, frames, hist.gpudata, np.int32(frames), ratios.gpudata)
+            fn.prepared_async_call((frames, 1), (EXPOSURE_RATIO_THREADS, 1, 1), cuda.stream, hist.gpudata, np.int32(frames), ratios.gpudata)
         counts = cuda.buffer(self.state_key("light_counts"), (frames, 4), np.uint32)
         drv.memset_d32_async(counts.gpudata, 0, 4 * frames, cuda.stream)
         fn = cuda.function(self.KERNEL, "md_light_change_count_u8", "PPiiPP")
