@@ -37,6 +37,7 @@ import argparse
 import compileall
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -123,6 +124,27 @@ def on_device_rate(cuda, pictures: list[Picture], batch: int, repeats: int, conf
             detector.process_batch(loaded)
 
     return median_rate(rounds * batch, run, repeats)
+
+
+def host_times(cuda, pictures: list[Picture], batch: int, config: dict | None = None, batches: int = 200) -> tuple[float, float]:
+    """Median milliseconds of the host's two halves of a batch on the device, as
+    :func:`on_device_rate` runs it: queueing its launches, and handing out its results once the
+    GPU is done. At K = 32 and 1080p the kernels take about 1 ms: host time beyond that is the
+    rate's limit (a per-frame NumPy call in the hand-out once cost a third of it)."""
+    detector = BatchDetector(build_filters(config or default_config()), cuda, annotate=False, masks=False, batch=batch)
+    loaded = detector.load_batch([Frame(i, i / 25, p) for i, p in enumerate(pictures[:batch])])
+    detector.process_batch(loaded)
+    queue, results = [], []
+    for _ in range(batches):
+        started = time.perf_counter()
+        queued = detector._queue(loaded, loaded.geo)
+        queued_at = time.perf_counter()
+        queued.done.synchronize()
+        done = time.perf_counter()
+        list(detector._collect(queued))
+        queue.append(queued_at - started)
+        results.append(time.perf_counter() - done)
+    return statistics.median(queue) * 1e3, statistics.median(results) * 1e3
 
 
 def host_to_host_rate(cuda, pictures: list[Picture], batch: int, repeats: int) -> float:
