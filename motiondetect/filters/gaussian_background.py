@@ -363,7 +363,7 @@ class GaussianBackground(Filter):
         self._var: np.ndarray | None = None  # int32 Q8
         self._chroma_mean: np.ndarray | None = None  # (2, H, W) int32 Q16: Cb, Cr
         self._chroma_var: np.ndarray | None = None  # (2, H, W) int32 Q8
-        self._last: np.ndarray | None = None  # (H, W) uint8, the previous grey frame (still_frames, lightswitch)
+        self._last: np.ndarray | None = None  # (H, W) uint8, the previous grey frame (keeps_last)
         self._still: np.ndarray | None = None  # (H, W) int32, still foreground frames in a row
         planes = 3 if self.needs_chroma else 1
         layout = {f"{name}{p}": (dtype, ()) for p in range(planes) for name, dtype in _PLANE_SCRATCH.items()}
