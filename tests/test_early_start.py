@@ -4,10 +4,12 @@ the lazy package namespace that lets it start first."""
 from __future__ import annotations
 
 import ctypes
+import os
 import subprocess
 import sys
 import textwrap
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 
@@ -159,6 +161,39 @@ def test_import_motiondetect_loads_no_heavy_module():
     probe = "import sys, motiondetect; print(sorted(m for m in ('numpy', 'cv2', 'av', 'pycuda', 'jsonschema') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+_OPENBLAS_THREADS = """
+import ctypes, os, sys
+import motiondetect.__main__  # the entry point's module, before anything else imports NumPy
+import numpy
+libs = sorted({line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()})
+getters = [getattr(ctypes.CDLL(lib), name, None) for lib in libs
+           for name in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads")]
+getters = [g for g in getters if g is not None]
+print(os.environ["OPENBLAS_NUM_THREADS"], getters[0]() if getters else "none")
+"""
+
+
+def _openblas_threads(env: dict[str, str]) -> list[str]:
+    if not Path("/proc/self/maps").exists():
+        pytest.skip("needs /proc/self/maps to find NumPy's OpenBLAS")
+    run = subprocess.run([sys.executable, "-c", _OPENBLAS_THREADS], capture_output=True, text=True, check=True, env=env)
+    return run.stdout.split()
+
+
+def test_the_command_holds_numpys_openblas_to_one_thread():
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    setting, threads = _openblas_threads(env)
+    assert setting == "1"
+    if threads == "none":
+        pytest.skip("NumPy is not linked to OpenBLAS here")
+    assert threads == "1"
+
+
+def test_a_users_openblas_setting_wins():
+    setting, _ = _openblas_threads({**os.environ, "OPENBLAS_NUM_THREADS": "2"})
+    assert setting == "2"
 
 
 def test_public_names_load_on_first_use():
