@@ -8,13 +8,11 @@ the standard streams are flushed here; the teardown skipped (the context's, the 
 Python's) took 0.16 s of every such run (:mod:`~motiondetect.gpu.early_start`).
 
 NumPy's OpenBLAS is held to one thread (``OPENBLAS_NUM_THREADS``, unless the environment sets
-it). Its pool starts a thread per core when NumPy is imported, and they spin. On the GPU machine
-(16 cores) ``import numpy`` took 2.3 CPU-seconds in 0.37 s. With one thread, a 750-frame 2160p
-``--no-video`` NVDEC run fell from 5.1 to 1.4 CPU-seconds and a 3,000-frame 1080p CPU-decoded
-one from 17.6 to 13.2, in the same or less wall time (4.81 against 4.77 s, 2.06 against 1.89 s;
-medians of 5, interleaved); with the annotated video nothing measurable changed. The program does no floating-point matrix
-work on the host, and NumPy's integer matrix products do not use BLAS. Dask workers of a chunked
-run inherit the setting.
+it): its pool starts a thread per core when NumPy is imported, and they spin (``import numpy``
+took 2.3 CPU-seconds in 0.37 s on the GPU machine's 16 cores). The program does no
+floating-point matrix work on the host (NumPy's integer matrix products do not use BLAS), so
+nothing is lost: a 750-frame 2160p ``--no-video`` NVDEC run fell from 5.1 to 1.4 CPU-seconds in
+the same wall time (docs/performance.md). Dask workers of a chunked run inherit the setting.
 """
 
 import logging
