@@ -4,6 +4,7 @@ in-process command runner, synthetic camera jitter, and the CPU/GPU detector com
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import cv2
@@ -89,6 +90,15 @@ def offline_events(fractions, trigger, max_area, min_frames, gap, before, after)
         out.append((start, end, s, e, peak, counted.mean()))
         previous_end = end
     return out
+
+
+def x264_options(path) -> dict[str, str]:
+    """The settings libx264 wrote into an H.264 file (its first SEI message, ``options: cabac=1
+    ref=1 ... threads=3 ... sliced_threads=0 ...``), read from the file's bytes: what the encoder
+    did, not what it was asked."""
+    match = re.search(rb"x264 - core [^\x00]*? options: ([ -~]+)", Path(path).read_bytes())
+    assert match, f"no libx264 settings in {path}"
+    return dict(item.split("=", 1) for item in match.group(1).decode().split() if "=" in item)
 
 
 def one_line_error(err: str) -> str:

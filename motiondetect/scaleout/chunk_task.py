@@ -59,8 +59,8 @@ class ChunkJob:
         video_part: annotated video of the chunk to write, or ``None``.
         mask_part: mask video of the chunk to write, or ``None``.
         masks_dir: folder for the chunk's mask images, or ``None``.
-        threads: PyAV decoder and OpenCV threads (a CPU worker's share of the cores), or
-            ``None`` to leave them as they are.
+        threads: PyAV decoder, libx264 encoder and OpenCV threads (a CPU worker's share of the
+            cores), or ``None`` to leave them as they are.
         input_number: 0-based position of the chunk's input among the run's inputs, so that the
             same file given twice (a link, a second name) makes tasks of its own.
         run: a token of the run, naming the scans its tasks keep open for each other; ``""``:
@@ -441,9 +441,9 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         collector = _Collector()
         sinks: list[Sink] = []
         if job.video_part is not None:
-            sinks.append(VideoSink(VideoWriter(job.video_part, video.fps, video.size, config["preset"])))
+            sinks.append(VideoSink(VideoWriter(job.video_part, video.fps, video.size, config["preset"], job.threads or 0)))
         if job.mask_part is not None:
-            sinks.append(MaskVideoSink(VideoWriter(job.mask_part, video.fps, video.size, config["preset"])))
+            sinks.append(MaskVideoSink(VideoWriter(job.mask_part, video.fps, video.size, config["preset"], job.threads or 0)))
         if job.masks_dir is not None:
             sinks.append(MaskImagesSink(job.masks_dir, job.stem))
         sinks.append(collector)
