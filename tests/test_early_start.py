@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import weakref
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 import motiondetect
 from motiondetect.gpu import backend, early_start
+from motiondetect.sources.nvdec import NvdecSource
 
 
 @pytest.mark.parametrize(
@@ -102,6 +104,44 @@ def test_nothing_is_held_without_an_early_context(fresh):
     early_start.start(0)
     early_start.keep()  # started, but the driver failed
     assert not early_start.holding()
+
+
+class Decoder:
+    """Stands for PyNvVideoCodec's decoder: what its release does is seen through a weak reference."""
+
+
+def closed_nvdec_source(decoder: Decoder) -> None:
+    """An NvdecSource holding ``decoder`` (made without PyNvVideoCodec), closed."""
+    source = NvdecSource.__new__(NvdecSource)
+    source._pending, source._decoder, source._demuxer, source._local = [], decoder, object(), None
+    source.close()
+    assert source._decoder is None and source._demuxer is None
+
+
+def test_a_closed_nvdec_decoder_is_left_to_the_exit_one_at_a_time(monkeypatch):
+    """In the command's process (it keeps its context and leaves with os._exit) a closed
+    source's decoder stays until the exit, where the driver reclaims it faster; the next file's
+    releases it, so one is kept at most."""
+    monkeypatch.setattr(early_start, "_kept", True)
+    monkeypatch.setattr(early_start, "_left_to_exit", None)
+    first, second = Decoder(), Decoder()
+    first_ref, second_ref = weakref.ref(first), weakref.ref(second)
+    closed_nvdec_source(first)
+    del first
+    assert first_ref() is not None
+    closed_nvdec_source(second)
+    del second
+    assert first_ref() is None and second_ref() is not None
+
+
+def test_a_closed_nvdec_decoder_goes_at_once_where_no_context_is_kept(monkeypatch):
+    monkeypatch.setattr(early_start, "_kept", False)
+    monkeypatch.setattr(early_start, "_left_to_exit", None)
+    decoder = Decoder()
+    ref = weakref.ref(decoder)
+    closed_nvdec_source(decoder)
+    del decoder
+    assert ref() is None
 
 
 @pytest.mark.parametrize("holding", [True, False])
