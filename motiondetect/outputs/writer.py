@@ -42,8 +42,8 @@ class VideoWriter:
         fps: frames per second.
         size: (width, height) in pixels.
         preset: x264's speed/size trade-off (``ultrafast`` .. ``veryslow``); ``veryfast``
-            (default) encoded 1080p at 213-228 fps from yuv420p on 16 cores, ``ultrafast`` at
-            534-536 (the GPU machine, frame threads; docs/performance.md).
+            (default) encoded 1080p at 213-244 fps from yuv420p on 16 cores, ``ultrafast`` at
+            534-609 (the GPU machine, frame threads; docs/performance.md).
         threads: libx264's threads; 0 (default) leaves the count to x264 (1.5 per core). A
             process that runs several encoders at once gives each its share of the cores.
 
