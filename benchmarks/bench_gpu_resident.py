@@ -11,7 +11,11 @@ as the median of ``--repeats`` after a warm-up, next to its reference:
   for several batch sizes K;
 - host frames in (yuv420p pictures in memory) -> annotated frames + masks out, against the PCIe
   limit of the same bytes (pinned, both directions);
-- with the annotated video, end to end, against libx264 alone on yuv420p input, same preset;
+- with the annotated video, end to end, against libx264 alone on yuv420p input, same preset
+  (in process: no start-up, no exit), and against a plain transcoding process: NVDEC decoding,
+  each NV12 picture copied to host memory and encoded by libx264 with the writer's settings,
+  one thread, no detection. That one pays a process's start-up and exit as the command does,
+  but it does not overlap its copies with the encoder, so it is a peer, not a limit;
 - CPU-decoded ``--no-video`` (PyAV) against a process that only decodes with PyAV (threads
   on, every frame's Y plane touched), both whole processes;
 - GPU memory over ``--long`` frames after warm-up;
@@ -94,6 +98,52 @@ NVDEC_ONLY = """import sys, PyNvVideoCodec as nvc
 demuxer = nvc.CreateDemuxer(sys.argv[1])
 decoder = nvc.CreateDecoder(gpuid=0, codec=demuxer.GetNvCodecId(), usedevicememory=True)
 frames = sum(len(decoder.Decode(packet)) for packet in demuxer) + len(decoder.Decode(nvc.PacketData()))
+assert frames == int(sys.argv[2]), frames
+"""
+#: A plain transcoding process to set the annotated video beside: NVDEC decoding, each NV12
+#: picture copied to host memory and handed to libx264 (x264's own input format: no conversion)
+#: with the writer's settings (crf 20, frame threads, faststart), no detection, one thread.
+#: argv: input, frames, output, preset.
+NVDEC_X264 = """import sys, av, numpy as np, PyNvVideoCodec as nvc, pycuda.driver as drv
+drv.init()
+context = drv.Device(0).retain_primary_context()
+context.push()
+stream = drv.Stream()
+demuxer = nvc.CreateDemuxer(sys.argv[1])
+decoder = nvc.CreateDecoder(gpuid=0, codec=demuxer.GetNvCodecId(), cudacontext=context.handle,
+                            cudastream=stream.handle, usedevicememory=True)
+output = av.open(sys.argv[3], "w", options={"movflags": "+faststart"})
+encoder = None
+frames = 0
+def encode(decoded):
+    global encoder, host, frames
+    luma, chroma = (plane.__cuda_array_interface__ for plane in decoded.cuda())
+    height, width = luma["shape"][:2]
+    if encoder is None:
+        encoder = output.add_stream("libx264", rate=25)
+        encoder.width, encoder.height, encoder.pix_fmt = width, height, "nv12"
+        encoder.options = {"crf": "20", "preset": sys.argv[4]}
+        encoder.codec_context.thread_type = "AUTO"
+        host = drv.pagelocked_empty((height * 3 // 2, width), np.uint8)
+    for plane, rows, target in ((luma, height, host[:height]), (chroma, height // 2, host[height:])):
+        copy = drv.Memcpy2D()
+        copy.set_src_device(plane["data"][0])
+        copy.src_pitch = plane["strides"][0]
+        copy.set_dst_host(target)
+        copy.dst_pitch = copy.width_in_bytes = width
+        copy.height = rows
+        copy(stream)
+    stream.synchronize()
+    output.mux(encoder.encode(av.VideoFrame.from_ndarray(host, format="nv12")))
+    frames += 1
+for packet in demuxer:
+    for decoded in decoder.Decode(packet):
+        encode(decoded)
+for decoded in decoder.Decode(nvc.PacketData()):
+    encode(decoded)
+output.mux(encoder.encode())
+output.close()
+context.pop()
 assert frames == int(sys.argv[2]), frames
 """
 PYAV_ONLY = """import sys, av
@@ -340,6 +390,18 @@ def main() -> None:
                 )
                 x264 = x264_rate(pictures, folder, preset, args.repeats)
                 add((label, f"annotated video, {preset} (process)", video, f"libx264 alone on yuv420p, {preset}", x264))
+                plain = process_rate(
+                    count, args.repeats, [sys.executable, "-c", NVDEC_X264, str(path), str(count), str(folder / "plain.mp4"), preset]
+                )
+                add(
+                    (
+                        label,
+                        "  the same, against a plain transcoding process",
+                        video,
+                        "NVDEC -> libx264, no detection (process)",
+                        plain,
+                    )
+                )
                 add(
                     (
                         label,
