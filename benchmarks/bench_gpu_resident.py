@@ -268,6 +268,11 @@ def x264_rate(pictures: list[Picture], folder: Path, preset: str, repeats: int, 
     return len(pictures) * times / (time.perf_counter() - started)
 
 
+#: The memory check's batch size; its warm-up is ten batches, after which every buffer is made.
+MEMORY_BATCH = 32
+MEMORY_WARM_UP = 10 * MEMORY_BATCH
+
+
 def memory_over(cuda, pictures: list[Picture], frames: int, batch: int) -> tuple[int, int]:
     """Free device memory after ten batches (every buffer made) and after ``frames`` frames (bytes)."""
     import pycuda.driver as drv
@@ -324,10 +329,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", default="1920x1080,3840x2160")
     parser.add_argument("--batches", default="1,8,32,64")
-    parser.add_argument("--long", type=int, default=10_000, help="frames for the memory check")
+    parser.add_argument(
+        "--long", type=int, default=10_000, help=f"frames for the memory check (more than its {MEMORY_WARM_UP}-frame warm-up)"
+    )
     parser.add_argument("--long-file", type=int, default=0, help="frames of a long input for the process rows (0: none)")
     parser.add_argument("--long-file-presets", default="ultrafast", help="x264 presets of the long file's annotated rows [ultrafast]")
     args = parser.parse_args()
+    if args.long <= MEMORY_WARM_UP:
+        parser.error(f"--long must be more than the memory check's {MEMORY_WARM_UP}-frame warm-up, got {args.long}")
     sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     rows: list[tuple] = []
 
@@ -430,7 +439,7 @@ def main() -> None:
                 presets = [p for p in args.long_file_presets.split(",") if p]
                 add_long_file_rows(add, label, path, pictures, args.long_file, presets, folder)
             print(f"{label} done", flush=True)
-        before, after = memory_over(cuda, pictures_of(path)[:64], args.long, 32)
+        before, after = memory_over(cuda, pictures_of(path)[:64], args.long, MEMORY_BATCH)
         print(
             f"\nGPU memory free after warm-up {before / 2**20:.1f} MiB, after {args.long} frames {after / 2**20:.1f} MiB (change {(after - before) / 2**20:+.1f} MiB)"
         )
