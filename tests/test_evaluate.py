@@ -28,10 +28,13 @@ from motiondetect.evaluation.scoring import (
     median_of_motion,
     runs,
 )
+from motiondetect.pipeline.config import load_config
 from tests.helpers import SHARED_SAMPLES, make_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_YAML = ROOT / "configs" / "seed.yaml"
+#: The default issue 15 was written against (its speed target's reference, ``bench_models.py``).
+TWO_CLIP_YAML = ROOT / "benchmarks" / "two_clip_default.yaml"
 #: The team's CDnet clips: MOTIONDETECT_SAMPLES, else ../shared/samples or shared/samples beside the tests.
 SAMPLES = SHARED_SAMPLES
 
@@ -471,7 +474,7 @@ def cdnet_reports(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(logging, "basicConfig", lambda **kw: None)  # leave the test's logging alone
         mp.setitem(sys.modules, "pybgs", None)  # the issue's anchors (bgslibrary's take minutes here)
-        for name, extra in (("seed", ["-c", str(SEED_YAML), "--baselines"]), ("default", [])):
+        for name, extra in (("seed", ["-c", str(SEED_YAML), "--baselines"]), ("default", []), ("two_clip", ["-c", str(TWO_CLIP_YAML)])):
             out = folder / f"{name}.json"
             assert main(["evaluate", *(str(SAMPLES / c) for c in CLIPS), "--backend", "cpu", "-q", "--json", str(out), *extra]) == 0
             reports[name] = {Path(e["folder"]).name: e for e in json.loads(out.read_text())["evaluations"]}
@@ -492,6 +495,23 @@ def test_reproduces_the_issue_table(cdnet_reports, clip):
     methods = by_name(cdnet_reports["seed"][clip])
     mog2, knn = methods["OpenCV MOG2 (defaults)"], methods["OpenCV KNN (defaults)"]
     assert {"seed": scores(seed), "mog2": scores(mog2), "knn": scores(knn)} == ISSUE_TABLE[clip]
+
+
+def test_two_clip_default_is_the_earlier_pipeline():
+    # Every feature added to the model since is switched off by name (a key left out would take
+    # today's default), and the shape is the pipeline of that time.
+    config = load_config(TWO_CLIP_YAML)
+    steps = [step["filter"] for step in config["pipeline"]]
+    assert steps == ["gray", "downscale", "gaussian_background", "median", "erosion", "dilation", "upscale", "red_blend"]
+    model = config["pipeline"][2]
+    assert (model["sigmas"], model["min_sigma"], config["pipeline"][3]["kernel_size"]) == (3.0, 6.0, 5)
+    assert model["shadow_floor"] == model["chroma_min_sigma"] == model["still_frames"] == model["lightswitch"] == model["exposure"] == 0
+
+
+@pytest.mark.parametrize(("clip", "pixel_f"), [("cdnet_highway", 0.921), ("cdnet_fall", 0.929)])
+def test_two_clip_default_scores_what_issue_15_quotes(cdnet_reports, clip, pixel_f):
+    (method,) = cdnet_reports["two_clip"][clip]["methods"]
+    assert round(method["pixel"]["f_measure"], 3) == pixel_f
 
 
 @pytest.mark.parametrize("clip", CLIPS)
