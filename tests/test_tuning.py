@@ -207,14 +207,27 @@ def test_table_rows_and_means():
     assert a[:5] == ["a", "med=5", "0.500", "0.950", "0.500"] and a[-3:] == ["MOG2", "0.600", "0.900"]
     assert b[:3] == ["b", "med=3", "0.400"] and b[-3:] == ["KNN", "0.650", "0.950"]
     assert c[:3] == ["c", "med=3", "0.300"] and c[-3:] == ["KNN", "0.750", "0.950"]
-    # LOO: 0.5, 0.4, 0.3 -> 0.400; frame F1 0.95, 0.96, 0.97 -> 0.960, min 0.950.
+    # LOO: 0.5, 0.4, 0.3 -> 0.400; frame F1 0.95, 0.96, 0.97 -> 0.960, min 0.950, all three at
+    # the 0.95 target; best anchors 0.6, 0.65, 0.75, none beaten.
+    assert lines[6].endswith("frame F1 >= 0.95  above best anchor")
     loo = next(line for line in lines[5:] if line.startswith("leave-one-clip-out "))
-    assert loo.split()[-3:] == ["0.400", "0.960", "0.950"]
+    assert loo.split()[-5:] == ["0.400", "0.960", "0.950", "3/3", "0/3"]
+    # med=5: 0.5, 0.8, 0.7, frame F1 0.95, 0.92, 0.93: one clip at the target, b above its anchor.
     best = next(line for line in lines if line.startswith("in-sample best"))
-    assert "(med=5)" in best and best.split()[-3:] == ["0.667", "0.933", "0.920"]
+    assert "(med=5)" in best and best.split()[-5:] == ["0.667", "0.933", "0.920", "1/3", "1/3"]
     knn = next(line for line in lines if line.startswith("KNN"))
-    assert knn.split()[-3:] == ["0.650", "0.950", "0.950"]
+    assert knn.split()[-5:] == ["0.650", "0.950", "0.950", "3/3", "-"]
     assert lines[-1] == "LOO choices (clips that chose each): med=3 x2; med=5 x1"
+
+
+def test_table_without_anchors_counts_frame_f1_only():
+    result = made_up_result()
+    result.anchors = {c: [] for c in result.anchors}
+    lines = tuning.format_loo_table(result).splitlines()
+    header = next(line for line in lines if line.startswith("over the clips"))
+    assert header.endswith("frame F1 >= 0.95") and "anchor" not in header
+    loo = next(line for line in lines[1:] if line.startswith("leave-one-clip-out "))
+    assert loo.split()[-2:] == ["0.950", "3/3"]
 
 
 # -- the command ---------------------------------------------------------------------------------
