@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -47,7 +48,9 @@ def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_pa
     # fresh venv's own, so the unpacked motiondetect wins over any editable install.
     (Path(target) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     probe = "from motiondetect.gpu.kernel_sources import kernel_dir; import motiondetect; print(kernel_dir()); print(motiondetect.__file__)"
-    result = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    # Without PYTHONPATH: a developer's PYTHONPATH=. would put the source tree first.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     kernels, package = (Path(line) for line in result.stdout.split())
     assert kernels == Path(target) / "motiondetect" / "kernels"
