@@ -197,6 +197,49 @@ def host_times(cuda, pictures: list[Picture], batch: int, config: dict | None = 
     return statistics.median(queue) * 1e3, statistics.median(results) * 1e3
 
 
+def kernel_rate(cuda, pictures: list[Picture], batch: int, config: dict | None = None, batches: int = 20) -> tuple[float, float]:
+    """Frames per second of the GPU's own work on batches already on the device, with the host
+    out of the way: the stream is held by device-side work (20 memsets of a 4 GiB scratch
+    buffer, about 25 ms) while ``batches`` batches are queued behind it, and
+    CUDA events time the batches once the GPU reaches them. :func:`on_device_rate` waits for each
+    batch before queueing the next, so where the host's queueing (Python, a few hundred
+    microseconds a batch) exceeds the kernels' time, it measures the host; this measures the
+    kernels. Returns (frames per second, host milliseconds spent queueing the batches), medians
+    of three rounds.
+
+    Raises:
+        RuntimeError: the hold ended before the queueing did (the rate would include the host).
+    """
+    import pycuda.driver as drv
+    import pycuda.gpuarray as gpuarray
+
+    detector = BatchDetector(build_filters(config or default_config()), cuda, annotate=False, masks=False, batch=batch)
+    loaded = detector.load_batch([Frame(i, i / 25, p) for i, p in enumerate(pictures[:batch])])
+    for _ in range(3):  # the stream's start, compilation, buffers
+        detector.process_batch(loaded)
+    hold = gpuarray.empty(4 << 30, np.uint8)
+    held, start, stop = drv.Event(), drv.Event(), drv.Event()
+    rates, queueings = [], []
+    for _ in range(3):
+        held.record(cuda.stream)
+        for _ in range(20):  # about 25 ms of memset at 3-4 TB/s
+            drv.memset_d8_async(hold.gpudata, 0, hold.size, cuda.stream)
+        start.record(cuda.stream)
+        began = time.perf_counter()
+        queued = [detector._queue(loaded, loaded.geo) for _ in range(batches)]
+        queueing = time.perf_counter() - began
+        stop.record(cuda.stream)
+        stop.synchronize()
+        if start.time_since(held) * 1e-3 <= queueing:
+            raise RuntimeError(f"the hold ({start.time_since(held):.1f} ms) did not outlast the queueing ({queueing * 1e3:.1f} ms)")
+        for q in queued:
+            list(detector._collect(q))
+        rates.append(batches * batch / (stop.time_since(start) * 1e-3))
+        queueings.append(queueing * 1e3)
+    hold.gpudata.free()
+    return statistics.median(rates), statistics.median(queueings)
+
+
 def host_to_host_rate(cuda, pictures: list[Picture], batch: int, repeats: int) -> float:
     """Pictures in host memory -> annotated pictures + masks in host memory, through the ring."""
     detector = BatchDetector(build_filters(default_config()), cuda, annotate=True, masks=True, batch=batch)

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_gpu_resident import host_times, on_device_rate, pictures_of  # noqa: E402
+from bench_gpu_resident import host_times, kernel_rate, on_device_rate, pictures_of  # noqa: E402
 from bench_throughput import make_input  # noqa: E402
 
 from motiondetect.gpu.cuda_handler import CUDAHandler  # noqa: E402
@@ -50,12 +50,21 @@ def main() -> None:
         pictures = pictures_of(path)
         rates = {(name, k): on_device_rate(cuda, pictures, k, args.repeats, config) for name, config in configs.items() for k in batches}
         hosts = {(name, k): host_times(cuda, pictures, k, config) for name, config in configs.items() for k in batches}
+        kernels = {(name, k): kernel_rate(cuda, pictures, k, config)[0] for name, config in configs.items() for k in batches}
     print(f"on-device frames per second at {size[0]}x{size[1]}, median of {args.repeats}; in brackets: share of the default at the same K")
     print("| pipeline | " + " | ".join(f"K = {k}" for k in batches) + " |")
     print("| --- |" + " --- |" * len(batches))
     default = next(iter(configs))
     for name in configs:
         cells = [f"{rates[name, k]:,.0f}" + ("" if name == default else f" ({rates[name, k] / rates[default, k]:.0%})") for k in batches]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("\nkernels alone, frames per second: the host queues 20 batches while the GPU is held, then the GPU runs them")
+    print("| pipeline | " + " | ".join(f"K = {k}" for k in batches) + " |")
+    print("| --- |" + " --- |" * len(batches))
+    for name in configs:
+        cells = [
+            f"{kernels[name, k]:,.0f}" + ("" if name == default else f" ({kernels[name, k] / kernels[default, k]:.0%})") for k in batches
+        ]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("\nhost milliseconds per batch (median of 200): queueing the launches / handing out the results")
     print("| pipeline | " + " | ".join(f"K = {k}" for k in batches) + " |")

@@ -11,9 +11,12 @@ each after a warm-up and as the median of ``--repeats`` runs:
 - the on-device rate: the filters' kernels on frames already on the GPU (CUDA events);
 - ``motiondetect`` end to end with ``--no-video`` and with the annotated video.
 
-Prints one Markdown table. Usage::
+``--configs`` adds an on-device row for each other pipeline (a config file: issue 15's speed
+target compares the default with ``benchmarks/two_clip_default.yaml``), and ``--on-device-only``
+measures those rows alone. Prints one Markdown table. Usage::
 
     python benchmarks/bench_throughput.py [CLIP] [--frames 240] [--repeats 3] [--sizes 1920x1080,3840x2160]
+    python benchmarks/bench_throughput.py --configs benchmarks/two_clip_default.yaml --on-device-only --sizes 1920x1080 --repeats 5
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from motiondetect.apps.cli import main as motiondetect_main
 from motiondetect.core.picture import as_bgr
 from motiondetect.gpu.platform import cuda_device_error
 from motiondetect.outputs.writer import VideoWriter
-from motiondetect.pipeline.config import build_filters, default_config
+from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector, queue_mask_stats
 from motiondetect.sources.threads import BackgroundWriter, PrefetchReader
 from motiondetect.sources.video import VideoHandler
@@ -127,12 +130,13 @@ def pcie_limit(cuda, shape, repeats: int) -> float:
     return rate
 
 
-def on_device(cuda, frames: list[np.ndarray], repeats: int) -> float:
-    """Frames per second of the default filters' kernels on frames already on the device."""
+def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None = None) -> float:
+    """Frames per second of a pipeline's kernels (``config``, the default's when None), one frame
+    at a time, on BGR frames already on the device."""
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
-    filters = build_filters(default_config())
+    filters = build_filters(default_config() if config is None else config)
     device_frames = [gpuarray.to_gpu(f) for f in frames[:16]]
     reference = gpuarray.to_gpu(cv2.cvtColor(frames[0], cv2.COLOR_BGR2GRAY))
     start, stop = drv.Event(), drv.Event()
@@ -180,6 +184,25 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int) -> float:
     return statistics.median(rates)
 
 
+def on_device_rows(args, cuda, frames: list[np.ndarray], size: tuple[int, int], cell) -> None:
+    """The on-device rows: the default pipeline's against the 25,000 frames/s target at 1080p, then
+    each of ``--configs`` and the default's share of its rate. One frame a launch is bound by the
+    host queueing the launches, which drifts with the CPU's clock, so the pipelines take turns,
+    one run each per round, and each row is the median of its ``--repeats`` runs."""
+    paths = [p for p in args.configs.split(",") if p]
+    configs = [None] + [load_config(p) for p in paths]
+    runs: list[list[float]] = [[] for _ in configs]
+    for _ in range(args.repeats if cuda else 0):
+        for i, config in enumerate(configs):
+            runs[i].append(on_device(cuda, frames, 1, config))
+    rates = [statistics.median(r) if r else None for r in runs]
+    cell("our CUDA backend: on-device kernels (x 25,000 target)", rates[0], 25_000 if cuda and size[0] <= 1920 else None)
+    for path, rate in zip(paths, rates[1:]):
+        cell(f"on-device kernels, {Path(path).name}", rate)
+        # Issue 15's speed target: the default keeps at least 50 % of the two-clip default's rate.
+        cell(f"default's share of {Path(path).name}'s on-device rate (%)", 100 * rates[0] / rate if rate and rates[0] else None)
+
+
 def end_to_end(path: Path, folder: Path, video: bool, backend: str) -> float:
     events = folder / f"e2e_{backend}_{video}.json"
     args = [str(path), "--backend", backend, "-q", "--overwrite", "--events", str(events)]
@@ -195,6 +218,8 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=240)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", default="1920x1080,3840x2160")
+    parser.add_argument("--configs", default="", help="comma-separated config files: an on-device row for each, beside the default's")
+    parser.add_argument("--on-device-only", action="store_true", help="measure the on-device rows alone")
     args = parser.parse_args()
     sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
     with contextlib.ExitStack() as stack:
@@ -220,6 +245,9 @@ def measure(args, sizes, cuda) -> None:
         for size in sizes:
             count = args.frames if size[0] <= 1920 else max(60, args.frames // 2)
             path, frames = make_input(Path(args.clip), size, count, folder)
+            if args.on_device_only:
+                on_device_rows(args, cuda, frames, size, cell)
+                continue
             decode = median_rate(count, lambda: decode_only(path), args.repeats)
             transcode = median_rate(count, lambda: decode_encode_only(path, folder / "transcode.mp4"), args.repeats)
             pcie = pcie_limit(cuda, frames[0].shape, args.repeats) if cuda else None
@@ -233,11 +261,7 @@ def measure(args, sizes, cuda) -> None:
                 median_rate(count, lambda: backend_pipeline(frames, cuda), args.repeats) if cuda else None,
                 pcie,
             )
-            cell(
-                "our CUDA backend: on-device kernels (x 25,000 target)",
-                on_device(cuda, frames, args.repeats) if cuda else None,
-                25_000 if cuda and size[0] <= 1920 else None,
-            )
+            on_device_rows(args, cuda, frames, size, cell)
             backend = "cuda" if cuda else "cpu"
             cell(
                 f"end to end --no-video, {backend} (x decode only)",
