@@ -165,7 +165,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
 // into counts[4k + 1]; with `ratios` (not NULL), the pixels within 3 grey levels of the previous
 // frame's times ratios[k] (Q8, capped at 255) into counts[4k + 2] and those within 3 of the
 // previous frame's own into counts[4k + 3]. Frame 0's previous frame is `before` (the model's
-// `last`, or the reference on the stream's first pair). The host zeroes counts first. Batches:
+// `last`, or the reference on the stream's first pair). counts are zero before (md_exposure_ratio
+// zeroes them; with exposure off, the host). Batches:
 // blockIdx.y is the frame; a grid-stride loop, a warp reduction with shuffles, the warps' sums
 // through shared memory, one atomicAdd per block and count. (One atomicAdd per warp put 4,000 on
 // each of a frame's counters at 480x270: at K = 32 the kernel took a fifth of the default
@@ -249,13 +250,17 @@ __global__ void md_exposure_histogram_u8(const unsigned char* __restrict__ src,
 // to 1024: each thread sums a run of bins, a scan over the threads gives each run's start, and
 // the thread whose run crosses the half names the bin. (One thread a frame walking the 1,024 bins
 // twice, one dependent load after another, cost more than the rest of the exposure together.)
-__global__ void md_exposure_ratio(const unsigned int* __restrict__ hist, int frames, int* ratios)
+// It leaves the frame's histogram zero for the next batch, and zeroes the frame's four light
+// counts (counts[4k..4k+3], when counts is not NULL), which md_light_change_count_u8 adds into
+// next: two memsets a batch fewer to queue. The host zeroes hist when it is allocated and when a
+// stream starts (a batch interrupted between the two kernels leaves it dirty).
+__global__ void md_exposure_ratio(unsigned int* __restrict__ hist, int frames, int* ratios, unsigned int* __restrict__ counts)
 {
     __shared__ unsigned int runs[1024];
     __shared__ int found;
     const int k = blockIdx.x, t = threadIdx.x, threads = blockDim.x;
     if (k >= frames) return;  // the whole block alike
-    const unsigned int* h = hist + 1024 * (size_t)k;
+    unsigned int* h = hist + 1024 * (size_t)k;
     const int per = (1024 + threads - 1) / threads, first = min(t * per, 1024), end = min(first + per, 1024);
     unsigned int own = 0;
     for (int b = first; b < end; ++b) own += h[b];
@@ -276,5 +281,11 @@ __global__ void md_exposure_ratio(const unsigned int* __restrict__ hist, int fra
         found = b;
     }
     __syncthreads();
-    if (t == 0) ratios[k] = n > 0 ? found : 256;
+    for (int b = first; b < end; ++b) h[b] = 0;  // every read of the histogram is above
+    if (t == 0) {
+        ratios[k] = n > 0 ? found : 256;
+        if (counts != NULL) {
+            for (int j = 0; j < 4; ++j) counts[4 * k + j] = 0;
+        }
+    }
 }

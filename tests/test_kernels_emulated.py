@@ -123,12 +123,12 @@ void light_counts(const u8* s, const u8* before, int n, int change, const int* r
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
         blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_light_change_count_u8(s, before, n, change, ratios, counts); } }
-void exposure(const u8* s, const u8* before, int n, unsigned* hist, int* ratios, int k) {   // histograms: one thread per block, 5 blocks a frame
+void exposure(const u8* s, const u8* before, int n, unsigned* hist, int* ratios, unsigned* counts, int k) {   // histograms: one thread per block, 5 a frame
     blockDim = {1, 1, 1}; gridDim = {5, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
         blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_exposure_histogram_u8(s, before, n, hist); }
     blockDim = {1, 1, 1}; gridDim = {(unsigned)k, 1, 1};                                // the median: one block a frame, one thread
-    for (unsigned b = 0; b < gridDim.x; ++b) { blockIdx = {b, 0, 0}; threadIdx = {0, 0, 0}; md_exposure_ratio(hist, k, ratios); } }
+    for (unsigned b = 0; b < gridDim.x; ++b) { blockIdx = {b, 0, 0}; threadIdx = {0, 0, 0}; md_exposure_ratio(hist, k, ratios, counts); } }
 void bgr_chroma(const u8* s, u8* d, int n) { grid1d(n, [&] { md_bgr_to_chroma_u8(s, d, n); }); }
 void chroma_420(const u8* cb, const u8* cr, int pitch, int step, long long image, int x0, int y0, const u8* lut, u8* d, int w, int h, int ow, int oh,
                 long long plane, int k) {
@@ -319,10 +319,13 @@ def light_counts(lib, flt, batch, before):
         return None
     frames = batch.reshape(-1, *before.shape)
     ratios = None
+    counts = np.zeros((len(frames), 4), np.uint32)
     if flt.constants["exposure_q8"]:
         hist, ratios = np.zeros((len(frames), 1024), np.uint32), np.full(len(frames), -1, np.int32)
-        lib.exposure(ptr(frames), ptr(before), before.size, ptr(hist), ptr(ratios), len(frames))
-    counts = np.zeros((len(frames), 4), np.uint32)
+        counts[...] = 0xDEADBEEF  # the ratio kernel zeroes them (the host queues no memset)
+        lib.exposure(ptr(frames), ptr(before), before.size, ptr(hist), ptr(ratios), ptr(counts), len(frames))
+        assert not hist.any(), "md_exposure_ratio leaves the histogram zero for the next batch"
+        assert not counts.any()
     lib.light_counts(ptr(frames), ptr(before), before.size, flt.light_change, ptr(ratios), ptr(counts), len(frames))
     previous = [before, *frames[:-1]]
     want = [flt.light_measures(now, last) for now, last in zip(frames, previous)]

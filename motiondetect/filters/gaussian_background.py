@@ -664,7 +664,9 @@ class GaussianBackground(Filter):
         light_count = self.light_count(height * width)
         light_counts = ratios = None
         if self.follows_light:
-            light_counts, ratios = self._queue_light_measures(cuda, src, reference if first_pair == 1 else last, frames, height * width)
+            light_counts, ratios = self._queue_light_measures(
+                cuda, src, reference if first_pair == 1 else last, frames, height * width, init
+            )
         fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPi")
         c = self.constants
         cuda.launch_1d(
@@ -700,25 +702,31 @@ class GaussianBackground(Filter):
         self._device_pairs = first_pair + frames - 1
         self._device_shape = (height, width)
 
-    def _queue_light_measures(self, cuda, src, before, frames: int, count: int):
+    def _queue_light_measures(self, cuda, src, before, frames: int, count: int, start: bool = False):
         """Queue the measures of :meth:`light_measures` on the batch ``src`` (``before``: the grey
         frame before its first) and return the device arrays they fill: uint32 ``(frames, 4)``
         counts (brighter, darker, explained, unchanged; the last two with ``exposure`` on) from
         ``md_light_change_count_u8``, and int32 ``(frames,)`` gains (Q8) from
-        ``md_exposure_histogram_u8`` and ``md_exposure_ratio``, or ``None`` with ``exposure`` off."""
+        ``md_exposure_histogram_u8`` and ``md_exposure_ratio``, or ``None`` with ``exposure`` off.
+        ``start``: the stream's first batch, when the histogram is zeroed first; after it the ratio
+        kernel leaves the histogram zero and zeroes the counts, so no memset is queued."""
         import pycuda.driver as drv
 
         ratios = None
+        counts = cuda.buffer(self.state_key("light_counts"), (frames, 4), np.uint32)
         if self.constants["exposure_q8"]:
-            hist = cuda.buffer(self.state_key("exposure_histogram"), (frames, EXPOSURE_BINS), np.uint32)
-            drv.memset_d32_async(hist.gpudata, 0, frames * EXPOSURE_BINS, cuda.stream)
+            hist = cuda.buffer(self.state_key("exposure_histogram"), (frames, EXPOSURE_BINS), np.uint32, zeroed=True)
+            if start:  # a stream's first batch: an earlier stream may have stopped between the kernels
+                drv.memset_d32_async(hist.gpudata, 0, frames * EXPOSURE_BINS, cuda.stream)
             fn = cuda.function(self.KERNEL, "md_exposure_histogram_u8", "PPiP")
             cuda.launch_strided(fn, count, EXPOSURE_BLOCKS, src.gpudata, before.gpudata, np.int32(count), hist.gpudata, frames=frames)
             ratios = cuda.buffer(self.state_key("exposure_ratios"), (frames,), np.int32)
-            fn = cuda.function(self.KERNEL, "md_exposure_ratio", "PiP")
-            fn.prepared_async_call((frames, 1), (EXPOSURE_RATIO_THREADS, 1, 1), cuda.stream, hist.gpudata, np.int32(frames), ratios.gpudata)
-        counts = cuda.buffer(self.state_key("light_counts"), (frames, 4), np.uint32)
-        drv.memset_d32_async(counts.gpudata, 0, 4 * frames, cuda.stream)
+            fn = cuda.function(self.KERNEL, "md_exposure_ratio", "PiPP")
+            fn.prepared_async_call(
+                (frames, 1), (EXPOSURE_RATIO_THREADS, 1, 1), cuda.stream, hist.gpudata, np.int32(frames), ratios.gpudata, counts.gpudata
+            )
+        else:
+            drv.memset_d32_async(counts.gpudata, 0, 4 * frames, cuda.stream)
         fn = cuda.function(self.KERNEL, "md_light_change_count_u8", "PPiiPP")
         cuda.launch_strided(
             fn,

@@ -193,11 +193,17 @@ class CUDAHandler:
         fn.prepared_async_call(grid, BLOCK_2D, self.stream, *args)
 
     # -- memory ----------------------------------------------------------------------------
-    def buffer(self, key: Hashable, shape: tuple[int, ...], dtype=np.uint8):
+    def buffer(self, key: Hashable, shape: tuple[int, ...], dtype=np.uint8, zeroed: bool = False):
         """Return the device array for ``key``, reallocated only when its shape or dtype changes.
 
+        Args:
+            zeroed: fill a new allocation with zeros (queued on :attr:`stream`, so before
+                anything queued after this call): for accumulators whose kernels leave them zero
+                after use, which then need no memset per launch.
+
         Returns:
-            ``pycuda.gpuarray.GPUArray`` of ``shape`` and ``dtype``; contents are undefined.
+            ``pycuda.gpuarray.GPUArray`` of ``shape`` and ``dtype``; contents are undefined
+            (zeros when just allocated with ``zeroed``).
         """
         import pycuda.gpuarray as gpuarray
 
@@ -207,6 +213,10 @@ class CUDAHandler:
                 buf.gpudata.free()
             buf = gpuarray.empty(tuple(shape), dtype)
             self._buffers[key] = buf
+            if zeroed:
+                import pycuda.driver as drv
+
+                drv.memset_d8_async(buf.gpudata, 0, buf.nbytes, self.stream)
         return buf
 
     def swap_buffers(self, a: Hashable, b: Hashable) -> None:
