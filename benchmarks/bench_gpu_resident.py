@@ -160,13 +160,22 @@ def pictures_of(path: Path) -> list[Picture]:
         return [frame.image.copy() for frame in video]
 
 
+def resident_batch(cuda, pictures: list[Picture], batch: int, config: dict | None, warm: int = 1):
+    """A BatchDetector with ``config``'s pipeline (default: the default config) and a slot loaded
+    once with the first ``batch`` pictures, run ``warm`` times (the stream's start, compilation,
+    buffers); the measurements below run that slot again and again (no decode, no upload)."""
+    detector = BatchDetector(build_filters(config or default_config()), cuda, annotate=False, masks=False, batch=batch)
+    loaded = detector.load_batch([Frame(i, i / 25, p) for i, p in enumerate(pictures[:batch])])
+    for _ in range(warm):
+        detector.process_batch(loaded)
+    return detector, loaded
+
+
 def on_device_rate(cuda, pictures: list[Picture], batch: int, repeats: int, config: dict | None = None) -> float:
     """Frames per second of BatchDetector on batches already on the device (no decode, no
     upload: one slot is filled once and run again and again), with ``config``'s pipeline
     (default: the default config)."""
-    detector = BatchDetector(build_filters(config or default_config()), cuda, annotate=False, masks=False, batch=batch)
-    loaded = detector.load_batch([Frame(i, i / 25, p) for i, p in enumerate(pictures[:batch])])
-    detector.process_batch(loaded)  # the first batch of a stream
+    detector, loaded = resident_batch(cuda, pictures, batch, config)
     rounds = max(2, 2000 // batch)
 
     def run():
@@ -181,9 +190,7 @@ def host_times(cuda, pictures: list[Picture], batch: int, config: dict | None = 
     :func:`on_device_rate` runs it: queueing its launches, and handing out its results once the
     GPU is done. At K = 32 and 1080p the kernels take about 1 ms: host time beyond that is the
     rate's limit (a per-frame NumPy call in the hand-out once cost a third of it)."""
-    detector = BatchDetector(build_filters(config or default_config()), cuda, annotate=False, masks=False, batch=batch)
-    loaded = detector.load_batch([Frame(i, i / 25, p) for i, p in enumerate(pictures[:batch])])
-    detector.process_batch(loaded)
+    detector, loaded = resident_batch(cuda, pictures, batch, config)
     queue, results = [], []
     for _ in range(batches):
         started = time.perf_counter()
@@ -197,15 +204,14 @@ def host_times(cuda, pictures: list[Picture], batch: int, config: dict | None = 
     return statistics.median(queue) * 1e3, statistics.median(results) * 1e3
 
 
-def kernel_rate(cuda, pictures: list[Picture], batch: int, config: dict | None = None, batches: int = 20) -> tuple[float, float]:
+def kernel_rate(cuda, pictures: list[Picture], batch: int, config: dict | None = None, batches: int = 20) -> float:
     """Frames per second of the GPU's own work on batches already on the device, with the host
     out of the way: the stream is held by device-side work (20 memsets of a 4 GiB scratch
     buffer, about 25 ms) while ``batches`` batches are queued behind it, and
     CUDA events time the batches once the GPU reaches them. :func:`on_device_rate` waits for each
     batch before queueing the next, so where the host's queueing (Python, a few hundred
     microseconds a batch) exceeds the kernels' time, it measures the host; this measures the
-    kernels. Returns (frames per second, host milliseconds spent queueing the batches), medians
-    of three rounds.
+    kernels. Returns the median of three rounds.
 
     Raises:
         RuntimeError: the hold ended before the queueing did (the rate would include the host).
@@ -213,13 +219,10 @@ def kernel_rate(cuda, pictures: list[Picture], batch: int, config: dict | None =
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
-    detector = BatchDetector(build_filters(config or default_config()), cuda, annotate=False, masks=False, batch=batch)
-    loaded = detector.load_batch([Frame(i, i / 25, p) for i, p in enumerate(pictures[:batch])])
-    for _ in range(3):  # the stream's start, compilation, buffers
-        detector.process_batch(loaded)
+    detector, loaded = resident_batch(cuda, pictures, batch, config, warm=3)
     hold = gpuarray.empty(4 << 30, np.uint8)
     held, start, stop = drv.Event(), drv.Event(), drv.Event()
-    rates, queueings = [], []
+    rates = []
     for _ in range(3):
         held.record(cuda.stream)
         for _ in range(20):  # about 25 ms of memset at 3-4 TB/s
@@ -235,9 +238,8 @@ def kernel_rate(cuda, pictures: list[Picture], batch: int, config: dict | None =
         for q in queued:
             list(detector._collect(q))
         rates.append(batches * batch / (stop.time_since(start) * 1e-3))
-        queueings.append(queueing * 1e3)
     hold.gpudata.free()
-    return statistics.median(rates), statistics.median(queueings)
+    return statistics.median(rates)
 
 
 def host_to_host_rate(cuda, pictures: list[Picture], batch: int, repeats: int) -> float:

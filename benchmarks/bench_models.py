@@ -53,7 +53,7 @@ def main() -> None:
         pictures = pictures_of(path)
         rates = {(name, k): on_device_rate(cuda, pictures, k, args.repeats, config) for name, config in configs.items() for k in batches}
         hosts = {(name, k): host_times(cuda, pictures, k, config) for name, config in configs.items() for k in batches}
-        kernels = {(name, k): kernel_rate(cuda, pictures, k, config)[0] for name, config in configs.items() for k in batches}
+        kernels = {(name, k): kernel_rate(cuda, pictures, k, config) for name, config in configs.items() for k in batches}
     print(f"on-device frames per second at {size[0]}x{size[1]}, median of {args.repeats}; in brackets: share of the default at the same K")
     print("| pipeline | " + " | ".join(f"K = {k}" for k in batches) + " |")
     print("| --- |" + " --- |" * len(batches))

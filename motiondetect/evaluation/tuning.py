@@ -495,12 +495,13 @@ def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
         f"{base_label} ({short_key(result.base)})": [result.scores[c][result.base] for c in result.scores],
         f"in-sample best ({short_key(best)})": [result.scores[c][best] for c in result.scores],
     }
+    ours = len(series)  # the rows above; the anchors' follow
     anchor_names = [a["name"] for a in next((a for a in result.anchors.values() if a), [])]
     for name in anchor_names:
         series[name] = [next(a for a in result.anchors[c] if a["name"] == name) for c in result.scores if result.anchors[c]]
     # Per-clip targets: how many clips reach FRAME_F1_TARGET, and (ours only) beat the best anchor.
     best_anchor = {c: max(a["pixel_f"] for a in result.anchors[c]) for c in result.scores if result.anchors[c]}
-    ours = 3  # the first three series; the rest are anchors
+    clips = list(result.scores)
     summary_rows = [["over the clips", "mean pixel F", "mean frame F1", "min frame F1", f"frame F1 >= {FRAME_F1_TARGET}"]]
     if best_anchor:
         summary_rows[0].append("above best anchor")
@@ -513,7 +514,6 @@ def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
             f"{sum(v['frame_f1'] >= FRAME_F1_TARGET for v in values)}/{len(values)}",
         ]
         if best_anchor:
-            clips = list(result.scores)
             above = sum(v["pixel_f"] > best_anchor[c] for c, v in zip(clips, values) if c in best_anchor)
             row.append(f"{above}/{len(best_anchor)}" if i < ours else "-")
         summary_rows.append(row)
