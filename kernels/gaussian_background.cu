@@ -32,7 +32,7 @@
 // light_counts for the whole batch first: the decision needs every pixel of the frame, which the
 // model's threads, each one pixel through the batch, cannot wait for.
 // With exposure_q8 > 0, a frame that is no light switch scales the means by the exposure's gain
-// ratios[k] (Q8, from md_exposure_ratio) when it is not 256 and it explains more pixels than no
+// ratios[k] (Q8, from md_exposure_histogram_u8) when it is not 256 and it explains more pixels than no
 // change by the margin: light_counts[4k + 2] * 256 > exposure_q8 * light_counts[4k + 3]. The chroma
 // means' distances from 128 scale too. light_counts holds 4 counts a frame.
 // `last` (when not NULL) keeps the previous grey level between launches, for all three.
@@ -165,7 +165,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
 // into counts[4k + 1]; with `ratios` (not NULL), the pixels within 3 grey levels of the previous
 // frame's times ratios[k] (Q8, capped at 255) into counts[4k + 2] and those within 3 of the
 // previous frame's own into counts[4k + 3]. Frame 0's previous frame is `before` (the model's
-// `last`, or the reference on the stream's first pair). counts are zero before (md_exposure_ratio
+// `last`, or the reference on the stream's first pair). counts are zero before (md_exposure_histogram_u8
 // zeroes them; with exposure off, the host). Batches:
 // blockIdx.y is the frame; a grid-stride loop, a warp reduction with shuffles, the warps' sums
 // through shared memory, one atomicAdd per block and count. (One atomicAdd per warp put 4,000 on
@@ -209,18 +209,67 @@ __global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
     }
 }
 
-// The exposure's histogram (see md_gaussian_background_u8): for each of `frames` consecutive frames
-// (as md_light_change_count_u8 reads them), the ratio of each pixel's grey level x to the previous
-// frame's p, min((x * 256 + p / 2) / p, 1023) (Q8), counted into hist[1024 k + ratio] over the
-// pixels with 16 <= p <= 254 and x <= 254. The host zeroes hist first. A histogram per block in
-// shared memory, merged into the frame's with one atomicAdd per non-empty bin. Most pixels of a
-// steady scene share a few bins around 256, so the lanes of a warp that share a bin add their
-// count once (its lowest lane, __match_any_sync) instead of contending for one address.
+// The exposure's gain of frame k from its histogram h (1024 bins, Q8 ratios), by a whole block
+// of any blockDim.x up to 1024 threads: the lower median ratio, the first bin at which the running
+// total reaches (n + 1) / 2 of the n pixels measured, or 256 (1.0) when none was, into ratios[k].
+// Each thread sums a run of bins, a scan over the threads gives each run's start, and the thread
+// whose run crosses the half names the bin. (One thread walking the 1,024 bins twice, one
+// dependent load after another, cost more than the rest of the exposure together.) It leaves h
+// zero for the next batch and zeroes the frame's four light counts (counts[4k..4k+3], when counts
+// is not NULL), which md_light_change_count_u8 adds into next: no memsets to queue. h is read
+// from L2 (__ldcg): other blocks' atomics filled it.
+__device__ void md_median_ratio(unsigned int* h, int k, int* ratios, unsigned int* counts)
+{
+    __shared__ unsigned int runs[1024];
+    __shared__ int found;
+    const int t = threadIdx.x, threads = blockDim.x;
+    const int per = (1024 + threads - 1) / threads, first = min(t * per, 1024), end = min(first + per, 1024);
+    unsigned int own = 0;
+    for (int b = first; b < end; ++b) own += __ldcg(&h[b]);
+    runs[t] = own;
+    if (t == 0) found = 1023;
+    __syncthreads();
+    for (int step = 1; step < threads; step <<= 1) {  // inclusive scan (Hillis and Steele)
+        const unsigned int add = t >= step ? runs[t - step] : 0u;
+        __syncthreads();
+        runs[t] += add;
+        __syncthreads();
+    }
+    const unsigned int n = runs[threads - 1], half = (n + 1) / 2;
+    unsigned int total = runs[t] - own;  // the pixels in the bins before this run
+    if (n > 0 && total < half && runs[t] >= half) {  // exactly one run crosses the half
+        int b = first;
+        for (total += __ldcg(&h[b]); total < half; total += __ldcg(&h[++b])) {}
+        found = b;
+    }
+    __syncthreads();
+    for (int b = first; b < end; ++b) h[b] = 0;  // every read of the histogram is above
+    if (t == 0) {
+        ratios[k] = n > 0 ? found : 256;
+        if (counts != NULL) {
+            for (int j = 0; j < 4; ++j) counts[4 * k + j] = 0;
+        }
+    }
+}
+
+// The exposure's histogram and gain (see md_gaussian_background_u8): for each of `frames`
+// consecutive frames (blockIdx.y; read as md_light_change_count_u8 reads them), the ratio of each
+// pixel's grey level x to the previous frame's p, min((x * 256 + p / 2) / p, 1023) (Q8), counted
+// into hist[1024 k + ratio] over the pixels with 16 <= p <= 254 and x <= 254. A histogram per
+// block in shared memory, merged into the frame's with one atomicAdd per non-empty bin. Most
+// pixels of a steady scene share a few bins around 256, so the lanes of a warp that share a bin
+// add their count once (its lowest lane, __match_any_sync) instead of contending for one address.
+// The frame's last block to finish (a ticket per frame, tickets[k], zero before and left zero: the
+// CUDA programming guide's last-block pattern) takes the median ratio (md_median_ratio), which
+// leaves hist zero again. hist and tickets are zeroed when allocated. (A second launch for the
+// median cost more in gaps than in work at one frame a launch.)
 __global__ void md_exposure_histogram_u8(const unsigned char* __restrict__ src,
                                          const unsigned char* __restrict__ before,
-                                         int count, unsigned int* hist)
+                                         int count, unsigned int* hist, unsigned int* tickets,
+                                         int* ratios, unsigned int* counts)
 {
     __shared__ unsigned int local[1024];
+    __shared__ int last;
     for (int b = threadIdx.x; b < 1024; b += blockDim.x) local[b] = 0;
     __syncthreads();
     const size_t k = blockIdx.y;
@@ -242,50 +291,12 @@ __global__ void md_exposure_histogram_u8(const unsigned char* __restrict__ src,
     for (int b = threadIdx.x; b < 1024; b += blockDim.x) {
         if (local[b]) atomicAdd(&hist[1024 * k + b], local[b]);
     }
-}
-
-// The exposure's gain of each of `frames` frames from its histogram (md_exposure_histogram_u8):
-// the lower median ratio, the first bin at which the running total reaches (n + 1) / 2 of the n
-// pixels measured, or 256 (1.0) when none was. One block a frame (blockIdx.x), any blockDim.x up
-// to 1024: each thread sums a run of bins, a scan over the threads gives each run's start, and
-// the thread whose run crosses the half names the bin. (One thread a frame walking the 1,024 bins
-// twice, one dependent load after another, cost more than the rest of the exposure together.)
-// It leaves the frame's histogram zero for the next batch, and zeroes the frame's four light
-// counts (counts[4k..4k+3], when counts is not NULL), which md_light_change_count_u8 adds into
-// next: two memsets a batch fewer to queue. The host zeroes hist when it is allocated and when a
-// stream starts (a batch interrupted between the two kernels leaves it dirty).
-__global__ void md_exposure_ratio(unsigned int* __restrict__ hist, int frames, int* ratios, unsigned int* __restrict__ counts)
-{
-    __shared__ unsigned int runs[1024];
-    __shared__ int found;
-    const int k = blockIdx.x, t = threadIdx.x, threads = blockDim.x;
-    if (k >= frames) return;  // the whole block alike
-    unsigned int* h = hist + 1024 * (size_t)k;
-    const int per = (1024 + threads - 1) / threads, first = min(t * per, 1024), end = min(first + per, 1024);
-    unsigned int own = 0;
-    for (int b = first; b < end; ++b) own += h[b];
-    runs[t] = own;
-    if (t == 0) found = 1023;
+    __threadfence();  // this block's counts reach the device before its ticket
     __syncthreads();
-    for (int step = 1; step < threads; step <<= 1) {  // inclusive scan (Hillis and Steele)
-        const unsigned int add = t >= step ? runs[t - step] : 0u;
-        __syncthreads();
-        runs[t] += add;
-        __syncthreads();
-    }
-    const unsigned int n = runs[threads - 1], half = (n + 1) / 2;
-    unsigned int total = runs[t] - own;  // the pixels in the bins before this run
-    if (n > 0 && total < half && runs[t] >= half) {  // exactly one run crosses the half
-        int b = first;
-        for (total += h[b]; total < half; total += h[++b]) {}
-        found = b;
-    }
+    if (threadIdx.x == 0) last = atomicAdd(&tickets[k], 1u) == gridDim.x - 1;
     __syncthreads();
-    for (int b = first; b < end; ++b) h[b] = 0;  // every read of the histogram is above
-    if (t == 0) {
-        ratios[k] = n > 0 ? found : 256;
-        if (counts != NULL) {
-            for (int j = 0; j < 4; ++j) counts[4 * k + j] = 0;
-        }
-    }
+    if (!last) return;
+    __threadfence();
+    if (threadIdx.x == 0) tickets[k] = 0;  // for the next launch
+    md_median_ratio(hist + 1024 * k, (int)k, ratios, counts);
 }

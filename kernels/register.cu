@@ -5,7 +5,8 @@
 // correlation surface within the coarse reach is the coarse shift. Then the sums of absolute
 // differences of the full frame to the anchor, per tile, choose among the 3 x 3 shifts around
 // twice the coarse one, and the tiles vote on the choice. Every kernel takes a batch through
-// blockIdx.z (batch.cuh), blockIdx.y (the tiles' sums) or blockIdx.x (the peak, the choice).
+// blockIdx.z (batch.cuh), blockIdx.y (md_register_shift_u8: the peak, the sums and the choice)
+// or blockIdx.x (md_peak_shift_f32, the peak alone).
 
 #include "batch.cuh"
 
@@ -46,15 +47,15 @@ __global__ void md_cross_power_c64(float2* __restrict__ spectrum,
     spectrum[i] = mag > 0.0f ? make_float2(re / mag, im / mag) : make_float2(0.0f, 0.0f);
 }
 
-// One block of MD_PEAK_THREADS threads per image (blockIdx.x): the largest value of the
-// correlation surface over shifts dx, dy in [-max_shift, max_shift] (indices wrap around), ties
-// to (0, 0), then to the first in row-major order of (dy, dx); NaN counts as -infinity. A peak
-// beyond the near window (|dx| or |dy| > ceil(max_shift / 2)) that is less than `far_ratio` times
-// the near window's largest value gives way to that near peak (1: the plain peak). Then a peak that does not
-// exceed `ratio` times the value at (0, 0) gives (0, 0); a largest value that does not exceed
-// `floor` (the smallest peak height taken, on the unnormalised surface) gives no shift at all.
-// Writes shift[3 * image] = dx, [.. + 1] = dy, [.. + 2] = 1, or 0 for no shift (the CPU
-// reference's `peak_shift`).
+// The coarse peak: the largest value of the correlation surface over shifts dx, dy in
+// [-max_shift, max_shift] (indices wrap around), ties to (0, 0), then to the first in row-major
+// order of (dy, dx); NaN counts as -infinity. A peak beyond the near window (|dx| or |dy| >
+// ceil(max_shift / 2)) that is less than `far_ratio` times the near window's largest value gives
+// way to that near peak (1: the plain peak). Then a peak that does not exceed `ratio` times the
+// value at (0, 0) gives (0, 0); a largest value that does not exceed `floor` (the smallest peak
+// height taken, on the unnormalised surface) gives no shift at all: (dx, dy, 1), or found = 0 for
+// no shift (the CPU reference's `peak_shift`). (value, rank) is a total order, so the order of
+// the block's reduction does not change the result.
 #define MD_PEAK_THREADS 256
 __device__ __forceinline__ int md_rank(int k, int centre) { return k == centre ? -1 : k; }
 
@@ -64,13 +65,13 @@ __device__ __forceinline__ bool md_beats(float v, int k, float value, int index,
     return v > value || (v == value && md_rank(k, centre) < md_rank(index, centre));
 }
 
-__global__ void md_peak_shift_f32(const float* __restrict__ corr,
-                                  int* __restrict__ shift,
-                                  int width, int height, int max_shift, float ratio, float floor, float far_ratio)
+// The search itself, by a whole block of MD_PEAK_THREADS threads: the surface `corr` of one
+// image; the result lands in found[0..2] (shared), the same for every thread after it returns.
+__device__ void md_peak_search(const float* __restrict__ corr, int width, int height, int max_shift,
+                               float ratio, float floor, float far_ratio, int* found)
 {
     __shared__ float best[MD_PEAK_THREADS], near_best[MD_PEAK_THREADS];
     __shared__ int where[MD_PEAK_THREADS], near_where[MD_PEAK_THREADS];
-    corr += (size_t)blockIdx.x * width * height;
     int side = 2 * max_shift + 1;
     int count = side * side, centre = count / 2;
     int near = (max_shift + 1) / 2;
@@ -111,15 +112,28 @@ __global__ void md_peak_shift_f32(const float* __restrict__ corr,
         }
         float still = corr[0];  // the value at (0, 0)
         k = peak > __fmul_rn(ratio, still) ? k : centre;
-        shift[3 * blockIdx.x] = k % side - max_shift;
-        shift[3 * blockIdx.x + 1] = k / side - max_shift;
-        shift[3 * blockIdx.x + 2] = best[0] > floor;
+        found[0] = k % side - max_shift;
+        found[1] = k / side - max_shift;
+        found[2] = best[0] > floor;
     }
+    __syncthreads();
+}
+
+// The search alone, one block per image (blockIdx.x) of width x height surfaces: writes
+// shift[3 * image] = dx, [.. + 1] = dy, [.. + 2] = found (md_register_shift_u8 runs the same
+// search in its own blocks; this kernel lets the tests plant peaks).
+__global__ void md_peak_shift_f32(const float* __restrict__ corr,
+                                  int* __restrict__ shift,
+                                  int width, int height, int max_shift, float ratio, float floor, float far_ratio)
+{
+    __shared__ int found[3];
+    md_peak_search(corr + (size_t)blockIdx.x * width * height, width, height, max_shift, ratio, floor, far_ratio, found);
+    if (threadIdx.x < 3) shift[3 * blockIdx.x + threadIdx.x] = found[threadIdx.x];
 }
 
 // The refinement's candidates: shifts 2 * coarse + (a, b), b and a in -1, 0, 1 (row-major), each
 // coordinate clamped to +-reach, then (0, 0) (the CPU reference's `candidates`). `coarse` points
-// at an image's (dx, dy, found) from md_peak_shift_f32.
+// at an image's (dx, dy, found) from md_peak_search.
 #define MD_CANDIDATES 10
 #define MD_CENTRE 4  // twice the coarse shift itself, the 3 x 3's centre: ties go to it
 __device__ __forceinline__ int md_clamp_shift(int v, int reach) { return min(max(v, -reach), reach); }
@@ -129,35 +143,63 @@ __device__ __forceinline__ int2 md_candidate(const int* coarse, int j, int reach
     return make_int2(md_clamp_shift(2 * coarse[0] + j % 3 - 1, reach), md_clamp_shift(2 * coarse[1] + j / 3 - 1, reach));
 }
 
-// Sums of absolute differences per tile: grid (tiles * tiles, images), MD_PEAK_THREADS threads.
-// Block (t, k) sums |src_k(x + dx, y + dy) - anchor(x, y)| (coordinates clamped) over tile t,
-// rows i * height / tiles .. (i + 1) * height / tiles (i = t / tiles; columns alike with
-// t % tiles), for each candidate shift of image k: sads[(k * tiles * tiles + t) * 10 + j].
-// Integer sums: the CPU reference's tile_sads.
-__global__ void md_tile_sad_u8(const unsigned char* __restrict__ src,
-                               const unsigned char* __restrict__ anchor,
-                               const int* __restrict__ coarse,
-                               unsigned long long* __restrict__ sads,
-                               int width, int height, int tiles, int reach)
+// The shift of each image, both steps after the inverse FFT in one launch: grid
+// (tiles * tiles * splits, images), MD_PEAK_THREADS threads. Every block of image k runs the
+// coarse peak search on its surface `corr` (md_peak_search: each finds the same peak, 289 values
+// at the default reach, so no launch waits for another); an image whose peak was not found gets
+// (0, 0) and no sums. Else block (t * splits + s, k) sums |src_k(x + dx, y + dy) - anchor(x, y)|
+// (coordinates clamped) over band s of `splits` row bands of tile t, for each candidate shift:
+// sads[((k * tiles * tiles + t) * splits + s) * 10 + j]. Tile t holds rows i * height / tiles ..
+// (i + 1) * height / tiles (i = t / tiles; columns alike with t % tiles). The image's last block
+// to finish (a ticket counter per image, tickets[k], zero before and left zero: the CUDA
+// programming guide's last-block pattern) adds the bands into each tile's sums (integers, the CPU
+// reference's tile_sads) and makes the choice: of the 3 x 3 candidates, the lowest sum over all
+// tiles (ties to the centre, then to the first in row-major order), kept when at least min_votes
+// tiles have a lower sum with it than with no shift, else (0, 0) (the CPU reference's
+// refine_shift). Writes shift[2 * k] = dx, [.. + 1] = dy. The bands only spread the sums over
+// more blocks (the host picks `splits` to fill the GPU: 16 blocks for a single frame left most of
+// it idle, 20 us a frame); any number gives the same integers. (Three launches before, the peak,
+// the sums and the choice: at one frame a launch each cost more in gaps than in work.)
+// tiles * tiles * 10 <= MD_PEAK_THREADS.
+__global__ void md_register_shift_u8(const float* __restrict__ corr,
+                                     const unsigned char* __restrict__ src,
+                                     const unsigned char* __restrict__ anchor,
+                                     unsigned long long* sads,
+                                     unsigned int* tickets,
+                                     int* __restrict__ shift,
+                                     int coarse_width, int coarse_height, int coarse_reach,
+                                     float ratio, float floor, float far_ratio,
+                                     int width, int height, int tiles, int splits, int reach, int min_votes)
 {
+    __shared__ int coarse[3];
     __shared__ unsigned long long partial[MD_PEAK_THREADS / 32][MD_CANDIDATES];
-    int tile = blockIdx.x, image = blockIdx.y;
+    __shared__ unsigned long long tile_sums[MD_PEAK_THREADS];  // [tile][candidate]
+    __shared__ unsigned long long totals[MD_CANDIDATES];
+    __shared__ int last;
+    const int tile = blockIdx.x / splits, band = blockIdx.x % splits, image = blockIdx.y;
+    const int count_tiles = tiles * tiles;
+    md_peak_search(corr + (size_t)image * coarse_width * coarse_height, coarse_width, coarse_height, coarse_reach, ratio, floor,
+                   far_ratio, coarse);
+    if (!coarse[2]) {  // not registered: every block of the image returns here
+        if (blockIdx.x == 0 && threadIdx.x < 2) shift[2 * image + threadIdx.x] = 0;
+        return;
+    }
     src += (size_t)image * width * height;
-    coarse += 3 * image;
-    if (!coarse[2]) return;  // not registered: md_pick_shift reads no sums
-    int2 shift[MD_CANDIDATES];
-    for (int j = 0; j < MD_CANDIDATES; ++j) shift[j] = md_candidate(coarse, j, reach);
+    sads += (size_t)image * count_tiles * splits * MD_CANDIDATES;
+    int2 candidate[MD_CANDIDATES];
+    for (int j = 0; j < MD_CANDIDATES; ++j) candidate[j] = md_candidate(coarse, j, reach);
     int row = tile / tiles, col = tile % tiles;
     int y0 = row * height / tiles, y1 = (row + 1) * height / tiles;
     int x0 = col * width / tiles, x1 = (col + 1) * width / tiles;
-    int tile_width = x1 - x0, count = (y1 - y0) * tile_width;
+    int b0 = y0 + band * (y1 - y0) / splits, b1 = y0 + (band + 1) * (y1 - y0) / splits;
+    int tile_width = x1 - x0, count = (b1 - b0) * tile_width;
     unsigned long long sum[MD_CANDIDATES] = {0};
     for (int k = threadIdx.x; k < count; k += MD_PEAK_THREADS) {
-        int y = y0 + k / tile_width, x = x0 + k % tile_width;
+        int y = b0 + k / tile_width, x = x0 + k % tile_width;
         int a = anchor[(size_t)y * width + x];
 #pragma unroll
         for (int j = 0; j < MD_CANDIDATES; ++j) {
-            int sx = min(max(x + shift[j].x, 0), width - 1), sy = min(max(y + shift[j].y, 0), height - 1);
+            int sx = min(max(x + candidate[j].x, 0), width - 1), sy = min(max(y + candidate[j].y, 0), height - 1);
             sum[j] += abs((int)src[(size_t)sy * width + sx] - a);
         }
     }
@@ -171,42 +213,42 @@ __global__ void md_tile_sad_u8(const unsigned char* __restrict__ src,
     if (threadIdx.x < MD_CANDIDATES) {
         unsigned long long total = 0;
         for (int w = 0; w < MD_PEAK_THREADS / 32; ++w) total += partial[w][threadIdx.x];
-        sads[((size_t)image * tiles * tiles + tile) * MD_CANDIDATES + threadIdx.x] = total;
+        sads[blockIdx.x * MD_CANDIDATES + threadIdx.x] = total;
+        __threadfence();  // the sums reach the device before the ticket says so
     }
-}
-
-// The choice, one thread per image (frames of them): (0, 0) where the peak found no shift; else,
-// of the 3 x 3 candidates, the lowest sum over all tiles (ties to the centre, then to the first
-// in row-major order), kept when at least min_votes tiles have a lower sum with it than with no
-// shift, else (0, 0). Writes
-// shift[2 * image] = dx, [.. + 1] = dy (the CPU reference's refine_shift).
-__global__ void md_pick_shift(const unsigned long long* __restrict__ sads,
-                              const int* __restrict__ coarse,
-                              int* __restrict__ shift,
-                              int frames, int tiles, int reach, int min_votes)
-{
-    int image = blockIdx.x * blockDim.x + threadIdx.x;
-    if (image >= frames) return;
-    if (!coarse[3 * image + 2]) {
-        shift[2 * image] = shift[2 * image + 1] = 0;
-        return;
-    }
-    int count = tiles * tiles;
-    sads += (size_t)image * count * MD_CANDIDATES;
-    int best = MD_CENTRE;
-    unsigned long long best_total = 0;
-    for (int t = 0; t < count; ++t) best_total += sads[t * MD_CANDIDATES + MD_CENTRE];
-    for (int j = 0; j < MD_CANDIDATES - 1; ++j) {
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&tickets[image], 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const int t = threadIdx.x / MD_CANDIDATES, j = threadIdx.x % MD_CANDIDATES;
+    if (t < count_tiles) {  // tile t's sum for candidate j over its bands, read from L2 (__ldcg)
         unsigned long long total = 0;
-        for (int t = 0; t < count; ++t) total += sads[t * MD_CANDIDATES + j];
-        if (total < best_total) { best_total = total; best = j; }  // strict: ties keep the earlier
+        for (int s = 0; s < splits; ++s) total += __ldcg(&sads[(t * splits + s) * MD_CANDIDATES + j]);
+        tile_sums[threadIdx.x] = total;
     }
-    int2 chosen = md_candidate(coarse + 3 * image, best, reach);
-    int votes = 0;
-    for (int t = 0; t < count; ++t) votes += sads[t * MD_CANDIDATES + best] < sads[t * MD_CANDIDATES + MD_CANDIDATES - 1];
-    if ((chosen.x == 0 && chosen.y == 0) || votes < min_votes) chosen = make_int2(0, 0);
-    shift[2 * image] = chosen.x;
-    shift[2 * image + 1] = chosen.y;
+    __syncthreads();
+    if (threadIdx.x < MD_CANDIDATES) {
+        unsigned long long total = 0;
+        for (int u = 0; u < count_tiles; ++u) total += tile_sums[u * MD_CANDIDATES + threadIdx.x];
+        totals[threadIdx.x] = total;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        tickets[image] = 0;  // for the next launch
+        int best = MD_CENTRE;
+        for (int c = 0; c < MD_CANDIDATES - 1; ++c) {
+            if (totals[c] < totals[best]) best = c;  // strict: ties keep the centre, then the earlier
+        }
+        int votes = 0;
+        for (int u = 0; u < count_tiles; ++u) {
+            votes += tile_sums[u * MD_CANDIDATES + best] < tile_sums[u * MD_CANDIDATES + MD_CANDIDATES - 1];
+        }
+        int2 chosen = md_candidate(coarse, best, reach);
+        if ((chosen.x == 0 && chosen.y == 0) || votes < min_votes) chosen = make_int2(0, 0);
+        shift[2 * image] = chosen.x;
+        shift[2 * image + 1] = chosen.y;
+    }
 }
 
 // dst(x, y) = src(x + sign * dx, y + sign * dy) with the shift (dx, dy) of frame

@@ -78,6 +78,8 @@ static D3 blockIdx, threadIdx, blockDim, gridDim;
 using std::min; using std::max;
 static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 static inline void __syncthreads() {}
+static inline void __threadfence() {}   // threads run one after another: every write is seen
+template <typename T> static inline T __ldcg(const T* p) { return *p; }
 static inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p += v; return o; }
 // Launched with one thread per block (see light_counts below), a warp is one lane: nothing to add.
 static inline unsigned __shfl_down_sync(unsigned, unsigned, int) { return 0; }
@@ -123,12 +125,10 @@ void light_counts(const u8* s, const u8* before, int n, int change, const int* r
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
         blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_light_change_count_u8(s, before, n, change, ratios, counts); } }
-void exposure(const u8* s, const u8* before, int n, unsigned* hist, int* ratios, unsigned* counts, int k) {   // histograms: one thread per block, 5 a frame
-    blockDim = {1, 1, 1}; gridDim = {5, (unsigned)k, 1};
+void exposure(const u8* s, const u8* before, int n, unsigned* hist, unsigned* tickets, int* ratios, unsigned* counts, int k) {
+    blockDim = {1, 1, 1}; gridDim = {5, (unsigned)k, 1};   // one thread per block, 5 a frame; the last takes the median
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
-        blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_exposure_histogram_u8(s, before, n, hist); }
-    blockDim = {1, 1, 1}; gridDim = {(unsigned)k, 1, 1};                                // the median: one block a frame, one thread
-    for (unsigned b = 0; b < gridDim.x; ++b) { blockIdx = {b, 0, 0}; threadIdx = {0, 0, 0}; md_exposure_ratio(hist, k, ratios, counts); } }
+        blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_exposure_histogram_u8(s, before, n, hist, tickets, ratios, counts); } }
 void bgr_chroma(const u8* s, u8* d, int n) { grid1d(n, [&] { md_bgr_to_chroma_u8(s, d, n); }); }
 void chroma_420(const u8* cb, const u8* cr, int pitch, int step, long long image, int x0, int y0, const u8* lut, u8* d, int w, int h, int ow, int oh,
                 long long plane, int k) {
@@ -313,7 +313,7 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
 def light_counts(lib, flt, batch, before):
     """The light's measures of ``batch`` ((K, H, W) or (H, W) uint8; ``before`` the frame before
     its first) from the emulated md_light_change_count_u8 (uint32 (K, 4)) and, with ``exposure``
-    on, md_exposure_histogram_u8 and md_exposure_ratio (int32 (K,), else ``None``); ``None`` with
+    on, md_exposure_histogram_u8 (int32 (K,), else ``None``); ``None`` with
     neither ``lightswitch`` nor ``exposure``. Checked against :meth:`GaussianBackground.light_measures`."""
     if not flt.follows_light:
         return None
@@ -322,9 +322,11 @@ def light_counts(lib, flt, batch, before):
     counts = np.zeros((len(frames), 4), np.uint32)
     if flt.constants["exposure_q8"]:
         hist, ratios = np.zeros((len(frames), 1024), np.uint32), np.full(len(frames), -1, np.int32)
-        counts[...] = 0xDEADBEEF  # the ratio kernel zeroes them (the host queues no memset)
-        lib.exposure(ptr(frames), ptr(before), before.size, ptr(hist), ptr(ratios), ptr(counts), len(frames))
-        assert not hist.any(), "md_exposure_ratio leaves the histogram zero for the next batch"
+        tickets = np.zeros(len(frames), np.uint32)
+        counts[...] = 0xDEADBEEF  # the frame's last block zeroes them (the host queues no memset)
+        lib.exposure(ptr(frames), ptr(before), before.size, ptr(hist), ptr(tickets), ptr(ratios), ptr(counts), len(frames))
+        assert not hist.any(), "the last block leaves the histogram zero for the next batch"
+        assert not tickets.any(), "the last block leaves its ticket zero for the next batch"
         assert not counts.any()
     lib.light_counts(ptr(frames), ptr(before), before.size, flt.light_change, ptr(ratios), ptr(counts), len(frames))
     previous = [before, *frames[:-1]]

@@ -40,10 +40,9 @@ def _ratio_bins() -> np.ndarray:
 _RATIO_BINS = _ratio_bins()
 
 #: Blocks per frame of the exposure's histogram kernel (grid-stride beyond): each block merges a
-#: shared-memory histogram into the frame's, so fewer blocks mean fewer global atomics.
+#: shared-memory histogram into the frame's, so fewer blocks mean fewer global atomics. The last
+#: of them takes the frame's median ratio, 4 bins a thread.
 EXPOSURE_BLOCKS = 64
-#: Threads of the block that finds a frame's median ratio (``md_exposure_ratio``): 4 bins each.
-EXPOSURE_RATIO_THREADS = 256
 
 #: Per-pixel scratch buffers of the CPU comparison and update of one plane (see
 #: GaussianBackground._update); the luma's are suffixed 0, the chroma planes' 1 and 2.
@@ -664,9 +663,7 @@ class GaussianBackground(Filter):
         light_count = self.light_count(height * width)
         light_counts = ratios = None
         if self.follows_light:
-            light_counts, ratios = self._queue_light_measures(
-                cuda, src, reference if first_pair == 1 else last, frames, height * width, init
-            )
+            light_counts, ratios = self._queue_light_measures(cuda, src, reference if first_pair == 1 else last, frames, height * width)
         fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPi")
         c = self.constants
         cuda.launch_1d(
@@ -702,28 +699,35 @@ class GaussianBackground(Filter):
         self._device_pairs = first_pair + frames - 1
         self._device_shape = (height, width)
 
-    def _queue_light_measures(self, cuda, src, before, frames: int, count: int, start: bool = False):
+    def _queue_light_measures(self, cuda, src, before, frames: int, count: int):
         """Queue the measures of :meth:`light_measures` on the batch ``src`` (``before``: the grey
         frame before its first) and return the device arrays they fill: uint32 ``(frames, 4)``
         counts (brighter, darker, explained, unchanged; the last two with ``exposure`` on) from
         ``md_light_change_count_u8``, and int32 ``(frames,)`` gains (Q8) from
-        ``md_exposure_histogram_u8`` and ``md_exposure_ratio``, or ``None`` with ``exposure`` off.
-        ``start``: the stream's first batch, when the histogram is zeroed first; after it the ratio
-        kernel leaves the histogram zero and zeroes the counts, so no memset is queued."""
+        ``md_exposure_histogram_u8``, or ``None`` with ``exposure`` off. That kernel leaves its
+        histogram and tickets zero (zeroed when allocated) and zeroes the counts, so with
+        ``exposure`` on no memset is queued."""
         import pycuda.driver as drv
 
         ratios = None
         counts = cuda.buffer(self.state_key("light_counts"), (frames, 4), np.uint32)
         if self.constants["exposure_q8"]:
             hist = cuda.buffer(self.state_key("exposure_histogram"), (frames, EXPOSURE_BINS), np.uint32, zeroed=True)
-            if start:  # a stream's first batch: an earlier stream may have stopped between the kernels
-                drv.memset_d32_async(hist.gpudata, 0, frames * EXPOSURE_BINS, cuda.stream)
-            fn = cuda.function(self.KERNEL, "md_exposure_histogram_u8", "PPiP")
-            cuda.launch_strided(fn, count, EXPOSURE_BLOCKS, src.gpudata, before.gpudata, np.int32(count), hist.gpudata, frames=frames)
+            tickets = cuda.buffer(self.state_key("exposure_tickets"), (frames,), np.uint32, zeroed=True)
             ratios = cuda.buffer(self.state_key("exposure_ratios"), (frames,), np.int32)
-            fn = cuda.function(self.KERNEL, "md_exposure_ratio", "PiPP")
-            fn.prepared_async_call(
-                (frames, 1), (EXPOSURE_RATIO_THREADS, 1, 1), cuda.stream, hist.gpudata, np.int32(frames), ratios.gpudata, counts.gpudata
+            fn = cuda.function(self.KERNEL, "md_exposure_histogram_u8", "PPiPPPP")
+            cuda.launch_strided(
+                fn,
+                count,
+                EXPOSURE_BLOCKS,
+                src.gpudata,
+                before.gpudata,
+                np.int32(count),
+                hist.gpudata,
+                tickets.gpudata,
+                ratios.gpudata,
+                counts.gpudata,
+                frames=frames,
             )
         else:
             drv.memset_d32_async(counts.gpudata, 0, 4 * frames, cuda.stream)

@@ -11,6 +11,9 @@ from motiondetect.filters.base import Filter, Kind, Param, planes
 MAX_FRAMES = 1024
 #: Tiles per side of the refinement and consensus check (:func:`tile_sads`): 4 x 4 = 16 tiles.
 TILES = 4
+#: Most row bands a tile's sums are split over on the GPU (md_register_shift_u8), for a batch
+#: too small to fill the device with one block a tile.
+MAX_SPLITS = 8
 #: Tiles that must agree before a shift is taken: half the frame. A camera that shakes moves every
 #: tile with texture, and 15 or 16 of the 16 tiles of each of the 20 dev clips' first frames have
 #: texture (mean gradient of 2 grey levels or more); an object that is the only structure of a
@@ -66,7 +69,7 @@ def peak_shift(corr: np.ndarray, max_shift: int, ratio: float = 1.0, floor: floa
     (float32 product; 1 keeps the plain peak), else the near window's peak stands in for it, so the secondary peaks of a
     periodic scene (dashed lane markings, fences) do not beat a small true shift while a large
     shake, whose peak stands alone, is still found. Then a peak that does not exceed ``ratio``
-    times the value at (0, 0) (float32 product) gives (0, 0). As ``md_peak_shift_f32``."""
+    times the value at (0, 0) (float32 product) gives (0, 0). As ``md_peak_search`` (kernels/register.cu)."""
     side = 2 * max_shift + 1
     offsets = np.arange(-max_shift, max_shift + 1)
     height, width = corr.shape
@@ -117,7 +120,7 @@ def tile_sads(frame: np.ndarray, anchor: np.ndarray, shifts: list[tuple[int, int
     """Sums of absolute differences, (len(shifts), TILES, TILES) int64, between the (H, W) uint8
     ``anchor`` and the (H, W) uint8 frame read at ``(x + dx, y + dy)`` (borders replicated), per
     tile: tile (i, j) holds rows ``i H // TILES`` to ``(i + 1) H // TILES``, columns alike (integers,
-    as ``md_tile_sad_u8``)."""
+    as ``md_register_shift_u8``)."""
     return _tile_sums(_shifted(frame, shifts), anchor)
 
 
@@ -142,7 +145,7 @@ def refine_shift(frame: np.ndarray, anchor: np.ndarray, coarse: tuple[int, int],
     :data:`MIN_VOTES` tiles agree with it: a tile agrees when its sum is lower with the shift than
     without (a flat tile ties and does not vote, so only structure votes: the whole scene when the
     camera moved, one object's tiles when a moving object is all the texture there is). Else (0,
-    0). Integer sums, as ``md_pick_shift``. (A margin, such as 4/5 of the sum, refused real shifts
+    0). Integer sums, as ``md_register_shift_u8``. (A margin, such as 4/5 of the sum, refused real shifts
     of smooth tiles: over the 20 dev clips jittered by 4 px the mean pixel F fell from 0.727 to
     0.718; the plain comparison keeps 0.727.)"""
     shifts = candidates(coarse, reach)  # the 3 x 3, then (0, 0)
@@ -376,9 +379,13 @@ class Register(Filter):
         spectra = cuda.buffer(("register_spectra", frames, *bins), (frames, *bins), np.complex64)
         anchor = cuda.buffer(self.state_key("anchor"), (1, *bins), np.complex64)
         anchor_image = cuda.buffer(self.state_key("anchor_image"), (height, width), np.uint8)
-        coarse = cuda.buffer(self.state_key("coarse"), (MAX_FRAMES, 3), np.int32)  # dx, dy, found
+        # md_register_shift_u8's last-block tickets, one per frame: zero, and left zero by it.
+        tickets = cuda.buffer(("register_tickets",), (MAX_FRAMES,), np.uint32, zeroed=True)
         shifts = cuda.buffer(self.state_key("shift"), (MAX_FRAMES, 2), np.int32)
-        sads = cuda.buffer(("register_sads", frames), (frames, TILES * TILES, CANDIDATES), np.uint64)
+        # Row bands per tile, enough blocks of 256 threads to fill the device (8 per
+        # multiprocessor); any number gives the same sums.
+        splits = min(MAX_SPLITS, max(1, -(-8 * cuda.multiprocessors // (TILES * TILES * frames))))
+        sads = cuda.buffer(("register_sads", frames, splits), (frames, TILES * TILES * splits, CANDIDATES), np.uint64)
         windowed = cuda.function(self.KERNEL, "md_coarse_window_u8_f32", "PPPiiii")
         if self._device_anchor != (height, width):
             window.set(hann_window(*shrunk))
@@ -391,30 +398,26 @@ class Register(Filter):
         cross = cuda.function(self.KERNEL, "md_cross_power_c64", "PPii")
         cuda.launch_2d(cross, bins, spectra.gpudata, anchor.gpudata, np.int32(bins[1]), np.int32(bins[0]), frames=frames)
         cuda.fft.inverse(spectra, real)
-        peak = cuda.function(self.KERNEL, "md_peak_shift_f32", "PPiiifff")
-        coarse_reach = np.int32(self._coarse_reach(*shrunk))
-        ratio, far_ratio = np.float32(self.params["peak_ratio"]), np.float32(self.params["far_ratio"])
-        floor = self._floor(*shrunk)
-        peak.prepared_async_call(
-            (frames, 1), (256, 1, 1), cuda.stream, real.gpudata, coarse.gpudata, *shrunk_size, coarse_reach, ratio, floor, far_ratio
-        )
-        reach = np.int32(self._reach(height, width))
-        tile_sad = cuda.function(self.KERNEL, "md_tile_sad_u8", "PPPPiiii")
-        grid = (TILES * TILES, frames)
-        tile_sad.prepared_async_call(
-            grid, (256, 1, 1), cuda.stream, src.gpudata, anchor_image.gpudata, coarse.gpudata, sads.gpudata, *size, np.int32(TILES), reach
-        )
-        pick = cuda.function(self.KERNEL, "md_pick_shift", "PPPiiii")
-        pick.prepared_async_call(
-            ((frames + 63) // 64, 1),
-            (64, 1, 1),
+        shift = cuda.function(self.KERNEL, "md_register_shift_u8", "PPPPPPiiifffiiiiii")
+        shift.prepared_async_call(
+            (TILES * TILES * splits, frames),
+            (256, 1, 1),
             cuda.stream,
+            real.gpudata,
+            src.gpudata,
+            anchor_image.gpudata,
             sads.gpudata,
-            coarse.gpudata,
+            tickets.gpudata,
             shifts.gpudata,
-            np.int32(frames),
+            *shrunk_size,
+            np.int32(self._coarse_reach(*shrunk)),
+            np.float32(self.params["peak_ratio"]),
+            self._floor(*shrunk),
+            np.float32(self.params["far_ratio"]),
+            *size,
             np.int32(TILES),
-            reach,
+            np.int32(splits),
+            np.int32(self._reach(height, width)),
             np.int32(MIN_VOTES),
         )
         self._translate(cuda, src, dst, shifts.gpudata, sign=1, replicate=True)

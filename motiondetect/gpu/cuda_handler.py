@@ -6,6 +6,7 @@ been entered: importing it does not create a context (no ``pycuda.autoinit``).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Hashable
 
@@ -115,6 +116,14 @@ class CUDAHandler:
         import pycuda.driver as drv
 
         return drv.Context.get_device().name()
+
+    @functools.cached_property
+    def multiprocessors(self) -> int:
+        """Streaming multiprocessors of the device (132 on an H100 SXM or H200): how many blocks
+        a kernel needs to fill it, for the launches that size their grid by it."""
+        import pycuda.driver as drv
+
+        return drv.Context.get_device().get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
 
     @property
     def blas(self):
