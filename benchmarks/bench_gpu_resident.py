@@ -204,42 +204,62 @@ def host_times(cuda, pictures: list[Picture], batch: int, config: dict | None = 
     return statistics.median(queue) * 1e3, statistics.median(results) * 1e3
 
 
-def kernel_rate(cuda, pictures: list[Picture], batch: int, config: dict | None = None, batches: int = 20) -> float:
-    """Frames per second of the GPU's own work on batches already on the device, with the host
-    out of the way: the stream is held by device-side work (20 memsets of a 4 GiB scratch
-    buffer, about 25 ms) while ``batches`` batches are queued behind it, and
-    CUDA events time the batches once the GPU reaches them. :func:`on_device_rate` waits for each
-    batch before queueing the next, so where the host's queueing (Python, a few hundred
-    microseconds a batch) exceeds the kernels' time, it measures the host; this measures the
-    kernels. Returns the median of three rounds.
+def held_times(cuda, queue_one, finish=None, batches: int = 20, rounds: int = 3) -> tuple[float, float]:
+    """Median seconds per batch of the GPU's own work and of the host's queueing, with the host
+    out of the way: the stream is held by device-side work (memsets of a 4 GiB scratch buffer,
+    20 to start with, about 25 ms) while ``batches`` calls of ``queue_one`` queue their work
+    behind it, and CUDA events time the batches once the GPU reaches them. A round whose hold
+    ended before the queueing did is run again with twice the hold and half the batches (at
+    least 2): a slow host queued 20 batches of the default's in 25 ms, and once the driver's
+    queue of pending launches is full, queueing waits for the GPU, whatever the hold (20 batches
+    of ``subsense`` at K = 32, two launches a frame, took as long as a 0.3 s hold). ``finish``,
+    when given, is called on each call's result once the GPU is done. Returns the medians of
+    ``rounds`` rounds.
 
     Raises:
-        RuntimeError: the hold ended before the queueing did (the rate would include the host).
+        RuntimeError: the hold did not outlast the queueing after 4 retries.
     """
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
-    detector, loaded = resident_batch(cuda, pictures, batch, config, warm=3)
     hold = gpuarray.empty(4 << 30, np.uint8)
     held, start, stop = drv.Event(), drv.Event(), drv.Event()
-    rates = []
-    for _ in range(3):
+    gpu, host, memsets, retries = [], [], 20, 0
+    while len(gpu) < rounds:
         held.record(cuda.stream)
-        for _ in range(20):  # about 25 ms of memset at 3-4 TB/s
+        for _ in range(memsets):
             drv.memset_d8_async(hold.gpudata, 0, hold.size, cuda.stream)
         start.record(cuda.stream)
         began = time.perf_counter()
-        queued = [detector._queue(loaded, loaded.geo) for _ in range(batches)]
+        results = [queue_one() for _ in range(batches)]
         queueing = time.perf_counter() - began
         stop.record(cuda.stream)
         stop.synchronize()
-        if start.time_since(held) * 1e-3 <= queueing:
+        for result in results if finish else ():
+            finish(result)
+        if start.time_since(held) * 1e-3 > queueing:
+            gpu.append(stop.time_since(start) * 1e-3 / batches)
+            host.append(queueing / batches)
+        elif retries < 4:
+            retries, memsets, batches = retries + 1, 2 * memsets, max(2, batches // 2)
+        else:
             raise RuntimeError(f"the hold ({start.time_since(held):.1f} ms) did not outlast the queueing ({queueing * 1e3:.1f} ms)")
-        for q in queued:
-            list(detector._collect(q))
-        rates.append(batches * batch / (stop.time_since(start) * 1e-3))
     hold.gpudata.free()
-    return statistics.median(rates)
+    return statistics.median(gpu), statistics.median(host)
+
+
+def kernel_rate(cuda, pictures: list[Picture], batch: int, config: dict | None = None, batches: int = 20) -> float:
+    """Frames per second of the GPU's own work on batches already on the device, with the host
+    out of the way (:func:`held_times`). :func:`on_device_rate` waits for each batch before
+    queueing the next, so where the host's queueing (Python, a few hundred microseconds a batch)
+    exceeds the kernels' time, it measures the host; this measures the kernels.
+
+    Raises:
+        RuntimeError: as :func:`held_times`.
+    """
+    detector, loaded = resident_batch(cuda, pictures, batch, config, warm=3)
+    gpu, _ = held_times(cuda, lambda: detector._queue(loaded, loaded.geo), lambda queued: list(detector._collect(queued)), batches)
+    return batch / gpu
 
 
 def host_to_host_rate(cuda, pictures: list[Picture], batch: int, repeats: int) -> float:
