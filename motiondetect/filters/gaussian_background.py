@@ -312,20 +312,29 @@ class GaussianBackground(Filter):
 
     def __init__(self, **params) -> None:
         super().__init__(**params)
-        p = self.params
-        #: Integer constants shared by both backends (see the class docstring).
-        self.constants = {
-            "k2_q8": to_q8(p["sigmas"] ** 2),
-            "min_var_q8": to_q8(p["min_sigma"] ** 2),
-            "shadow_q16": to_q16(p["shadow_floor"]),
-            "chroma_min_var_q8": to_q8(p["chroma_min_sigma"] ** 2),
-            "alpha_q16": to_q16(p["alpha"]),
-            "alpha_fg_q16": to_q16(p["alpha_foreground"]),
-            "var_alpha_q16": to_q16(p["variance_alpha"]),
-            "var_alpha_fg_q16": to_q16(p["variance_alpha_foreground"]),
-            "exposure_q8": to_q8(p["exposure"]),
-        }
+        self._constants_of: tuple | None = None  # the parameter values self._constants derive from
         self.reset()
+
+    @property
+    def constants(self) -> dict[str, int]:
+        """Integer constants shared by both backends (see the class docstring), made again when
+        a parameter changed (the live preview's ``+`` and ``-`` keys move ``sigmas``)."""
+        values = tuple(self.params.values())
+        if values != self._constants_of:
+            p = self.params
+            self._constants = {
+                "k2_q8": to_q8(p["sigmas"] ** 2),
+                "min_var_q8": to_q8(p["min_sigma"] ** 2),
+                "shadow_q16": to_q16(p["shadow_floor"]),
+                "chroma_min_var_q8": to_q8(p["chroma_min_sigma"] ** 2),
+                "alpha_q16": to_q16(p["alpha"]),
+                "alpha_fg_q16": to_q16(p["alpha_foreground"]),
+                "var_alpha_q16": to_q16(p["variance_alpha"]),
+                "var_alpha_fg_q16": to_q16(p["variance_alpha_foreground"]),
+                "exposure_q8": to_q8(p["exposure"]),
+            }
+            self._constants_of = values
+        return self._constants
 
     @property
     def keeps_last(self) -> bool:
@@ -653,9 +662,9 @@ class GaussianBackground(Filter):
         if self.needs_chroma:
             chroma_mean = cuda.buffer(self.state_key("chroma_mean"), (2, height, width), np.int32)
             chroma_var = cuda.buffer(self.state_key("chroma_variance"), (2, height, width), np.int32)
-            chroma_args = (np.uintp(chroma[0]), np.int64(chroma[1]), chroma_mean.gpudata, chroma_var.gpudata)
+            chroma_args = (chroma[0], chroma[1], chroma_mean.gpudata, chroma_var.gpudata)
         else:  # never read
-            chroma_args = (np.uintp(0), np.int64(0), np.uintp(0), np.uintp(0))
+            chroma_args = (0, 0, 0, 0)
         last = cuda.buffer(self.state_key("last"), (height, width), np.uint8) if self.keeps_last else None
         still = cuda.buffer(self.state_key("still"), (height, width), np.int32) if self.params["still_frames"] else None
         first_pair = 1 if init else self._device_pairs + 1
@@ -665,7 +674,7 @@ class GaussianBackground(Filter):
         if self.follows_light:
             light_counts, ratios = self._queue_light_measures(cuda, src, reference if first_pair == 1 else last, frames, height * width)
         fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPi")
-        c = self.constants
+        c, p = self.constants, self.params
         cuda.launch_1d(
             fn,
             height * width,
@@ -674,27 +683,27 @@ class GaussianBackground(Filter):
             mean.gpudata,
             var.gpudata,
             dst.gpudata,
-            np.int32(height * width),
-            np.int32(frames),
-            np.int32(first_pair),
-            np.int32(self.params["warmup"]),
-            np.int32(c["k2_q8"]),
-            np.int32(c["min_var_q8"]),
-            np.int32(c["shadow_q16"]),
-            np.int32(c["alpha_q16"]),
-            np.int32(c["alpha_fg_q16"]),
-            np.int32(c["var_alpha_q16"]),
-            np.int32(c["var_alpha_fg_q16"]),
+            height * width,
+            frames,
+            first_pair,
+            p["warmup"],
+            c["k2_q8"],
+            c["min_var_q8"],
+            c["shadow_q16"],
+            c["alpha_q16"],
+            c["alpha_fg_q16"],
+            c["var_alpha_q16"],
+            c["var_alpha_fg_q16"],
             *chroma_args,
-            np.int32(c["chroma_min_var_q8"]),
-            np.uintp(0) if last is None else last.gpudata,  # NULL: never read
-            np.uintp(0) if still is None else still.gpudata,
-            np.int32(self.params["still_frames"]),
-            np.int32(self.params["still_tolerance"]),
-            np.uintp(0) if light_counts is None else light_counts.gpudata,
-            np.int32(light_count),
-            np.uintp(0) if ratios is None else ratios.gpudata,
-            np.int32(c["exposure_q8"]),
+            c["chroma_min_var_q8"],
+            0 if last is None else last.gpudata,  # NULL: never read
+            0 if still is None else still.gpudata,
+            p["still_frames"],
+            p["still_tolerance"],
+            0 if light_counts is None else light_counts.gpudata,
+            light_count,
+            0 if ratios is None else ratios.gpudata,
+            c["exposure_q8"],
         )
         self._device_pairs = first_pair + frames - 1
         self._device_shape = (height, width)
@@ -722,7 +731,7 @@ class GaussianBackground(Filter):
                 EXPOSURE_BLOCKS,
                 src.gpudata,
                 before.gpudata,
-                np.int32(count),
+                count,
                 hist.gpudata,
                 tickets.gpudata,
                 ratios.gpudata,
@@ -738,9 +747,9 @@ class GaussianBackground(Filter):
             LIGHT_COUNT_BLOCKS,
             src.gpudata,
             before.gpudata,
-            np.int32(count),
-            np.int32(self.light_change),
-            np.uintp(0) if ratios is None else ratios.gpudata,
+            count,
+            self.light_change,
+            0 if ratios is None else ratios.gpudata,
             counts.gpudata,
             frames=frames,
         )

@@ -545,6 +545,20 @@ def test_gaussian_reset_restarts(rng):
         GaussianBackground().reference(frames[0], None, chromas[0])
 
 
+def test_gaussian_sensitivity_change_takes_effect():
+    """The live preview's + and - keys move ``sigmas`` in place: the fixed-point constants follow
+    it from the next frame on (a 25-grey-level square moves at 2 sigmas of 10, not at 3)."""
+    still = np.full((12, 12), 100, np.uint8)
+    square = still.copy()
+    square[4:8, 4:8] = 125
+    grey_only = {"chroma_min_sigma": 0.0, "still_frames": 0, "lightswitch": 0.0, "exposure": 0.0}
+    flt = GaussianBackground(**grey_only)
+    assert run_filter(flt, [still] * 5 + [square])[-1][4:8, 4:8].all()
+    flt.params["sigmas"] = 3.0
+    assert flt.constants == GaussianBackground(**grey_only, sigmas=3.0).constants != GaussianBackground(**grey_only).constants
+    assert not flt.reference(square, still).any()
+
+
 def test_gaussian_rates_warm_up_then_settle():
     flt = GaussianBackground(warmup=3, variance_alpha=0.02, variance_alpha_foreground=0.0)
     assert flt.rates(1)[2:] == (32768, 32768)  # 1/2
