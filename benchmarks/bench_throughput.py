@@ -137,6 +137,7 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None 
     import pycuda.gpuarray as gpuarray
 
     filters = build_filters(default_config() if config is None else config)
+    chroma_from = MotionDetector(filters).chroma_from  # a downscale shrinks the chroma as it is made
     device_frames = [gpuarray.to_gpu(f) for f in frames[:16]]
     reference = gpuarray.to_gpu(cv2.cvtColor(frames[0], cv2.COLOR_BGR2GRAY))
     start, stop = drv.Event(), drv.Event()
@@ -145,7 +146,8 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None 
 
     def run_once(frame):
         # The detector's chain without its transfers: each filter into its own device buffer; the
-        # frame's chroma planes (a model that compares colour) through the geometry filters.
+        # frame's chroma planes (a model that compares colour) through the geometry filters after
+        # the stage they start at.
         image, mask, chroma = frame, None, None
         for i, flt in enumerate(filters):
             side = reference if flt.SIDE_INPUT == "reference" else frame if flt.SIDE_INPUT == "frame" else None
@@ -153,7 +155,7 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None 
                 outputs[i] = gpuarray.empty(flt.output_shape(image.shape, None if side is None else side.shape), np.uint8)
             if i == 0 and any(getattr(f, "needs_chroma", False) for f in filters):
                 if ("chroma", 0) not in outputs:
-                    outputs["chroma", 0] = gpuarray.empty((2, *frame.shape[:2]), np.uint8)
+                    outputs["chroma", 0] = gpuarray.empty((2, *filters[chroma_from].output_shape(frame.shape[:2])), np.uint8)
                 chroma = outputs["chroma", 0]
                 flt.apply_chroma(cuda, frame, chroma)
             if chroma is not None and flt.SIDE_INPUT == "reference":
@@ -161,7 +163,7 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None 
                 chroma = None
             else:
                 flt.apply(cuda, image, outputs[i], side)
-                if chroma is not None and i > 0:
+                if chroma is not None and i > chroma_from:
                     key = ("chroma", i)
                     if key not in outputs:
                         outputs[key] = gpuarray.empty((2, *flt.output_shape(image.shape)), np.uint8)

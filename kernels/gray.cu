@@ -39,18 +39,42 @@ __global__ void md_luma_to_gray_u8(const unsigned char* __restrict__ luma, int p
 // Full-range BT.601 chroma (JFIF): Cb = 128 - 0.168736 R - 0.331264 G + 0.5 B and
 // Cr = 128 + 0.5 R - 0.418688 G - 0.081312 B, weights round(w * 65536) (each row sums to 0),
 // 128 * 65536 + 32768 added (the offset, rounded half up), clipped to 255.
-// bgr: count pixels of B, G, R; chroma: the Cb plane (count bytes), then the Cr plane.
-__global__ void md_bgr_to_chroma_u8(const unsigned char* __restrict__ bgr,
-                                    unsigned char* __restrict__ chroma, int count)
+__device__ __forceinline__ void md_bgr_chroma(const unsigned char* p, unsigned int& cb, unsigned int& cr)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    const unsigned char* p = bgr + 3 * (size_t)i;
     int b = p[0], g = p[1], r = p[2];
-    int cb = (32768 * b - 21710 * g - 11058 * r + 128 * 65536 + 32768) >> 16;
-    int cr = (-5329 * b - 27439 * g + 32768 * r + 128 * 65536 + 32768) >> 16;
-    chroma[i] = (unsigned char)min(cb, 255);
-    chroma[(size_t)count + i] = (unsigned char)min(cr, 255);
+    cb = (unsigned int)min((32768 * b - 21710 * g - 11058 * r + 128 * 65536 + 32768) >> 16, 255);
+    cr = (unsigned int)min((-5329 * b - 27439 * g + 32768 * r + 128 * 65536 + 32768) >> 16, 255);
+}
+
+// The chroma of a BGR frame of width x height pixels as full-range planes of out_width x
+// out_height: each pixel's Cb and Cr (md_bgr_chroma), averaged over the downscale filter's
+// blocks (kernels/downscale.cu: integer sum, rounded half up). With the frame's own size as the
+// output each block is one pixel; with a smaller one it equals the full-size planes followed
+// by md_downscale_area_u8, bit for bit, in one launch and without writing them. Cb is written
+// to chroma, Cr out_width * out_height bytes after it.
+__global__ void md_bgr_chroma_blocks_u8(const unsigned char* __restrict__ bgr,
+                                        unsigned char* __restrict__ chroma,
+                                        int width, int height, int out_width, int out_height)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
+    int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
+    if (i >= out_width || j >= out_height) return;
+    int x0 = md_block_start(i, width, out_width), x1 = md_block_start(i + 1, width, out_width);
+    int y0 = md_block_start(j, height, out_height), y1 = md_block_start(j + 1, height, out_height);
+    unsigned int sum_b = 0, sum_r = 0;
+    for (int y = y0; y < y1; ++y) {
+        const unsigned char* row = bgr + 3 * (size_t)y * width;
+        for (int x = x0; x < x1; ++x) {
+            unsigned int cb, cr;
+            md_bgr_chroma(row + 3 * x, cb, cr);
+            sum_b += cb;
+            sum_r += cr;
+        }
+    }
+    unsigned int n = (unsigned int)((x1 - x0) * (y1 - y0));
+    size_t to = (size_t)j * out_width + i;
+    chroma[to] = (unsigned char)((sum_b + n / 2) / n);
+    chroma[(size_t)out_width * out_height + to] = (unsigned char)((sum_r + n / 2) / n);
 }
 
 // A decoder's 4:2:0 chroma as full-range planes of out_width x out_height: the chroma of the

@@ -129,7 +129,7 @@ void exposure(const u8* s, const u8* before, int n, unsigned* hist, unsigned* ti
     blockDim = {1, 1, 1}; gridDim = {5, (unsigned)k, 1};   // one thread per block, 5 a frame; the last takes the median
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
         blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_exposure_histogram_u8(s, before, n, hist, tickets, ratios, counts); } }
-void bgr_chroma(const u8* s, u8* d, int n) { grid1d(n, [&] { md_bgr_to_chroma_u8(s, d, n); }); }
+void bgr_chroma(const u8* s, u8* d, int w, int h, int ow, int oh) { grid2d(ow, oh, 1, [&] { md_bgr_chroma_blocks_u8(s, d, w, h, ow, oh); }); }
 void chroma_420(const u8* cb, const u8* cr, int pitch, int step, long long image, int x0, int y0, const u8* lut, u8* d, int w, int h, int ow, int oh,
                 long long plane, int k) {
     grid2d(ow, oh, k, [&] { md_chroma_420_blocks_u8(cb, cr, pitch, step, image, x0, y0, lut, d, w, h, ow, oh, plane); }); }
@@ -516,14 +516,23 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
 
 
 @pytest.mark.parametrize("size", SIZES)
-def test_bgr_to_chroma(lib, rng, size):
-    """md_bgr_to_chroma_u8 equals bgr_chroma, extremes included (pure blue and red clip to 255)."""
+def test_bgr_chroma_blocks(lib, rng, size):
+    """md_bgr_chroma_blocks_u8 equals bgr_chroma at the frame's size, extremes included (pure
+    blue and red clip to 255), and bgr_chroma followed by Downscale's blocks (equal and unequal)
+    when shrunk."""
+    h, w = size
     bgr = rng.integers(0, 256, (*size, 3), dtype=np.uint8)
     extremes = np.array([(255, 0, 0), (0, 0, 255)], np.uint8)
-    bgr.reshape(-1, 3)[:2] = extremes[: bgr.shape[0] * bgr.shape[1]]
-    out = poisoned((2, *size))
-    lib.bgr_chroma(ptr(bgr), ptr(out), bgr.shape[0] * bgr.shape[1])
-    assert_same(out, bgr_chroma(bgr))
+    bgr.reshape(-1, 3)[:2] = extremes[: h * w]
+    full = bgr_chroma(bgr)
+    for height in (None, 3, 2):  # the frame's size, then shrunk as Downscale(height) shrinks
+        down = Downscale()
+        if height is not None:
+            down.params["height"] = height  # below the config minimum, to reach large factors on tiny frames
+        oh, ow = size if height is None else down.output_shape(size)
+        out = poisoned((2, oh, ow))
+        lib.bgr_chroma(ptr(bgr), ptr(out), w, h, ow, oh)
+        assert_same(out, full if height is None else down.reference_planes(full))
 
 
 @pytest.mark.parametrize("size", [(1, 1), (2, 2), (7, 13), (8, 12), (33, 65)], ids=str)

@@ -170,16 +170,21 @@ class Gray(Filter):
         return bgr_chroma(src, self._chroma_scratch)
 
     def apply_chroma(self, cuda, src, dst) -> None:
-        """Enqueue :func:`bgr_chroma` on ``cuda.stream`` (kernel ``md_bgr_to_chroma_u8``).
+        """Enqueue :func:`bgr_chroma` on ``cuda.stream``, shrunk to ``dst``'s size with
+        :class:`~motiondetect.filters.Downscale`'s blocks in the same pass when ``dst`` is smaller
+        than the frame (kernel ``md_bgr_chroma_blocks_u8``): bit for bit the full-size planes
+        followed by the downscale, in one launch.
 
         Args:
             cuda: the entered handler.
             src: device BGR image (H, W, 3) uint8.
-            dst: device chroma planes (2, H, W) uint8, Cb then Cr.
+            dst: device chroma planes (2, h, w) uint8, Cb then Cr; (h, w) is (H, W) or the
+                output size of a :class:`~motiondetect.filters.Downscale` of the frame.
         """
-        fn = cuda.function(self.KERNEL, "md_bgr_to_chroma_u8", "PPi")
-        n = np.int32(src.shape[0] * src.shape[1])
-        cuda.launch_1d(fn, int(n), src.gpudata, dst.gpudata, n)
+        height, width = src.shape[:2]
+        out_h, out_w = dst.shape[1:]
+        fn = cuda.function(self.KERNEL, "md_bgr_chroma_blocks_u8", "PPiiii")
+        cuda.launch_2d(fn, (out_h, out_w), src.gpudata, dst.gpudata, np.int32(width), np.int32(height), np.int32(out_w), np.int32(out_h))
 
     def apply_chroma_420(
         self,

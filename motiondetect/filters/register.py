@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cv2
 import numpy as np
 
@@ -177,6 +179,18 @@ def _padded(image: np.ndarray, pad: int, replicate: bool) -> np.ndarray:
     return cv2.copyMakeBorder(np.ascontiguousarray(image), pad, pad, pad, pad, border, value=0)
 
 
+@dataclass(frozen=True)
+class _Launch:
+    """What :meth:`Register.apply_kernel` launches with for one size and set of parameters."""
+
+    key: tuple
+    shrunk: tuple[int, int]  # the coarse image, (rows, columns)
+    bins: tuple[int, int]  # its half spectrum, (rows, columns)
+    splits: int  # row bands per tile (md_register_shift_u8)
+    window_args: tuple  # md_coarse_window_u8_f32's sizes
+    shift_args: tuple  # md_register_shift_u8's scalars
+
+
 class Register(Filter):
     """Registration for a shaking camera: each grey frame is moved onto the stream's first frame
     (the anchor) by a global whole-pixel translation before the frame-pair filter compares it,
@@ -296,6 +310,7 @@ class Register(Filter):
         self._window: np.ndarray | None = None  # the Hann window of the shrunk anchor's size
         self._shift = (0, 0)
         self._device_anchor: tuple[int, int] | None = None  # (H, W) of the anchor on the device
+        self._launch: _Launch | None = None
 
     def seek(self) -> None:
         """Keep the anchor (and its window), forget the last frame's shift."""
@@ -365,38 +380,68 @@ class Register(Filter):
         ``(x - dx, y - dy)``, 0 outside."""
         return translate(image, *self._shift, sign=-1, replicate=False)
 
-    def apply_kernel(self, cuda, src, dst, side=None):
-        import pycuda.driver as drv
+    def _launch_values(self, frames: int, height: int, width: int, multiprocessors: int) -> _Launch:
+        """The sizes and scalar arguments of :meth:`apply_kernel`'s launches for ``frames``
+        images of (H, W): pure values (no device addresses), made again only when the size or a
+        parameter changes, so a frame at a time does not rebuild them."""
+        key = (frames, height, width, multiprocessors, tuple(self.params.values()))
+        if self._launch is None or self._launch.key != key:
+            shrunk = coarse_size(height, width)
+            # Row bands per tile, enough blocks of 256 threads to fill the device (8 per
+            # multiprocessor); any number gives the same sums.
+            splits = min(MAX_SPLITS, max(1, -(-8 * multiprocessors // (TILES * TILES * frames))))
+            params = self.params
+            self._launch = _Launch(
+                key=key,
+                shrunk=shrunk,
+                bins=(shrunk[0], shrunk[1] // 2 + 1),
+                splits=splits,
+                window_args=(width, height, shrunk[1], shrunk[0]),
+                shift_args=(
+                    shrunk[1],
+                    shrunk[0],
+                    self._coarse_reach(*shrunk),
+                    np.float32(params["peak_ratio"]),
+                    self._floor(*shrunk),
+                    np.float32(params["far_ratio"]),
+                    width,
+                    height,
+                    TILES,
+                    splits,
+                    self._reach(height, width),
+                    MIN_VOTES,
+                ),
+            )
+        return self._launch
 
+    def apply_kernel(self, cuda, src, dst, side=None):
         frames, height, width = planes(src)
         if frames > MAX_FRAMES:
             raise ValueError(f"register: at most {MAX_FRAMES} frames per call; got {frames}")
-        shrunk = coarse_size(height, width)
-        bins = (shrunk[0], shrunk[1] // 2 + 1)
-        size, shrunk_size = (np.int32(width), np.int32(height)), (np.int32(shrunk[1]), np.int32(shrunk[0]))
+        launch = self._launch_values(frames, height, width, cuda.multiprocessors)
+        shrunk, bins, splits = launch.shrunk, launch.bins, launch.splits
         window = cuda.buffer(("register_window", *shrunk), shrunk, np.float32)
         real = cuda.buffer(("register_real", frames, *shrunk), (frames, *shrunk), np.float32)
         spectra = cuda.buffer(("register_spectra", frames, *bins), (frames, *bins), np.complex64)
         anchor = cuda.buffer(self.state_key("anchor"), (1, *bins), np.complex64)
-        anchor_image = cuda.buffer(self.state_key("anchor_image"), (height, width), np.uint8)
         # md_register_shift_u8's last-block tickets, one per frame: zero, and left zero by it.
         tickets = cuda.buffer(("register_tickets",), (MAX_FRAMES,), np.uint32, zeroed=True)
         shifts = cuda.buffer(self.state_key("shift"), (MAX_FRAMES, 2), np.int32)
-        # Row bands per tile, enough blocks of 256 threads to fill the device (8 per
-        # multiprocessor); any number gives the same sums.
-        splits = min(MAX_SPLITS, max(1, -(-8 * cuda.multiprocessors // (TILES * TILES * frames))))
         sads = cuda.buffer(("register_sads", frames, splits), (frames, TILES * TILES * splits, CANDIDATES), np.uint64)
         windowed = cuda.function(self.KERNEL, "md_coarse_window_u8_f32", "PPPiiii")
+        anchor_image = cuda.buffer(self.state_key("anchor_image"), (height, width), np.uint8)
         if self._device_anchor != (height, width):
+            import pycuda.driver as drv
+
             window.set(hann_window(*shrunk))
-            cuda.launch_2d(windowed, shrunk, src.gpudata, window.gpudata, real.gpudata, *size, *shrunk_size)
+            cuda.launch_2d(windowed, shrunk, src.gpudata, window.gpudata, real.gpudata, *launch.window_args)
             cuda.fft.forward(real[:1], anchor)
             drv.memcpy_dtod_async(anchor_image.gpudata, src.gpudata, height * width, cuda.stream)
             self._device_anchor = (height, width)
-        cuda.launch_2d(windowed, shrunk, src.gpudata, window.gpudata, real.gpudata, *size, *shrunk_size, frames=frames)
+        cuda.launch_2d(windowed, shrunk, src.gpudata, window.gpudata, real.gpudata, *launch.window_args, frames=frames)
         cuda.fft.forward(real, spectra)
         cross = cuda.function(self.KERNEL, "md_cross_power_c64", "PPii")
-        cuda.launch_2d(cross, bins, spectra.gpudata, anchor.gpudata, np.int32(bins[1]), np.int32(bins[0]), frames=frames)
+        cuda.launch_2d(cross, bins, spectra.gpudata, anchor.gpudata, bins[1], bins[0], frames=frames)
         cuda.fft.inverse(spectra, real)
         shift = cuda.function(self.KERNEL, "md_register_shift_u8", "PPPPPPiiifffiiiiii")
         shift.prepared_async_call(
@@ -409,16 +454,7 @@ class Register(Filter):
             sads.gpudata,
             tickets.gpudata,
             shifts.gpudata,
-            *shrunk_size,
-            np.int32(self._coarse_reach(*shrunk)),
-            np.float32(self.params["peak_ratio"]),
-            self._floor(*shrunk),
-            np.float32(self.params["far_ratio"]),
-            *size,
-            np.int32(TILES),
-            np.int32(splits),
-            np.int32(self._reach(height, width)),
-            np.int32(MIN_VOTES),
+            *launch.shift_args,
         )
         self._translate(cuda, src, dst, shifts.gpudata, sign=1, replicate=True)
 
@@ -436,15 +472,5 @@ class Register(Filter):
         frames, height, width = planes(src)
         fn = cuda.function(self.KERNEL, "md_translate_u8", "PPPiiiii")
         cuda.launch_2d(
-            fn,
-            (height, width),
-            src.gpudata,
-            dst.gpudata,
-            shifts,
-            np.int32(width),
-            np.int32(height),
-            np.int32(sign),
-            np.int32(replicate),
-            np.int32(period or frames),
-            frames=frames,
+            fn, (height, width), src.gpudata, dst.gpudata, shifts, width, height, sign, int(replicate), period or frames, frames=frames
         )

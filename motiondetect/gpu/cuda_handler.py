@@ -165,7 +165,7 @@ class CUDAHandler:
         Raises:
             pycuda.driver.CompileError: nvcc rejected the source (carries nvcc's message).
         """
-        key = (kernel, entry, tuple(sorted((defines or {}).items())))
+        key = (kernel, entry, tuple(sorted(defines.items())) if defines else ())
         fn = self._functions.get(key)
         if fn is None:
             from pycuda.compiler import SourceModule
@@ -214,9 +214,11 @@ class CUDAHandler:
             ``pycuda.gpuarray.GPUArray`` of ``shape`` and ``dtype``; contents are undefined
             (zeros when just allocated with ``zeroed``).
         """
+        buf = self._buffers.get(key)
+        if buf is not None and buf.shape == shape and buf.dtype == dtype:
+            return buf  # the common case, a launch's scratch: no import or conversion on the way
         import pycuda.gpuarray as gpuarray
 
-        buf = self._buffers.get(key)
         if buf is None or buf.shape != tuple(shape) or buf.dtype != np.dtype(dtype):
             if buf is not None:
                 buf.gpudata.free()

@@ -311,8 +311,9 @@ class MotionDetector:
         self._yuv_annotation = len(self._annotate) == 1 and hasattr(self._annotate[0], "reference_yuv")
         #: The frame-pair filter compares colour too: each frame's chroma planes go with the grey.
         self._chroma = any(getattr(f, "needs_chroma", False) for f in self._detect)
-        #: A downscale right after the grey stage shrinks a picture's chroma as it is expanded
-        #: from 4:2:0 (one pass, the same bits): the stage whose output size the chroma starts at.
+        #: A downscale right after the grey stage shrinks the chroma as it is expanded from 4:2:0
+        #: or converted from BGR (one pass, the same bits): the stage whose output size the
+        #: chroma starts at.
         pair = next((i for i, f in enumerate(self._detect) if f.SIDE_INPUT == "reference"), 0)
         self._chroma_from = 1 if self._chroma and pair > 1 and self._detect[1].RESAMPLE == "down" else 0
         halos = [f.halo() for f in self._detect]
@@ -348,9 +349,9 @@ class MotionDetector:
 
     @property
     def chroma_from(self) -> int:
-        """The detection stage whose output size a decoded picture's chroma starts at: 1 when a
-        downscale follows the grey stage (it shrinks the chroma as the 4:2:0 samples are
-        expanded), else 0 (the grey image's size)."""
+        """The detection stage whose output size the chroma starts at: 1 when a downscale follows
+        the grey stage (it shrinks the chroma as a decoded picture's 4:2:0 samples are expanded,
+        or as a BGR frame is converted), else 0 (the grey image's size)."""
         return self._chroma_from
 
     @property
@@ -450,7 +451,7 @@ class MotionDetector:
             original = run.upload("frame", frame if geo.identity else geo.work_image(frame))
             image, first = original, 0
             if self._chroma and not prime:
-                chroma = run.bgr_chroma(self._detect[0], original)
+                chroma = run.bgr_chroma(self._detect[0], original, self._detect[self._chroma_from])
         # Only the count and box leave this call: a last upscale need not run, since both follow
         # exactly from the mask before it (each pixel a block of equal pixels).
         counts_only = isinstance(run, _CpuExecutor) and not self.masks and not (self.annotate and self._annotate) and geo.roi is None
@@ -474,7 +475,7 @@ class MotionDetector:
                     image = run.unshift(self._detect[stage - 1], image)
             else:
                 image = run.run(stage, flt, image, original if flt.SIDE_INPUT == "frame" else None)
-                if chroma is not None and (picture is None or stage > self._chroma_from):
+                if chroma is not None and stage > self._chroma_from:
                     chroma = run.planes(stage, flt, chroma)
         mask = image if geo.roi is None else run.and_mask(image, geo)
         full_mask = mask if geo.identity else run.expand(mask, geo)
@@ -704,8 +705,9 @@ class _CpuExecutor:
         planes = _work_chroma(picture, geo)
         return planes if shrink is gray else shrink.reference_planes(planes)
 
-    def bgr_chroma(self, gray, image):
-        return gray.reference_chroma(image)
+    def bgr_chroma(self, gray, image, shrink):
+        planes = gray.reference_chroma(image)
+        return planes if shrink is gray else shrink.reference_planes(planes)
 
     def planes(self, stage, flt, planes):
         return flt.reference_planes(planes)
@@ -787,8 +789,9 @@ class _CudaExecutor:
             )
         return self._chroma_uv
 
-    def bgr_chroma(self, gray, image):
-        dst = self.cuda.buffer("chroma_planes", (2, *image.shape[:2]))
+    def bgr_chroma(self, gray, image, shrink):
+        # Shrunk in the conversion's pass (one launch, no full-size planes), the same bits.
+        dst = self.cuda.buffer("chroma_planes", (2, *shrink.output_shape(image.shape[:2])))
         gray.apply_chroma(self.cuda, image, dst)
         return dst
 
