@@ -161,13 +161,13 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None 
             if chroma is not None and flt.SIDE_INPUT == "reference":
                 flt.apply_kernel(cuda, image, outputs[i], side, chroma=(int(chroma.gpudata), int(image.size)))
                 chroma = None
+            elif chroma is not None and i > chroma_from:
+                key = ("chroma", i)
+                if key not in outputs:
+                    outputs[key] = gpuarray.empty((2, *flt.output_shape(image.shape)), np.uint8)
+                chroma = outputs[key] if flt.apply_with_planes(cuda, image, outputs[i], side, chroma, outputs[key]) else chroma
             else:
                 flt.apply(cuda, image, outputs[i], side)
-                if chroma is not None and i > chroma_from:
-                    key = ("chroma", i)
-                    if key not in outputs:
-                        outputs[key] = gpuarray.empty((2, *flt.output_shape(image.shape)), np.uint8)
-                    chroma = outputs[key] if flt.apply_planes(cuda, chroma, outputs[key]) else chroma
             image = outputs[i]
             if flt.OUTPUT.name == "MASK":
                 mask = image

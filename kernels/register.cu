@@ -251,22 +251,32 @@ __global__ void md_register_shift_u8(const float* __restrict__ corr,
     }
 }
 
-// dst(x, y) = src(x + sign * dx, y + sign * dy) with the shift (dx, dy) of frame
-// blockIdx.z % period: sign +1 moves a frame onto the anchor (replicate = 1: coordinates clamped
-// to the frame, like OpenCV's BORDER_REPLICATE); sign -1 moves a comparison back onto the frame
+// dst(x, y) = src(x + sign * dx, y + sign * dy) with the shift (dx, dy) of frame z % period,
+// z the image: sign +1 moves a frame onto the anchor (replicate = 1: coordinates clamped to the
+// frame, like OpenCV's BORDER_REPLICATE); sign -1 moves a comparison back onto the frame
 // (replicate = 0: 0 outside). period = the number of frames, or K for planes laid out (P, K):
-// the chroma's Cb planes of the K frames, then their Cr planes, in one launch.
+// the chroma's Cb planes of the K frames, then their Cr planes. Images from `images` on are
+// read from planes_src and written to planes_dst (numbered from 0 there), so the K grey frames
+// and their chroma planes move in one launch; images = gridDim.z when there are none.
 __global__ void md_translate_u8(const unsigned char* __restrict__ src,
                                 unsigned char* __restrict__ dst,
                                 const int* __restrict__ shift,
-                                int width, int height, int sign, int replicate, int period)
+                                int width, int height, int sign, int replicate, int period,
+                                int images, const unsigned char* __restrict__ planes_src,
+                                unsigned char* __restrict__ planes_dst)
 {
-    MD_IMAGE(src, width * height);
-    MD_IMAGE(dst, width * height);
+    int z = blockIdx.z;
+    if (z >= images) {
+        src = planes_src;
+        dst = planes_dst;
+        z -= images;
+    }
+    src += (size_t)z * width * height;
+    dst += (size_t)z * width * height;
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
-    int frame = blockIdx.z % period;
+    int frame = z % period;
     int sx = x + sign * shift[2 * frame], sy = y + sign * shift[2 * frame + 1];
     unsigned char v;
     if (replicate) {

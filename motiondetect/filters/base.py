@@ -208,6 +208,16 @@ class Filter(ABC):
         """
         return False
 
+    def apply_with_planes(self, cuda: CUDAHandler, src, dst, side, planes_src, planes_dst, frames: int = 1) -> bool:
+        """:meth:`apply` on the grey image, then :meth:`apply_planes` on the planes that go with
+        it (arguments as theirs); a filter that can do both in one launch overrides it.
+
+        Returns:
+            :meth:`apply_planes`' answer: whether ``planes_dst`` was written.
+        """
+        self.apply(cuda, src, dst, side)
+        return self.apply_planes(cuda, planes_src, planes_dst, frames)
+
     def reset(self) -> None:
         """Forget any state kept from earlier frames (no-op for stateless filters).
 

@@ -414,7 +414,16 @@ class Register(Filter):
             )
         return self._launch
 
-    def apply_kernel(self, cuda, src, dst, side=None):
+    def apply_with_planes(self, cuda, src, dst, side, planes_src, planes_dst, frames: int = 1) -> bool:
+        """:meth:`apply` and :meth:`apply_planes` with the grey frames and their planes moved in
+        one launch."""
+        self.apply_kernel(cuda, src, dst, side, chroma=(planes_src, planes_dst))
+        return True
+
+    def apply_kernel(self, cuda, src, dst, side=None, chroma=None):
+        """Enqueue the registration of a grey frame (H, W) or batch (K, H, W) into ``dst``, and
+        with ``chroma`` = (source, destination), each (2 K, H, W) uint8, the move of the frames'
+        Cb and Cr planes in the same launch as theirs."""
         frames, height, width = planes(src)
         if frames > MAX_FRAMES:
             raise ValueError(f"register: at most {MAX_FRAMES} frames per call; got {frames}")
@@ -456,7 +465,7 @@ class Register(Filter):
             shifts.gpudata,
             *launch.shift_args,
         )
-        self._translate(cuda, src, dst, shifts.gpudata, sign=1, replicate=True)
+        self._translate(cuda, src, dst, shifts.gpudata, sign=1, replicate=True, chroma=chroma)
 
     def unshift(self, cuda, src, dst, offset: int = 0) -> None:
         """Enqueue :meth:`unshift_reference` on the device for a (K, H, W) or (H, W) uint8
@@ -466,11 +475,26 @@ class Register(Filter):
         shifts = cuda.buffer(self.state_key("shift"), (MAX_FRAMES, 2), np.int32)
         self._translate(cuda, src, dst, int(shifts.gpudata) + 8 * offset, sign=-1, replicate=False)
 
-    def _translate(self, cuda, src, dst, shifts, sign: int, replicate: bool, period: int | None = None) -> None:
+    def _translate(self, cuda, src, dst, shifts, sign: int, replicate: bool, period: int | None = None, chroma=None) -> None:
         """Enqueue ``md_translate_u8`` on the images of ``src`` into ``dst``, image ``z`` by the
-        shift of frame ``z % period`` (default: the number of images)."""
+        shift of frame ``z % period`` (default: the number of images); ``chroma`` = (source,
+        destination) of the frames' chroma planes, (2 K, H, W) each, moved in the same launch."""
         frames, height, width = planes(src)
-        fn = cuda.function(self.KERNEL, "md_translate_u8", "PPPiiiii")
+        fn = cuda.function(self.KERNEL, "md_translate_u8", "PPPiiiiiiPP")
+        extra, planes_src, planes_dst = (0, 0, 0) if chroma is None else (chroma[0].shape[0], chroma[0].gpudata, chroma[1].gpudata)
         cuda.launch_2d(
-            fn, (height, width), src.gpudata, dst.gpudata, shifts, width, height, sign, int(replicate), period or frames, frames=frames
+            fn,
+            (height, width),
+            src.gpudata,
+            dst.gpudata,
+            shifts,
+            width,
+            height,
+            sign,
+            int(replicate),
+            period or frames,
+            frames,
+            planes_src,
+            planes_dst,
+            frames=frames + extra,
         )

@@ -577,10 +577,17 @@ class BatchDetector:
             target = pair_buffer if stage == self._pair - 1 else self._buffer(("stage", stage), target_shape)
             dst = frames_view(target, 1, m + 1) if stage == self._pair - 1 else frames_view(target, 0, m)
             side = SizeOnly((w_h, w_w, 3)) if flt.SIDE_INPUT == "frame" else None
-            image = self._apply(flt, image, dst, side)
-            if chroma is not None and chroma_from < stage < self._pair:
+            if chroma is not None and chroma_from < stage < self._pair:  # the planes go with the grey images
                 planes_out = frames_view(self._buffer(("planes", stage), (2 * k, *shape)), 0, 2 * m)
-                chroma = planes_out if flt.apply_planes(cuda, chroma, planes_out, frames=m) else chroma
+                if flt.BATCHED:  # in one launch where the filter can
+                    moved = flt.apply_with_planes(cuda, image, dst, side, chroma, planes_out, frames=m)
+                    image = dst
+                else:
+                    image = self._apply(flt, image, dst, side)
+                    moved = flt.apply_planes(cuda, chroma, planes_out, frames=m)
+                chroma = planes_out if moved else chroma
+            else:
+                image = self._apply(flt, image, dst, side)
         m = n - skip
         queued = _Queued(slot, geo, skip, drv.Event(), upscale=upscale)
         if m:

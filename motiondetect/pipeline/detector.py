@@ -474,9 +474,11 @@ class MotionDetector:
                 if self._detect[stage - 1].ALIGNS:  # the comparison, back onto this frame's pixels
                     image = run.unshift(self._detect[stage - 1], image)
             else:
-                image = run.run(stage, flt, image, original if flt.SIDE_INPUT == "frame" else None)
-                if chroma is not None and stage > self._chroma_from:
-                    chroma = run.planes(stage, flt, chroma)
+                side = original if flt.SIDE_INPUT == "frame" else None
+                if chroma is not None and stage > self._chroma_from:  # the planes go with the grey image
+                    image, chroma = run.run_with_planes(stage, flt, image, side, chroma)
+                else:
+                    image = run.run(stage, flt, image, side)
         mask = image if geo.roi is None else run.and_mask(image, geo)
         full_mask = mask if geo.identity else run.expand(mask, geo)
         out = None
@@ -718,6 +720,10 @@ class _CpuExecutor:
     def run(self, stage, flt, src, side, chroma=None):
         return flt.reference(src, side) if chroma is None else flt.reference(src, side, chroma)
 
+    def run_with_planes(self, stage, flt, src, side, planes):
+        image = flt.reference(src, side)  # first: a registration moves the planes by its shift
+        return image, flt.reference_planes(planes)
+
     def keep(self, stage, image):
         return image  # filters return new arrays, so no later stage overwrites it
 
@@ -817,6 +823,13 @@ class _CudaExecutor:
         else:
             flt.apply_kernel(self.cuda, src, dst, side, chroma=(int(chroma.gpudata), int(src.size)))
         return dst
+
+    def run_with_planes(self, stage, flt, src, side, planes):
+        cuda = self.cuda
+        dst = cuda.buffer(("stage", stage), flt.output_shape(src.shape, None if side is None else side.shape))
+        planes_dst = cuda.buffer(("planes", stage), (planes.shape[0], *flt.output_shape(planes.shape[1:])))
+        moved = flt.apply_with_planes(cuda, src, dst, side, planes, planes_dst)  # one launch for both where it can
+        return dst, planes_dst if moved else planes
 
     def unshift(self, flt, image):
         dst = self.cuda.buffer("unshifted", image.shape)
