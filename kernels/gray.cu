@@ -23,17 +23,34 @@ __global__ void md_gray_bt601_u8(const unsigned char* __restrict__ bgr,
 // 256-entry table of motiondetect.picture.luma_table (the identity for full-range streams).
 // Reads `frames` images of width x height whose rows are `pitch` bytes apart and whose images
 // are `image` bytes apart (a decoder's padded surfaces, or packed planes), and writes them
-// packed. One thread per pixel, blockIdx.z the image.
+// packed at out_width x out_height: each output pixel the mean of its block of the downscale
+// filter (kernels/downscale.cu: integer sum, rounded half up), so a smaller output equals the
+// full-size grey image followed by md_downscale_area_u8, bit for bit, without writing that
+// image; at the input's own size each block is one pixel. One thread per output pixel,
+// blockIdx.z the image.
 __global__ void md_luma_to_gray_u8(const unsigned char* __restrict__ luma, int pitch, long long image,
                                    const unsigned char* __restrict__ lut,
-                                   unsigned char* __restrict__ gray, int width, int height)
+                                   unsigned char* __restrict__ gray, int width, int height,
+                                   int out_width, int out_height)
 {
     MD_IMAGE(luma, image);
-    MD_IMAGE(gray, width * height);
-    int x = blockIdx.x * blockDim.x + threadIdx.x;
-    int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= width || y >= height) return;
-    gray[(size_t)y * width + x] = lut[luma[(size_t)y * pitch + x]];
+    MD_IMAGE(gray, out_width * out_height);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
+    int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
+    if (i >= out_width || j >= out_height) return;
+    if (out_width == width && out_height == height) {
+        gray[(size_t)j * out_width + i] = lut[luma[(size_t)j * pitch + i]];
+        return;
+    }
+    int x0 = md_block_start(i, width, out_width), x1 = md_block_start(i + 1, width, out_width);
+    int y0 = md_block_start(j, height, out_height), y1 = md_block_start(j + 1, height, out_height);
+    unsigned int sum = 0;
+    for (int y = y0; y < y1; ++y) {
+        const unsigned char* row = luma + (size_t)y * pitch;
+        for (int x = x0; x < x1; ++x) sum += lut[row[x]];
+    }
+    unsigned int n = (unsigned int)((x1 - x0) * (y1 - y0));
+    gray[(size_t)j * out_width + i] = (unsigned char)((sum + n / 2) / n);
 }
 
 // Full-range BT.601 chroma (JFIF): Cb = 128 - 0.168736 R - 0.331264 G + 0.5 B and

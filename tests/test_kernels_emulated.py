@@ -109,8 +109,8 @@ void downscale(const u8* s, u8* d, int w, int h, int ow, int oh, int k) { grid2d
 void upscale(const u8* s, u8* d, int iw, int ih, int w, int h, int k) { grid2d(w, h, k, [&] { md_upscale_nearest_u8(s, d, iw, ih, w, h); }); }
 void dispersion(const u8* s, unsigned* s1, unsigned* s2, const int* c, u8* d, int w, int h, int r, int t, int q, int k) {
     grid2d(w, h, k, [&] { md_window_sums_rows_u8(s, s1, s2, w, h, r); }); grid2d(w, h, k, [&] { md_dispersion_cols_u8(s, s1, s2, c, d, w, h, r, t, q); }); }
-void luma_to_gray(const u8* y, int pitch, long long image, const u8* lut, u8* d, int w, int h, int k) {
-    grid2d(w, h, k, [&] { md_luma_to_gray_u8(y, pitch, image, lut, d, w, h); }); }
+void luma_to_gray(const u8* y, int pitch, long long image, const u8* lut, u8* d, int w, int h, int ow, int oh, int k) {
+    grid2d(ow, oh, k, [&] { md_luma_to_gray_u8(y, pitch, image, lut, d, w, h, ow, oh); }); }
 void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, int cp, int cs, long long ci, const u8* m, const u8* lut, u8* o,
                    int w, int h, int k, int off, int ry, int rcr, int dy, int du, int dv) {     // one thread per chroma sample
     grid2d((w + 1) / 2, (h + 1) / 2, k, [&] { md_red_blend_yuv_u8(y, yp, yi, u, v, cp, cs, ci, m, lut, o, w, h, off, ry, rcr, dy, du, dv); }); }
@@ -643,7 +643,8 @@ def test_2d_kernels_batched_on_blockidx_z(lib, rng, size):
 @pytest.mark.parametrize("full_range", [False, True], ids=["limited", "full"])
 def test_luma_to_gray(lib, rng, size, full_range):
     """md_luma_to_gray_u8 reads padded rows (pitch > width) of K images ``image`` bytes apart
-    and writes packed grey images: luma_table(full_range)[Y'] (Gray.reference_luma)."""
+    and writes packed grey images: luma_table(full_range)[Y'] (Gray.reference_luma), and shrunk
+    by Downscale's blocks (equal and unequal) that image followed by Downscale.reference."""
     h, w = size
     pitch, k = w + 7, 3
     image = pitch * h + 11
@@ -651,14 +652,22 @@ def test_luma_to_gray(lib, rng, size, full_range):
     table = luma_table(full_range)
     planes = [luma[z * image : z * image + h * pitch].reshape(h, pitch)[:, :w] for z in range(k)]
     out = poisoned((k, h, w))
-    lib.luma_to_gray(ptr(luma), pitch, ctypes.c_longlong(image), ptr(table), ptr(out), w, h, k)
+    lib.luma_to_gray(ptr(luma), pitch, ctypes.c_longlong(image), ptr(table), ptr(out), w, h, w, h, k)
     for z, plane in enumerate(planes):
         assert_same(out[z], table[plane])
         chroma = np.full(chroma_shape(h, w), 128, np.uint8)
         assert_same(out[z], Gray().reference_luma(Picture(np.ascontiguousarray(plane), chroma, chroma, full_range)))
     single = poisoned((h, w))
-    lib.luma_to_gray(ptr(luma), pitch, ctypes.c_longlong(0), ptr(table), ptr(single), w, h, 1)
+    lib.luma_to_gray(ptr(luma), pitch, ctypes.c_longlong(0), ptr(table), ptr(single), w, h, w, h, 1)
     assert_same(single, out[0])
+    for height in (3, 2):  # shrunk as Downscale(height) shrinks
+        down = Downscale()
+        down.params["height"] = height  # below the config minimum, to reach large factors on tiny frames
+        oh, ow = down.output_shape((h, w))
+        shrunk = poisoned((k, oh, ow))
+        lib.luma_to_gray(ptr(luma), pitch, ctypes.c_longlong(image), ptr(table), ptr(shrunk), w, h, ow, oh, k)
+        for z, plane in enumerate(planes):
+            assert_same(shrunk[z], down.reference(table[plane]))
 
 
 @pytest.mark.parametrize("size", [(1, 1), (2, 2), (7, 13), (8, 12), (13, 8), (33, 65)], ids=str)

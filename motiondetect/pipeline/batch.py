@@ -245,6 +245,9 @@ class BatchDetector:
             raise ValueError("the batched GPU path blends in Y'CbCr: the annotation must be one 'red_blend'")
         detect = self.plan.detection_filters
         self._pair = next(i for i, f in enumerate(detect) if f.SIDE_INPUT == "reference")
+        #: A downscale right after the grey stage runs in its pass (the luma shrunk as it is read,
+        #: the same bits): the stage whose output the grey stage writes.
+        self._grey_to = 1 if self._pair > 1 and detect[1].RESAMPLE == "down" else 0
         #: The frames' chroma goes to the device for the background model, not only for the blend.
         self._chroma = self.plan.needs_chroma
         self._started = False  # the stream's first frame has been seen
@@ -537,18 +540,20 @@ class BatchDetector:
         detect = self.plan.detection_filters
         w_h, w_w = geo.work_size[1], geo.work_size[0]
 
-        # The grey stage: the luma read in place (cropped by addressing), into the pair buffer
-        # when the frame-pair filter comes next, whose slot 0 holds the previous batch's last.
-        gray = detect[0]
+        # The grey stage: the luma read in place (cropped by addressing) and shrunk by a downscale
+        # that follows it, into the pair buffer when the frame-pair filter comes next, whose
+        # slot 0 holds the previous batch's last.
+        gray, grey_to = detect[0], self._grey_to
         pair_buffer = self._buffer(("pair",), (k + 1, *self._single_shape(self._pair - 1, geo)))
-        out = pair_buffer if self._pair == 1 else self._buffer(("stage", 0), (k, w_h, w_w))
-        dst = frames_view(out, 1, n + 1) if self._pair == 1 else frames_view(out, 0, n)
-        gray.apply_luma(cuda, int(slot.luma.gpudata) + y0 * width + x0, width, width * height, dst, slot.full_range)
+        into_pair = self._pair == grey_to + 1
+        out = pair_buffer if into_pair else self._buffer(("stage", grey_to), (k, *self._single_shape(grey_to, geo)))
+        dst = frames_view(out, 1, n + 1) if into_pair else frames_view(out, 0, n)
+        gray.apply_luma(cuda, int(slot.luma.gpudata) + y0 * width + x0, width, width * height, dst, slot.full_range, size=(w_h, w_w))
         image = dst
         chroma = self._queue_chroma(gray, slot, geo, n) if self._chroma else None
         chroma_from = self.plan.chroma_from  # the stage whose output size the chroma starts at
         upscale = self._counts_before_upscale(geo)
-        for stage in range(1, len(detect) - (upscale is not None)):
+        for stage in range(grey_to + 1, len(detect) - (upscale is not None)):
             flt = detect[stage]
             shape = self._single_shape(stage, geo)
             if flt.SIDE_INPUT == "reference":
