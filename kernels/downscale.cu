@@ -19,8 +19,8 @@ __global__ void md_downscale_area_u8(const unsigned char* __restrict__ src,
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
     int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
     if (i >= out_width || j >= out_height) return;
-    int x0 = md_block_start(i, width, out_width), x1 = md_block_start(i + 1, width, out_width);
-    int y0 = md_block_start(j, height, out_height), y1 = md_block_start(j + 1, height, out_height);
+    const MdBlock b = md_block(i, j, width, height, out_width, out_height);
+    const int x0 = b.x0, x1 = b.x1, y0 = b.y0, y1 = b.y1;
     unsigned int sum = 0;
     for (int y = y0; y < y1; ++y) {
         const unsigned char* row = src + (size_t)y * width;

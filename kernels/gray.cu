@@ -42,8 +42,8 @@ __global__ void md_luma_to_gray_u8(const unsigned char* __restrict__ luma, int p
         gray[(size_t)j * out_width + i] = lut[luma[(size_t)j * pitch + i]];
         return;
     }
-    int x0 = md_block_start(i, width, out_width), x1 = md_block_start(i + 1, width, out_width);
-    int y0 = md_block_start(j, height, out_height), y1 = md_block_start(j + 1, height, out_height);
+    const MdBlock b = md_block(i, j, width, height, out_width, out_height);
+    const int x0 = b.x0, x1 = b.x1, y0 = b.y0, y1 = b.y1;
     unsigned int sum = 0;
     for (int y = y0; y < y1; ++y) {
         const unsigned char* row = luma + (size_t)y * pitch;
@@ -76,8 +76,8 @@ __global__ void md_bgr_chroma_blocks_u8(const unsigned char* __restrict__ bgr,
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
     int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
     if (i >= out_width || j >= out_height) return;
-    int x0 = md_block_start(i, width, out_width), x1 = md_block_start(i + 1, width, out_width);
-    int y0 = md_block_start(j, height, out_height), y1 = md_block_start(j + 1, height, out_height);
+    const MdBlock b = md_block(i, j, width, height, out_width, out_height);
+    const int x0 = b.x0, x1 = b.x1, y0 = b.y0, y1 = b.y1;
     unsigned int sum_b = 0, sum_r = 0;
     for (int y = y0; y < y1; ++y) {
         const unsigned char* row = bgr + 3 * (size_t)y * width;
@@ -118,8 +118,8 @@ __global__ void md_chroma_420_blocks_u8(const unsigned char* __restrict__ cb,
     int i = blockIdx.x * blockDim.x + threadIdx.x;  // output column
     int j = blockIdx.y * blockDim.y + threadIdx.y;  // output row
     if (i >= out_width || j >= out_height) return;
-    int bx0 = md_block_start(i, width, out_width), bx1 = md_block_start(i + 1, width, out_width);
-    int by0 = md_block_start(j, height, out_height), by1 = md_block_start(j + 1, height, out_height);
+    const MdBlock b = md_block(i, j, width, height, out_width, out_height);
+    const int bx0 = b.x0, bx1 = b.x1, by0 = b.y0, by1 = b.y1;
     // The block's sum over its luma pixels, taken over the chroma samples they read, each
     // weighted by how many of the block's rows and columns read it (1 or 2): a quarter of the
     // loads of a loop over the pixels, the same integer.
