@@ -15,9 +15,10 @@ thread fills ring slots of K frames while the main thread runs the previous batc
   copy per plane on an upload stream of their own. The kernels run on the handler's stream
   after the copies' events: decode, copies, kernels and downloads overlap.
 - The grey stage reads the luma in place (``md_luma_to_gray_u8``, cropped to the ROI's box by
-  addressing, and shrunk in the same pass when a downscale follows it), every filter runs once per batch on a (K, H, W) grid (``BATCHED`` filters; the
-  others frame by frame on views), the background model carries its state through the batch in
-  registers, and the mask statistics of all K frames come from one reduction.
+  addressing, and shrunk in the same pass when a downscale follows it), every filter runs once
+  per batch on a (K, H, W) grid (``BATCHED`` filters; the others frame by frame on views), the
+  background model carries its state through the batch in registers, and the mask statistics
+  of all K frames come from one reduction.
 - Only what is needed comes back, once per batch: the K motion counts and boxes; the masks when
   an output needs them; the annotated frames as yuv420p pictures (the red blend applied in
   Y'CbCr on the device) when video is written. Masks and pictures are handed out as views of

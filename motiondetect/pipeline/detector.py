@@ -711,9 +711,6 @@ class _CpuExecutor:
         planes = gray.reference_chroma(image)
         return planes if shrink is gray else shrink.reference_planes(planes)
 
-    def planes(self, stage, flt, planes):
-        return flt.reference_planes(planes)
-
     def blend_yuv(self, flt, mask, picture):
         return flt.reference_yuv(mask, picture)
 
