@@ -472,12 +472,14 @@ def test_chroma_finds_a_same_luma_colour_change_on_both_inputs():
         for chroma_min_sigma, moves in ((0.0, False), (8.0, True)):
             detector = MotionDetector(build_filters(chroma_config(chroma_min_sigma)))
             assert detector.needs_chroma == moves
+            assert detector.grey_to == 1 and detector.chroma_from == int(moves)  # the downscale is stage 1
             results = [detector.process(make(f)) for f in frames]
             assert all(r.motion_fraction == 0 for r in results[:-1])
             assert (results[-1].motion_fraction > 0.01) == moves
             if moves:
                 x, y, w, h = results[-1].bbox
                 assert abs(x - 300) <= 8 and abs(y - 200) <= 8 and abs(w - 64) <= 16 and abs(h - 64) <= 16
+    assert seed_detector().grey_to == 0  # no downscale: the grey stage writes its own output
 
 
 def test_chroma_is_registered_with_the_grey_image(rng):

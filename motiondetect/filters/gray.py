@@ -178,7 +178,7 @@ class Gray(Filter):
         height, width = src.shape[:2]
         out_h, out_w = dst.shape[1:]
         fn = cuda.function(self.KERNEL, "md_bgr_chroma_blocks_u8", "PPiiii")
-        cuda.launch_2d(fn, (out_h, out_w), src.gpudata, dst.gpudata, np.int32(width), np.int32(height), np.int32(out_w), np.int32(out_h))
+        cuda.launch_2d(fn, (out_h, out_w), src.gpudata, dst.gpudata, width, height, out_w, out_h)
 
     def apply_chroma_420(
         self,

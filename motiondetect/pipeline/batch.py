@@ -246,9 +246,6 @@ class BatchDetector:
             raise ValueError("the batched GPU path blends in Y'CbCr: the annotation must be one 'red_blend'")
         detect = self.plan.detection_filters
         self._pair = next(i for i, f in enumerate(detect) if f.SIDE_INPUT == "reference")
-        #: A downscale right after the grey stage runs in its pass (the luma shrunk as it is read,
-        #: the same bits): the stage whose output the grey stage writes.
-        self._grey_to = 1 if self._pair > 1 and detect[1].RESAMPLE == "down" else 0
         #: The frames' chroma goes to the device for the background model, not only for the blend.
         self._chroma = self.plan.needs_chroma
         self._started = False  # the stream's first frame has been seen
@@ -544,7 +541,7 @@ class BatchDetector:
         # The grey stage: the luma read in place (cropped by addressing) and shrunk by a downscale
         # that follows it, into the pair buffer when the frame-pair filter comes next, whose
         # slot 0 holds the previous batch's last.
-        gray, grey_to = detect[0], self._grey_to
+        gray, grey_to = detect[0], self.plan.grey_to
         pair_buffer = self._buffer(("pair",), (k + 1, *self._single_shape(self._pair - 1, geo)))
         into_pair = self._pair == grey_to + 1
         out = pair_buffer if into_pair else self._buffer(("stage", grey_to), (k, *self._single_shape(grey_to, geo)))

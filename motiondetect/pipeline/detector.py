@@ -311,11 +311,13 @@ class MotionDetector:
         self._yuv_annotation = len(self._annotate) == 1 and hasattr(self._annotate[0], "reference_yuv")
         #: The frame-pair filter compares colour too: each frame's chroma planes go with the grey.
         self._chroma = any(getattr(f, "needs_chroma", False) for f in self._detect)
-        #: A downscale right after the grey stage shrinks the chroma as it is expanded from 4:2:0
-        #: or converted from BGR (one pass, the same bits): the stage whose output size the
-        #: chroma starts at.
+        #: A downscale right after the grey stage can run in the pass that makes the grey image
+        #: (or the chroma) from the frame, with the same bits: the stage whose output that pass
+        #: writes.
         pair = next((i for i, f in enumerate(self._detect) if f.SIDE_INPUT == "reference"), 0)
-        self._chroma_from = 1 if self._chroma and pair > 1 and self._detect[1].RESAMPLE == "down" else 0
+        self._grey_to = 1 if pair > 1 and self._detect[1].RESAMPLE == "down" else 0
+        #: The chroma is shrunk as it is expanded from 4:2:0 or converted from BGR.
+        self._chroma_from = self._grey_to if self._chroma else 0
         halos = [f.halo() for f in self._detect]
         known = [h for h in halos if h is not None]
         self._halo = sum(known) if len(known) == len(halos) else None
@@ -346,6 +348,13 @@ class MotionDetector:
         change its geometry (:meth:`Filter.reference_planes
         <motiondetect.filters.base.Filter.reference_planes>`)."""
         return self._chroma
+
+    @property
+    def grey_to(self) -> int:
+        """The detection stage whose output a pass over the frame can write directly: 1 when a
+        downscale follows the grey stage before the frame-pair filter (its blocks are averaged as
+        the luma is read, in the batched GPU path), else 0."""
+        return self._grey_to
 
     @property
     def chroma_from(self) -> int:
