@@ -573,6 +573,13 @@ def _stats_before_upscale(flt: Filter, mask: np.ndarray, side_shape: tuple[int, 
     return count, upscale_box(box, (h, w), (out_h, out_w))
 
 
+@functools.lru_cache(maxsize=8)
+def _box_init(frames: int) -> np.ndarray:
+    """(frames, 4) uint32 copies of :data:`_BOX_INIT`, made once per batch size: the device copy
+    is uploaded once, and building the host table on every call cost 2 us a launch."""
+    return np.tile(_BOX_INIT, (frames, 1))
+
+
 @functools.lru_cache(maxsize=64)
 def _bounds(size: int, blocks: int) -> tuple[int, ...]:
     """:func:`~motiondetect.filters.downscale.block_bounds` as Python ints, made once per size:
@@ -632,7 +639,7 @@ def queue_mask_stats(cuda, mask, key: str = "mask", upscaled: tuple[int, int] | 
     total = cuda.buffer(f"{key}_total", (frames,), np.uint64)
     box = cuda.buffer(f"{key}_box", (frames, 4), np.uint32)
     drv.memset_d32_async(total.gpudata, 0, 2 * frames, cuda.stream)
-    init = cuda.constant(("mask_box_init", frames), np.tile(_BOX_INIT, (frames, 1)))
+    init = cuda.constant(("mask_box_init", frames), _box_init(frames))
     drv.memcpy_dtod_async(box.gpudata, init.gpudata, box.nbytes, cuda.stream)
     fn = cuda.function("mask_count", "md_mask_stats_u8", "PiiPPii")
     n = height * width
