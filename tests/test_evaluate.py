@@ -22,6 +22,7 @@ from motiondetect.evaluation.scoring import (
     Scorer,
     anchor_factories,
     classic_baselines,
+    decoded_frames,
     evaluate,
     format_table,
     load_folder,
@@ -230,6 +231,31 @@ def test_roi_of_another_size_is_resized_with_nearest_neighbour_and_a_warning(tmp
     (record,) = [r for r in caplog.records if "ROI.bmp" in r.getMessage()]
     assert record.levelno == logging.WARNING
     assert f"is {width}x{height}, the frames 48x36: resized to the frames with nearest neighbour" in record.getMessage()
+
+
+def test_labels_of_the_frames_aspect_ratio_are_resized_with_nearest_neighbour_and_one_warning(tmp_path, caplog):
+    # Labels drawn on a copy of the frames shrunk by 2 (24x18 for 48x36 frames), as the COL780
+    # course ships PETS 2001 (320x240 labels, 768x576 frames).
+    root, _, full = make_folder(tmp_path / "clip")
+    small = [label[::2, ::2] for label in full]
+    for i, label in enumerate(small):
+        cv2.imwrite(str(root / "groundtruth" / f"gt{100 + i:06d}.png"), label)
+    with caplog.at_level(logging.WARNING, logger="motiondetect"):
+        decoded = list(decoded_frames(load_folder(root)))
+    for (_, image, labels), label in zip(decoded, small):
+        assert labels.shape == image.shape[:2] == (36, 48)
+        assert np.array_equal(labels, label[nearest_rows(18, 36)][:, nearest_rows(24, 48)])
+    (record,) = [r for r in caplog.records if "label images" in r.getMessage()]
+    assert "label images are 24x18, the frames 48x36: resized to the frames with nearest neighbour" in record.getMessage()
+
+
+def test_labels_of_another_aspect_ratio_are_a_one_line_error(tmp_path, capsys):
+    root, _, full = make_folder(tmp_path / "clip")
+    cv2.imwrite(str(root / "groundtruth" / "gt000105.png"), full[5][:, :40])
+    with pytest.raises(GroundTruthError, match="is 40x36, the frames 48x36: expected the frames' size or their aspect ratio"):
+        list(decoded_frames(load_folder(root)))
+    assert main(["evaluate", str(root), "--backend", "cpu", "-q"]) == 2
+    assert "gt000105.png' is 40x36, the frames 48x36" in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def test_evaluate_runs_with_a_resized_roi(tmp_path, capsys):
@@ -560,6 +586,7 @@ def test_dev_set_files_match_their_checksums():
         "dynamicbackground_canoe",
         "ptz_zoominzoomout",
         "camerajitter_badminton",
+        "illumination_pets2001",
     }
     present = [(digest, name) for digest, name in listed if (DEV / name.split("/")[0] / "groundtruth").is_dir()]
     if not present:
@@ -568,6 +595,32 @@ def test_dev_set_files_match_their_checksums():
 
     for digest, name in present:
         assert hashlib.sha256((DEV / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_evaluate_resizes_the_sunlight_clips_small_labels_to_its_frames(tmp_path, capsys):
+    # illumination_pets2001 ships 320x240 labels for 768x576 frames: its first 12 frames, linked
+    # into a folder of their own, score as MOG2's masks against labels upsampled by hand.
+    clip = dev_clip("illumination_pets2001")
+    root = tmp_path / "sunlight12"
+    for part in ("input", "groundtruth"):
+        (root / part).mkdir(parents=True)
+    numbers = range(57, 69)
+    for n in numbers:
+        (root / "input" / f"in{n:06d}.jpg").symlink_to(clip / "input" / f"in{n:06d}.jpg")
+        (root / "groundtruth" / f"gt{n:06d}.png").symlink_to(clip / "groundtruth" / f"gt{n:06d}.png")
+    out = tmp_path / "scores.json"
+    assert main(["evaluate", str(root), "--backend", "cpu", "--baselines", "--skip", "2", "--json", str(out), "-q"]) == 0
+    assert "label images are 320x240, the frames 768x576: resized to the frames with nearest neighbour" in capsys.readouterr().err
+    (evaluation,) = json.loads(out.read_text())["evaluations"]
+    assert evaluation["frame_size"] == [768, 576] and evaluation["frames_scored"] == 10
+    frames = [cv2.imread(str(root / "input" / f"in{n:06d}.jpg")) for n in numbers]
+    rows, cols = nearest_rows(240, 576), nearest_rows(320, 768)
+    labels = [cv2.imread(str(root / "groundtruth" / f"gt{n:06d}.png"), cv2.IMREAD_GRAYSCALE)[rows][:, cols] for n in numbers]
+    subtractor = cv2.createBackgroundSubtractorMOG2()
+    expected = counts_by_hand([subtractor.apply(f) for f in frames], labels, range(2, 12))
+    assert expected["tp"] > 0
+    mog2 = by_name(evaluation)["OpenCV MOG2 (defaults)"]["pixel"]
+    assert {k: mog2[k] for k in expected} == expected
 
 
 def test_evaluate_on_the_first_frames_of_a_dev_clip(tmp_path):

@@ -5,8 +5,8 @@ A ground-truth folder holds ``input/inNNNNNN.jpg`` (the frames), ``groundtruth/g
 the evaluated range) and ``ROI.bmp`` (the spatial region of interest, non-zero inside). The
 last two are optional here: without them every frame with a label image and every pixel count.
 Frames may be JPEG, PNG or BMP, colour or grey (grey is read as three equal channels). An
-``ROI.bmp`` of another size than the frames (CDnet ships a few) is resized to the frames with
-nearest neighbour, with a warning.
+``ROI.bmp`` of another size than the frames (CDnet ships a few), and label images of another size
+but the frames' aspect ratio, are resized to the frames with nearest neighbour, with a warning.
 
 Scoring follows the CDnet rules (Goyette et al., CVPR Workshops 2012; Wang et al., 2014):
 
@@ -625,10 +625,17 @@ def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
     ``list(decoded_frames(folder))`` keeps a clip in memory for repeated runs (parameter
     tuning); :func:`evaluate` streams it.
 
+    Label images of another size than the frames but the same aspect ratio (within 1 %) are
+    resized to the frames with nearest neighbour (``cv2.INTER_NEAREST_EXACT``), as an ``ROI.bmp``
+    is, with one warning per pass: some public sets ship labels drawn on a smaller copy of the
+    frames (the COL780 course's PETS 2001 clip: 320x240 labels for 768x576 frames).
+
     Raises:
-        GroundTruthError: a frame or label image cannot be decoded or has another size.
+        GroundTruthError: a frame or label image cannot be decoded, a frame has another size than
+            the first, or a label image another aspect ratio than the frames.
     """
     width, height = folder.size
+    warned = False
     for number, image_path, label_path in folder.frames:
         image = cv2.imread(str(image_path), cv2.IMREAD_COLOR)
         if image is None:
@@ -641,9 +648,23 @@ def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
             if labels is None:
                 raise GroundTruthError(f"cannot decode label image {str(label_path)!r}")
             if labels.shape != image.shape[:2]:
-                raise GroundTruthError(
-                    f"label image {str(label_path)!r} is {labels.shape[1]}x{labels.shape[0]}, the frames {width}x{height}"
-                )
+                labels_height, labels_width = labels.shape
+                if abs(labels_width * height - width * labels_height) * 100 > width * labels_height:
+                    raise GroundTruthError(
+                        f"label image {str(label_path)!r} is {labels_width}x{labels_height}, the frames {width}x{height}: "
+                        "expected the frames' size or their aspect ratio"
+                    )
+                if not warned:
+                    log.warning(
+                        "%s: label images are %dx%d, the frames %dx%d: resized to the frames with nearest neighbour",
+                        folder.root,
+                        labels_width,
+                        labels_height,
+                        width,
+                        height,
+                    )
+                    warned = True
+                labels = cv2.resize(labels, (width, height), interpolation=cv2.INTER_NEAREST_EXACT)
         yield number, image, labels
 
 

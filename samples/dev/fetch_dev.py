@@ -25,10 +25,12 @@ labels ``groundtruth/gtNNNNNN.png`` and, where the sequence has them, ``ROI.bmp`
 Twelve of SBI2015's fourteen sequences are used (all but ``IBMtest2``, 90 frames, too short for
 ``evaluate``'s 50 unscored frames, and ``Toscana``, 6 frames).
 
-The three COL780 clips (CDnet ``dynamicBackground/canoe``, ``PTZ/zoomInZoomOut`` and
-``cameraJitter/badminton``) come from an IIT Delhi course repository that holds the sequences in
-CDnet's layout (``Assignment1/data/<folder>/``) with CDnet's frames but labels the course
-binarised (CDnet's 255 kept, its 50, 85 and 170 turned to 0; README.md). Frames and labels keep
+The four COL780 clips (CDnet ``dynamicBackground/canoe``, ``PTZ/zoomInZoomOut`` and
+``cameraJitter/badminton``, and a PETS 2001 sequence under changing sunlight) come from an IIT
+Delhi course repository that holds the sequences in CDnet's layout (``Assignment1/data/<folder>/``)
+with the original frames but labels the course binarised (CDnet's 255 kept, its 50, 85 and 170
+turned to 0; README.md); the PETS 2001 labels are 320x240 for 768x576 frames, which ``motiondetect
+evaluate`` resizes with nearest neighbour. Frames and labels keep
 their names; the only extra file is the temporal ROI: ``temporalROI.txt`` where the course kept
 CDnet's, otherwise the course's ``eval_frames.txt``, which holds the same two numbers, saved as
 ``temporalROI.txt`` (same bytes, new name).
@@ -46,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 
 #: Snapshot of lim-anggun/FgSegNet that the SBI2015 clips are copied from.
 FGSEGNET = "7aa31e2eba2bbe29f4725c040288e0090c453316"
-#: Snapshot of surajiitd/Computer-Vision-COL780 that the three COL780 clips are copied from.
+#: Snapshot of surajiitd/Computer-Vision-COL780 that the four COL780 clips are copied from.
 COL780 = "17bca25098c586c3f72fd6af39cbcb85aeac2284"
 
 #: folder -> (repository, commit, path of the sequence in it, first frame, last frame); frames inclusive.
@@ -76,6 +78,8 @@ CLIPS = {
     # zoomInZoomOut's label images after 814 are blank although a person walks there (README.md): not copied.
     "ptz_zoominzoomout": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/ptz", 500, 814),
     "camerajitter_badminton": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/jitter", 800, 1150),
+    # PETS 2001 under changing sunlight; the course's labels are 320x240 for 768x576 frames (README.md).
+    "illumination_pets2001": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/illumination", 57, 301),
 }
 #: Files copied besides the frames (CDnet's own, unmodified).
 EXTRAS = ("ROI.bmp", "ROI.jpg", "temporalROI.txt")
@@ -84,6 +88,7 @@ COL780_EXTRAS = {
     "dynamicbackground_canoe": (("eval_frames.txt", "temporalROI.txt"),),
     "ptz_zoominzoomout": (("temporalROI.txt", "temporalROI.txt"),),
     "camerajitter_badminton": (("eval_frames.txt", "temporalROI.txt"),),
+    "illumination_pets2001": (("eval_frames.txt", "temporalROI.txt"),),
 }
 #: Wallflower clips: folder -> the frame number of the one hand-segmented label image.
 WALLFLOWER_LABELS = {"wallflower_wavingtrees_0_247": 247}
