@@ -597,17 +597,24 @@ def test_dev_set_files_match_their_checksums():
         assert hashlib.sha256((DEV / name).read_bytes()).hexdigest() == digest, name
 
 
-def test_evaluate_resizes_the_sunlight_clips_small_labels_to_its_frames(tmp_path, capsys):
-    # illumination_pets2001 ships 320x240 labels for 768x576 frames: its first 12 frames, linked
-    # into a folder of their own, score as MOG2's masks against labels upsampled by hand.
-    clip = dev_clip("illumination_pets2001")
-    root = tmp_path / "sunlight12"
+def linked_window(clip: Path, root: Path, numbers: range, extras: tuple[str, ...] = ()) -> Path:
+    """A CDnet-layout folder ``root`` holding symbolic links to frames ``numbers`` of the dev
+    clip ``clip`` (JPEG frames, PNG labels) and to its files ``extras``."""
     for part in ("input", "groundtruth"):
         (root / part).mkdir(parents=True)
-    numbers = range(57, 69)
     for n in numbers:
         (root / "input" / f"in{n:06d}.jpg").symlink_to(clip / "input" / f"in{n:06d}.jpg")
         (root / "groundtruth" / f"gt{n:06d}.png").symlink_to(clip / "groundtruth" / f"gt{n:06d}.png")
+    for name in extras:
+        (root / name).symlink_to(clip / name)
+    return root
+
+
+def test_evaluate_resizes_the_sunlight_clips_small_labels_to_its_frames(tmp_path, capsys):
+    # illumination_pets2001 ships 320x240 labels for 768x576 frames: its first 12 frames, linked
+    # into a folder of their own, score as MOG2's masks against labels upsampled by hand.
+    numbers = range(57, 69)
+    root = linked_window(dev_clip("illumination_pets2001"), tmp_path / "sunlight12", numbers)
     out = tmp_path / "scores.json"
     assert main(["evaluate", str(root), "--backend", "cpu", "--baselines", "--skip", "2", "--json", str(out), "-q"]) == 0
     assert "label images are 320x240, the frames 768x576: resized to the frames with nearest neighbour" in capsys.readouterr().err
@@ -627,16 +634,8 @@ def test_evaluate_on_the_first_frames_of_a_dev_clip(tmp_path):
     # The first 12 frames of baseline_pedestrians (650..661: a man walking), linked into a
     # folder of their own: the command runs on the real clip, and MOG2's counts match an
     # independent run over the same files.
-    clip = dev_clip("baseline_pedestrians")
-    root = tmp_path / "pedestrians12"
-    for part in ("input", "groundtruth"):
-        (root / part).mkdir(parents=True)
     numbers = range(650, 662)
-    for n in numbers:
-        (root / "input" / f"in{n:06d}.jpg").symlink_to(clip / "input" / f"in{n:06d}.jpg")
-        (root / "groundtruth" / f"gt{n:06d}.png").symlink_to(clip / "groundtruth" / f"gt{n:06d}.png")
-    for name in ("ROI.bmp", "temporalROI.txt"):
-        (root / name).symlink_to(clip / name)
+    root = linked_window(dev_clip("baseline_pedestrians"), tmp_path / "pedestrians12", numbers, ("ROI.bmp", "temporalROI.txt"))
     out = tmp_path / "scores.json"
     assert main(["evaluate", str(root), "--backend", "cpu", "--baselines", "--skip", "2", "--json", str(out), "-q"]) == 0
     (evaluation,) = json.loads(out.read_text())["evaluations"]
