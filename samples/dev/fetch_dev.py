@@ -28,9 +28,9 @@ Twelve of SBI2015's fourteen sequences are used (all but ``IBMtest2``, 90 frames
 The four COL780 clips (CDnet ``dynamicBackground/canoe``, ``PTZ/zoomInZoomOut`` and
 ``cameraJitter/badminton``, and a PETS 2001 sequence under changing sunlight) come from an IIT
 Delhi course repository that holds the sequences in CDnet's layout (``Assignment1/data/<folder>/``)
-with the original frames but labels the course binarised (CDnet's 255 kept, its 50, 85 and 170
-turned to 0; README.md); the PETS 2001 labels are 320x240 for 768x576 frames, which ``motiondetect
-evaluate`` resizes with nearest neighbour. Frames and labels keep
+with the original frames but labels the course made binary (for the CDnet three: CDnet's 255
+kept, its 50, 85 and 170 turned to 0; README.md); the PETS 2001 labels are 320x240 for 768x576
+frames, which ``motiondetect evaluate`` resizes with nearest neighbour. Frames and labels keep
 their names; the only extra file is the temporal ROI: ``temporalROI.txt`` where the course kept
 CDnet's, otherwise the course's ``eval_frames.txt``, which holds the same two numbers, saved as
 ``temporalROI.txt`` (same bytes, new name).
