@@ -168,17 +168,21 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
         if image is None:
             raise GroundTruthError(f"cannot decode {str(roi_path)!r}")
         if image.shape != (height, width):
-            log.warning(
-                "%s is %dx%d, the frames %dx%d: resized to the frames with nearest neighbour",
-                roi_path,
-                image.shape[1],
-                image.shape[0],
-                width,
-                height,
-            )
-            image = cv2.resize(image, (width, height), interpolation=cv2.INTER_NEAREST_EXACT)
+            image = _nearest_to_frames(image, (width, height), f"{roi_path} is")
         roi = image != 0
     return GroundTruthFolder(root, frames, temporal_roi, roi, (width, height))
+
+
+def _nearest_to_frames(image: np.ndarray, size: tuple[int, int], warning: str | None) -> np.ndarray:
+    """``image`` (an ``ROI.bmp`` or label image, ``(h, w)`` uint8) resized to the frames' ``size``
+    (width, height) with nearest neighbour (``cv2.INTER_NEAREST_EXACT``: each frame pixel takes the
+    pixel its centre falls in), logging "``warning`` WxH, the frames WxH: resized ..." unless
+    ``warning`` is ``None`` (its subject and verb, e.g. ``"ROI.bmp is"``)."""
+    if warning is not None:
+        log.warning(
+            "%s %dx%d, the frames %dx%d: resized to the frames with nearest neighbour", warning, image.shape[1], image.shape[0], *size
+        )
+    return cv2.resize(image, size, interpolation=cv2.INTER_NEAREST_EXACT)
 
 
 # -- scores ----------------------------------------------------------------------------------
@@ -654,17 +658,8 @@ def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
                         f"label image {str(label_path)!r} is {labels_width}x{labels_height}, the frames {width}x{height}: "
                         "expected the frames' size or their aspect ratio"
                     )
-                if not warned:
-                    log.warning(
-                        "%s: label images are %dx%d, the frames %dx%d: resized to the frames with nearest neighbour",
-                        folder.root,
-                        labels_width,
-                        labels_height,
-                        width,
-                        height,
-                    )
-                    warned = True
-                labels = cv2.resize(labels, (width, height), interpolation=cv2.INTER_NEAREST_EXACT)
+                labels = _nearest_to_frames(labels, folder.size, None if warned else f"{folder.root}: label images are")
+                warned = True
         yield number, image, labels
 
 
