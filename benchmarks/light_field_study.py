@@ -9,8 +9,8 @@ gain of docs/evaluation.md). What tells the two apart is texture: under a change
 background's texture is still there, multiplied by the gain; over an object it is gone. So the
 gain is measured only at *evidence* pixels, and spread from them:
 
-1. ``x`` is the frame's grey level, ``b`` the model's mean (rounded), both ``(H, W)`` at the
-   working size. A pixel is evidence where the Pearson correlation of ``x`` and ``b`` over its
+1. ``x`` is the frame's grey level, ``b`` the model's mean (rounded, as it stands before the
+   frame's light switch or exposure gain is applied), both ``(H, W)`` at the working size. A pixel is evidence where the Pearson correlation of ``x`` and ``b`` over its
    5x5 window is at least ``--evidence``, both windows have a standard deviation of at least
    ``--min-std`` grey levels (``b``'s; half that for ``x``, which the cloud may have darkened),
    ``b >= 16`` and ``1 <= x <= 254`` (the normalised cross-correlation test of Jacques, Jung and
