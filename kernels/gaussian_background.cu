@@ -36,6 +36,9 @@
 // change by the margin: light_counts[4k + 2] * 256 > exposure_q8 * light_counts[4k + 3]. The chroma
 // means' distances from 128 scale too. light_counts holds 4 counts a frame.
 // `last` (when not NULL) keeps the previous grey level between launches, for all three.
+// `compared` (when not NULL) receives the mean each frame is compared with, rounded to a grey
+// level (after the light switch or the exposure's gain), for the light field
+// (kernels/light_field.cu), which runs on the batch's masks after this kernel.
 //
 // One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
 // dst + k * count): each thread keeps its pixel's mean and variance in registers through the
@@ -63,7 +66,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           const unsigned int* __restrict__ light_counts,
                                           int light_count,
                                           const int* __restrict__ ratios,
-                                          int exposure_q8)
+                                          int exposure_q8,
+                                          unsigned char* __restrict__ compared)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
@@ -107,6 +111,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                 }
             }
         }
+        if (compared != NULL) compared[at] = (unsigned char)((m + 32768) >> 16);
         int d = (x << 16) - m;                                       // Q16
         long long d2 = (long long)d * d;                             // Q32
         int floor_var = min_var_q8;                                  // Q8

@@ -74,6 +74,7 @@ def test_default_config_contents():
             "still_tolerance": 0,
             "lightswitch": 0.7,
             "exposure": 1.5,
+            "light_field": 0.0,
             "warmup": 50,
         },
         {"filter": "median", "kernel_size": 9},

@@ -89,14 +89,16 @@ def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
     assert moving > 30  # people walk through the plaza: the comparison covers real motion
 
 
-def default_batches_equal(cuda, batch, frames) -> list[float]:
-    """Run ``frames`` (Pictures) through the default pipeline on the CPU, on the device one frame
-    at a time and in batches of ``batch``: each frame's results equal; returns its motion fractions."""
+def default_batches_equal(cuda, batch, frames, cfg=None) -> list[float]:
+    """Run ``frames`` (Pictures) through the default pipeline (or ``cfg``) on the CPU, on the device
+    one frame at a time and in batches of ``batch``: each frame's results equal; returns its motion
+    fractions."""
     from motiondetect.core.types import Frame
 
-    cpu = MotionDetector(build_filters(default_config()))
-    one = MotionDetector(build_filters(default_config()), cuda=cuda)
-    batched = BatchDetector(build_filters(default_config()), cuda, batch=batch)
+    cfg = cfg or default_config()
+    cpu = MotionDetector(build_filters(cfg))
+    one = MotionDetector(build_filters(cfg), cuda=cuda)
+    batched = BatchDetector(build_filters(cfg), cuda, batch=batch)
     fractions = []
     for (frame, got), picture in zip(batched.stream(Frame(i, i / 10, p) for i, p in enumerate(frames)), frames):
         want = cpu.process(picture)
@@ -133,6 +135,28 @@ def test_batches_equal_through_an_exposure_ramp(cuda, batch):
     frames = [Picture.from_bgr(cv2.convertScaleAbs(p.to_bgr(), alpha=g)) for p, g in zip(pictures(h264(H264[0]), 80), gains)]
     fractions = default_batches_equal(cuda, batch, frames)
     assert max(fractions[30:]) < 0.2  # people walking, not the whole frame
+
+
+@pytest.mark.parametrize("batch", [1, 7, 32])
+def test_batches_equal_through_a_clouds_shadow(cuda, batch):
+    """A cloud's shadow (a gain falling from 1 at the left edge to 0.6 at the right) darkens the
+    plaza over frames 30-39 and stays. With ``light_field`` 12 the model's compared means and the
+    light field's kernels, batches of any K, equal K = 1 and the CPU; the field clears most of
+    the flood that the model without it reports."""
+    from motiondetect.evaluation.tuning import config_for
+
+    def shaded(picture, t):
+        bgr = picture.to_bgr().astype(np.float64)
+        depth = 0.4 * min(max(t - 29, 0), 10) / 10
+        gain = 1 - depth * np.linspace(0, 1, bgr.shape[1])[None, :, None]
+        return Picture.from_bgr(np.clip(bgr * gain + 0.5, 0, 255).astype(np.uint8))
+
+    frames = [shaded(p, t) for t, p in enumerate(pictures(h264(H264[0]), 80))]
+    cfg = config_for(default_config(), {("gaussian_background", "light_field"): 12.0})
+    with_field = default_batches_equal(cuda, batch, frames, cfg)
+    detector = MotionDetector(build_filters(default_config()))
+    plain = [detector.process(p).motion_fraction for p in frames]
+    assert sum(plain[35:]) > 2 * sum(with_field[35:])
 
 
 def test_batches_with_a_roi_and_without_outputs(cuda):

@@ -28,6 +28,7 @@ from helpers import (
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
     GAUSSIAN_LIGHT,
+    GAUSSIAN_LIGHT_FIELD,
     GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
@@ -56,6 +57,7 @@ from motiondetect.filters import (
     Upscale,
 )
 from motiondetect.filters.gray import bgr_chroma
+from motiondetect.filters.light_field import MIN_CHANGE_Q16, explained, queue_light_field
 from motiondetect.gpu.kernel_sources import kernel_dir
 
 CXX = shutil.which("g++") or shutil.which("clang++")
@@ -118,9 +120,16 @@ void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s,
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
               const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
-              const int* ratios, int eq8) {
+              const int* ratios, int eq8, u8* compared) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
-                                              last, still, sf, st, lc, lcount, ratios, eq8); }); }
+                                              last, still, sf, st, lc, lcount, ratios, eq8, compared); }); }
+// queue_light_field's four launches: per pixel, per block, per block, per pixel.
+void light_field(const u8* x, const u8* b, int* ratio, int* gain, int* smooth, u8* mask, int w, int h, int k, int tol, int min_change) {
+    const int bw = (w + 7) / 8, bh = (h + 7) / 8;
+    grid2d(w, h, k, [&] { md_light_field_ratio_u8(x, b, ratio, w, h); });
+    grid2d(bw, bh, k, [&] { md_light_field_blocks(ratio, gain, w, h, bw, bh); });
+    grid2d(bw, bh, k, [&] { md_light_field_smooth(gain, smooth, bw, bh); });
+    grid2d(w, h, k, [&] { md_light_field_veto_u8(x, b, smooth, mask, w, h, bw, bh, tol, min_change); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -150,6 +159,17 @@ void md_subsense_classify_u8_launch(const u8* s, u8* col, u16* des, int* r, int*
     grid2d(w, h, 1, [&] { md_subsense_classify_u8(s, col, des, r, t, v, dm, sa, dl, last, lc, desc, push, d, w, h, n, mm, pair, tr, cr, lr, a, ast, tl, tu, ti, td, vi, vd, vm, rv, bd); }); }
 void md_subsense_spread_u8_launch(const u8* s, const u16* desc, const u8* push, const int* sa, const int* dl, u8* col, u16* des, int w, int h, int n, int pair, int gs, int gd) {
     grid2d(w, h, 1, [&] { md_subsense_spread_u8(s, desc, push, sa, dl, col, des, w, h, n, pair, gs, gd); }); }
+// The light field's kernels launched on the grid a caller asks for (width x height threads in
+// blocks of 32 x 8, k images), as CUDAHandler.launch_2d makes it, so queue_light_field's
+// geometry is what the test checks.
+void md_light_field_ratio_u8_grid(int gw, int gh, int k, const u8* x, const u8* b, int* r, int w, int h) {
+    grid2d(gw, gh, k, [&] { md_light_field_ratio_u8(x, b, r, w, h); }); }
+void md_light_field_blocks_grid(int gw, int gh, int k, const int* r, int* g, int w, int h, int bw, int bh) {
+    grid2d(gw, gh, k, [&] { md_light_field_blocks(r, g, w, h, bw, bh); }); }
+void md_light_field_smooth_grid(int gw, int gh, int k, const int* g, int* s, int bw, int bh) {
+    grid2d(gw, gh, k, [&] { md_light_field_smooth(g, s, bw, bh); }); }
+void md_light_field_veto_u8_grid(int gw, int gh, int k, const u8* x, const u8* b, const int* s, u8* m, int w, int h, int bw, int bh, int t, int mc) {
+    grid2d(gw, gh, k, [&] { md_light_field_veto_u8(x, b, s, m, w, h, bw, bh, t, mc); }); }
 void subsense_init(const u8* ref, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc,
                    int w, int h, int n, int tr, int tl, int vi) {
     grid2d(w, h, 1, [&] { md_subsense_init_u8(ref, col, des, r, t, v, dm, sa, dl, last, lc, desc, w, h, n, tr, tl, vi); }); }
@@ -170,6 +190,7 @@ KERNELS = [
     "upscale",
     "running_average",
     "gaussian_background",
+    "light_field",
     "dispersion_threshold",
     "equalize",
     "gray",
@@ -287,21 +308,22 @@ def test_equalize(lib, rng, size):
         assert_same(out, Equalize().reference(image))
 
 
-def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, light=None):
+def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, light=None, compared=None):
     """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
     then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
     counts, passed whatever ``still_frames`` is) and parameters, then the light's measures
     (``light``: :func:`light_counts`' counts and gains, NULL without), the light switch's
-    threshold and the exposure's margin."""
+    threshold and the exposure's margin, then ``compared`` (uint8 like the frames: the means
+    each frame is compared with, for the light field; NULL without)."""
     c = flt.constants
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
     pixels = still_state[0].size
     counts, ratios = (None, None) if light is None else light
-    measures = (ptr(counts), flt.light_count(pixels), ptr(ratios), c["exposure_q8"])
+    measures = (ptr(counts), flt.light_count(pixels), ptr(ratios), c["exposure_q8"], ptr(compared))
     still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *measures)
     if chroma is None:
         return (*constants, None, ctypes.c_longlong(0), None, None, 0, *still)
@@ -335,6 +357,28 @@ def light_counts(lib, flt, batch, before):
     if ratios is not None:
         np.testing.assert_array_equal(ratios, [r for _, _, r, _, _ in want])
     return counts, ratios
+
+
+def compared_means(flt, shape):
+    """Poisoned room for the means the Gaussian kernel compares each frame with, when the
+    filter's light field is on (else ``None``: the kernel writes none)."""
+    return poisoned(shape) if flt.constants["light_field_q16"] else None
+
+
+def light_field(lib, flt, frames, compared, out):
+    """Run queue_light_field's kernels on the kernel's ``out`` masks ((K, H, W) or (H, W) uint8,
+    changed in place) of ``frames``, when ``compared`` holds the compared means."""
+    if compared is None:
+        return
+    k, h, w = (1, *frames.shape) if frames.ndim == 2 else frames.shape
+    scratch = [
+        poisoned((k, h, w), np.int32),
+        poisoned((k, -(-h // 8), -(-w // 8)), np.int32),
+        poisoned((k, -(-h // 8), -(-w // 8)), np.int32),
+    ]
+    lib.light_field(
+        ptr(frames), ptr(compared), *(ptr(a) for a in scratch), ptr(out), w, h, k, flt.constants["light_field_q16"], MIN_CHANGE_Q16
+    )
 
 
 def still_state(size, value=7):
@@ -379,6 +423,7 @@ GAUSSIAN_FRAME_STATE_PARAMS = [
     GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_EXPOSURE,
     GAUSSIAN_EXPOSURE_ALL,
+    GAUSSIAN_LIGHT_FIELD,
 ]
 
 
@@ -408,7 +453,7 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     still = still_state(size)
     colour = device.needs_chroma
     for i in range(1, len(frames)):
-        out = poisoned(size)
+        out, compared = poisoned(size), compared_means(device, size)
         # One frame per launch, pair i of the stream (the kernel computes the warm-up rates).
         lib.gaussian(
             ptr(frames[i]),
@@ -426,8 +471,10 @@ def test_gaussian_background_sequence(lib, rng, size, params):
                 chroma_state,
                 still,
                 light_counts(lib, device, frames[i], frames[i - 1]),
+                compared,
             ),
         )
+        light_field(lib, device, frames[i], compared, out)
         assert_same(out, cpu.reference(frames[i], frames[i - 1], chromas[i]) if colour else cpu.reference(frames[i], frames[i - 1]))
     np.testing.assert_array_equal(mean.astype(np.int64), cpu.model[0])
     np.testing.assert_array_equal(var.astype(np.int64), cpu.model[1])
@@ -484,11 +531,12 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
 
     single_state, single = state(7), []
     for t in range(1, len(frames)):
-        out = poisoned(size)
+        out, compared = poisoned(size), compared_means(flt, size)
         chroma = (chromas[t], n) if colour else None
         light = light_counts(lib, flt, frames[t], frames[t - 1])
-        args = (flt.params["warmup"], *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light))
+        args = (flt.params["warmup"], *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light, compared))
         lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_state[0]), ptr(single_state[1]), ptr(out), n, 1, t, *args)
+        light_field(lib, flt, frames[t], compared, out)
         single.append(out)
         check_state(models[t], single_state)
 
@@ -502,17 +550,69 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         # and the light switch's counts start from the kernel's own previous frame, as on the GPU.
         reference = frames[0] if first == 1 else poisoned(size)
         light = light_counts(lib, flt, batch, frames[0] if first == 1 else batch_state[4])
+        compared = compared_means(flt, (k, *size))
         args = (
             flt.params["warmup"],
-            *gaussian_constants(flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:], light),
+            *gaussian_constants(flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:], light, compared),
         )
         out = poisoned((k, *size))
         lib.gaussian(ptr(batch), ptr(reference), ptr(batch_state[0]), ptr(batch_state[1]), ptr(out), n, k, first, *args)
+        light_field(lib, flt, batch, compared, out)
         for j in range(k):
             assert_same(out[j], single[first - 1 + j])
             assert_same(out[j], expected[first - 1 + j])
         check_state(models[first + k - 1], batch_state)
         first += k
+
+
+def sunlit_scene(rng, size, count=12):
+    """Grey frames of a textured scene (about 30 grey levels of texture on 130, noise of 2) that
+    a cloud's shadow darkens from frame 6 on, by a gain that falls from 1 at the left edge to
+    0.55 at the right, and a dark object (grey level 20, flat) that walks in from frame 8."""
+    h, w = size
+    texture = np.clip(130 + rng.normal(0, 30, size), 0, 255)
+    gain = np.linspace(1.0, 0.55, w)[None, :]
+    frames = []
+    for t in range(count):
+        frame = texture * (gain if t >= 6 else 1.0) + rng.normal(0, 2, size)
+        if t >= 8:
+            frame[h // 4 : h // 4 + max(1, h // 3), (t - 8) * 3 : (t - 8) * 3 + max(1, w // 5)] = 20
+        frames.append(np.clip(frame, 0, 255).astype(np.uint8))
+    return frames
+
+
+@pytest.mark.parametrize("size", [(7, 13), (33, 65), (97, 130), (120, 160)])
+@pytest.mark.parametrize("splits", [(11,), (1,) * 11, (6, 5)], ids=str)
+def test_light_field_through_the_model(lib, rng, size, splits):
+    """The Gaussian kernel's compared means and the light field's four kernels after it, one
+    frame or a batch a launch, equal the CPU model with ``light_field`` bit for bit, on a scene
+    where the field clears the shadow's flood and keeps the object."""
+    params = {**GAUSSIAN_GREY, "exposure": 0.0, "lightswitch": 0.0, "still_frames": 0, "warmup": 4, "light_field": 12.0}
+    flt = GaussianBackground(**params)
+    frames = sunlit_scene(rng, size)
+    cpu, plain = GaussianBackground(**params), GaussianBackground(**{**params, "light_field": 0.0})
+    expected = [cpu.reference(frames[t], frames[t - 1]) for t in range(1, len(frames))]
+    without = [plain.reference(frames[t], frames[t - 1]) for t in range(1, len(frames))]
+    n = frames[0].size
+    mean, var, still = np.full(size, 7, np.int32), np.full(size, -7, np.int32), still_state(size)
+    first = 1
+    for k in splits:
+        batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
+        reference = frames[0] if first == 1 else poisoned(size)
+        compared, out = compared_means(flt, (k, *size)), poisoned((k, *size))
+        args = (flt.params["warmup"], *gaussian_constants(flt, None, [None, None], still, None, compared))
+        lib.gaussian(ptr(batch), ptr(reference), ptr(mean), ptr(var), ptr(out), n, k, first, *args)
+        light_field(lib, flt, batch, compared, out)
+        for j in range(k):
+            assert_same(out[j], expected[first - 1 + j])
+        first += k
+    if size[1] >= 65:  # enough blocks for the field to spread across the shadow
+        shadow = slice(6 - 1, 8 - 1)  # the frames of the shadow before the object comes
+        assert sum(np.count_nonzero(m) for m in without[shadow]) > 0.3 * n
+        assert sum(np.count_nonzero(m) for m in expected[shadow]) < 0.02 * n
+        h, w = size
+        object_pixels = expected[-1][h // 4 : h // 4 + h // 3, 9 : 9 + w // 5]
+        assert np.count_nonzero(object_pixels) > 0.9 * object_pixels.size
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -830,8 +930,9 @@ class _HostArray:
 
 
 class _HostCuda:
-    """The parts of CUDAHandler that Subsense.apply_kernel uses, running the emulated kernels:
-    so the argument lists it builds are checked against the kernels' signatures on the CPU."""
+    """The parts of CUDAHandler that Subsense.apply_kernel and queue_light_field use, running the
+    emulated kernels: so the argument lists and grids they build are checked against the kernels'
+    signatures on the CPU."""
 
     def __init__(self, lib) -> None:
         self.lib, self.buffers = lib, {}
@@ -843,12 +944,18 @@ class _HostCuda:
         return held
 
     def function(self, kernel, entry, arg_types, defines=None):
-        return getattr(self.lib, entry + "_launch"), arg_types
+        try:  # a launcher on the caller's grid (size and frames)
+            return getattr(self.lib, entry + "_grid"), arg_types, True
+        except AttributeError:  # a launcher whose grid comes from the kernel's arguments, one image
+            return getattr(self.lib, entry + "_launch"), arg_types, False
 
     def launch_2d(self, fn, size, *args, frames=1):
-        launch, types = fn
-        assert len(types) == len(args) and frames == 1
-        launch(*(ctypes.c_void_p(int(a)) if t == "P" else ctypes.c_int(int(a)) for t, a in zip(types, args)))
+        launch, types, gridded = fn
+        assert len(types) == len(args) and (gridded or frames == 1)
+        values = [ctypes.c_void_p(int(a)) if t == "P" else ctypes.c_int(int(a)) for t, a in zip(types, args)]
+        if gridded:
+            values = [ctypes.c_int(size[1]), ctypes.c_int(size[0]), ctypes.c_int(frames), *values]
+        launch(*values)
 
 
 @pytest.mark.parametrize("splits", [(1,) * 12, (5, 7), (12,)], ids=str)
@@ -873,3 +980,21 @@ def test_subsense_apply_kernel_batches_on_the_real_clip(lib, sample_frames, spli
             np.testing.assert_array_equal(got.reshape(model[name].shape).astype(np.int64), model[name].astype(np.int64), err_msg=name)
         gpu.reset()
         cpu.reset()
+
+
+@pytest.mark.parametrize("size", [(7, 13), (33, 65), (97, 130)])
+def test_queue_light_field_on_a_batch(lib, rng, size):
+    """queue_light_field's four launches (their arguments and grids) on a batch of frames, each
+    darkened by its own smooth gain, clear what :func:`explained` finds in every frame of it."""
+    h, w = size
+    texture = np.clip(130 + rng.normal(0, 30, size), 16, 240).astype(np.uint8)
+    gains = [1.0, 0.6, 0.8, 1.3]
+    frames = np.stack([np.clip(texture * np.linspace(1.0, g, w)[None, :], 0, 255).astype(np.uint8) for g in gains])
+    means = np.stack([texture] * len(gains))
+    masks = np.full(frames.shape, 255, np.uint8)
+    tolerance = 12 << 16
+    queue_light_field(_HostCuda(lib), lambda name: ("test", name), _HostArray(frames), _HostArray(means), _HostArray(masks), tolerance)
+    for k in range(len(gains)):
+        assert_same(masks[k], np.where(explained(frames[k], means[k], tolerance), 0, 255).astype(np.uint8))
+    if w >= 65:
+        assert all(np.mean(masks[k] == 0) > 0.3 for k in (1, 2, 3))  # every frame's light is followed

@@ -92,6 +92,11 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "still_frames"): [0, 3, 5, 7, 10, 20],
         ("gaussian_background", "still_tolerance"): [0, 1, 2, 3],
     },
+    # The Gaussian model's light field (0: off), the grey levels of |x - g b| it explains
+    # (docs/evaluation.md, "Changing sunlight"), 5 points.
+    "light": {
+        ("gaussian_background", "light_field"): [0.0, 8.0, 12.0, 16.0, 24.0],
+    },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
     "subsense": {

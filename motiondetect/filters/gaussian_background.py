@@ -7,6 +7,7 @@ import numpy as np
 
 from motiondetect.filters.bands import Scratch, chunk_rows, run_bands
 from motiondetect.filters.base import Filter, Kind, Param, planes
+from motiondetect.filters.light_field import explained, queue_light_field
 from motiondetect.filters.running_average import to_q16
 
 
@@ -116,6 +117,15 @@ class GaussianBackground(Filter):
     These are the "time of day" and gradual "light switch" problems of Wallflower (Toyama et al.,
     ICCV 1999), met with one frame-wide gain, estimated by a median so that moving objects do not
     sway it.
+
+    Light field (``light_field`` > 0; off by default): a change of light that is uneven over the
+    picture (a cloud's shadow crossing a sunlit scene) is no one gain. The frame's gain over the
+    background is measured in 8x8 blocks, only where the background's texture survives in the
+    frame (an object hides it), spread to the blocks without texture and interpolated to each
+    pixel; foreground within ``light_field`` grey levels of the background times that gain is
+    background (:mod:`motiondetect.filters.light_field`, which gives the method and its sources).
+    Only the output changes: the model learns from its own mask, so the field runs after the
+    model on a whole batch.
 
     Chroma (``chroma_min_sigma`` > 0; 8 by default): the model also keeps a mean and variance of
     the pixel's full-range BT.601 Cb and Cr, and the pixel is foreground when its grey level *or*
@@ -299,6 +309,21 @@ class GaussianBackground(Filter):
             "it to the learning rates and the light switch",
         ),
         Param(
+            "light_field",
+            float,
+            0.0,
+            0.0,
+            64.0,
+            "grey levels",
+            "foreground that a smooth gain over the background explains within this many grey "
+            "levels is background: a gain measured in 8x8 blocks where the background's texture "
+            "survives in the frame (a cloud's shadow, the sun coming out; "
+            "motiondetect/filters/light_field.py); the dev set's sunlight clip rises from pixel F "
+            "0.029 to 0.244 (12) or 0.354 (24, configs/outdoor.yaml) at a cost of 0.002 or 0.006 on "
+            "the other 20 clips, which leave-one-clip-out does not take (docs/evaluation.md, "
+            '"The light field as an option"); 0 (off) leaves it to exposure',
+        ),
+        Param(
             "warmup",
             int,
             50,
@@ -332,6 +357,7 @@ class GaussianBackground(Filter):
                 "var_alpha_q16": to_q16(p["variance_alpha"]),
                 "var_alpha_fg_q16": to_q16(p["variance_alpha_foreground"]),
                 "exposure_q8": to_q8(p["exposure"]),
+                "light_field_q16": to_q16(p["light_field"]),
             }
             self._constants_of = values
         return self._constants
@@ -446,6 +472,8 @@ class GaussianBackground(Filter):
             self._pairs = 0
         if self.follows_light:
             self._follow_light(src, chroma)
+        tolerance = self.constants["light_field_q16"]
+        compared = ((self._mean + (1 << 15)) >> 16).astype(np.uint8) if tolerance else None
         self._pairs += 1
         alpha, alpha_fg, var_alpha, var_alpha_fg = self.rates(self._pairs)
         # The rates of each pixel, looked up from its mask value (0 or 255), scaled as _learn needs.
@@ -466,6 +494,8 @@ class GaussianBackground(Filter):
         run_bands(height, width, update, rows)
         if self.keeps_last:
             self._last[...] = src
+        if compared is not None:  # the mask changes, the model (which learnt from it) does not
+            out[explained(src, compared, tolerance)] = 0
         return out
 
     def light_measures(self, src: np.ndarray, last: np.ndarray) -> tuple[int, int, int, int, int]:
@@ -654,7 +684,9 @@ class GaussianBackground(Filter):
         registers through the batch, so K frames in one call equal K calls of one frame.
         ``chroma`` (when :attr:`needs_chroma`): ``(address, plane)``, the device address of the
         first frame's Cb plane, the frames' planes packed one after another, and the bytes from
-        each Cb to its Cr.
+        each Cb to its Cr. With ``light_field`` on, the kernel also writes the mean each frame is
+        compared with, and the light field's kernels then clear the foreground it explains in
+        ``dst`` (:func:`~motiondetect.filters.light_field.queue_light_field`).
 
         Raises:
             ValueError: the first frame pair without ``side``, or chroma missing.
@@ -681,8 +713,9 @@ class GaussianBackground(Filter):
         light_counts = ratios = None
         if self.follows_light:
             light_counts, ratios = self._queue_light_measures(cuda, src, reference if first_pair == 1 else last, frames, height * width)
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPi")
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPiP")
         c, p = self.constants, self.params
+        compared = cuda.buffer(self.state_key("compared"), (frames, height, width), np.uint8) if c["light_field_q16"] else None
         cuda.launch_1d(
             fn,
             height * width,
@@ -712,7 +745,10 @@ class GaussianBackground(Filter):
             light_count,
             0 if ratios is None else ratios.gpudata,
             c["exposure_q8"],
+            0 if compared is None else compared.gpudata,
         )
+        if compared is not None:
+            queue_light_field(cuda, self.state_key, src, compared, dst, c["light_field_q16"])
         self._device_pairs = first_pair + frames - 1
         self._device_shape = (height, width)
 

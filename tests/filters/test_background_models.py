@@ -130,6 +130,7 @@ def naive_gaussian(
     still_tolerance=0,
     lightswitch=0.0,
     exposure=0.0,
+    light_field=0.0,
     chromas=None,
     followed=None,
 ):
@@ -145,6 +146,7 @@ def naive_gaussian(
     within 3 grey levels than the previous frame itself by that margin multiplies every mean by it
     (the chroma means' distances from 128), the frame numbers appended to ``followed``. Returns the masks, the grey level's mean and variance and the
     chroma planes' (``None`` without)."""
+    assert light_field == 0, "the light field changes only the output: tests/filters/test_light_field.py checks it"
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
     height, width = frames[0].shape
     mean = [[int(v) << 16 for v in row] for row in frames[0]]
