@@ -254,8 +254,10 @@ GAUSSIAN_LIGHT_STILL_CHROMA = {**GAUSSIAN_STILL_CHROMA, "lightswitch": 0.4}
 #: chroma, so the noisy scenes of the tests take it.
 GAUSSIAN_EXPOSURE = {"exposure": 1.1, "lightswitch": 0.0, "still_frames": 0, "warmup": 2}
 GAUSSIAN_EXPOSURE_ALL = {**GAUSSIAN_STILL_CHROMA, "lightswitch": 0.6, "exposure": 1.2}
-#: The light field on with the exposure's gain, which the tests' scenes take at frame 7 (x0.9):
-#: the field measures what is left of the gain over the noisy scenes' texture.
+#: The light field on, the exposure off: the kernel writes the compared means and the light
+#: field's launches run after it. On the noisy scenes of the sequence and batch tests the model's
+#: mean starts from a ghost frame and gives no evidence, so nothing is cleared there;
+#: test_light_field_through_the_model has a scene where the field clears the flood.
 GAUSSIAN_LIGHT_FIELD = {**GAUSSIAN_EXPOSURE, "exposure": 0.0, "light_field": 30.0}
 #: The darker pixels' floor on, high enough to matter against min_sigma on most grey levels.
 GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "variance_alpha": 0.2, "warmup": 2}

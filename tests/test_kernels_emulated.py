@@ -57,7 +57,7 @@ from motiondetect.filters import (
     Upscale,
 )
 from motiondetect.filters.gray import bgr_chroma
-from motiondetect.filters.light_field import MIN_CHANGE_Q16, explained, queue_light_field
+from motiondetect.filters.light_field import explained, queue_light_field
 from motiondetect.gpu.kernel_sources import kernel_dir
 
 CXX = shutil.which("g++") or shutil.which("clang++")
@@ -123,13 +123,6 @@ void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int fram
               const int* ratios, int eq8, u8* compared) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
                                               last, still, sf, st, lc, lcount, ratios, eq8, compared); }); }
-// queue_light_field's four launches: per pixel, per block, per block, per pixel.
-void light_field(const u8* x, const u8* b, int* ratio, int* gain, int* smooth, u8* mask, int w, int h, int k, int tol, int min_change) {
-    const int bw = (w + 7) / 8, bh = (h + 7) / 8;
-    grid2d(w, h, k, [&] { md_light_field_ratio_u8(x, b, ratio, w, h); });
-    grid2d(bw, bh, k, [&] { md_light_field_blocks(ratio, gain, w, h, bw, bh); });
-    grid2d(bw, bh, k, [&] { md_light_field_smooth(gain, smooth, bw, bh); });
-    grid2d(w, h, k, [&] { md_light_field_veto_u8(x, b, smooth, mask, w, h, bw, bh, tol, min_change); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -366,19 +359,12 @@ def compared_means(flt, shape):
 
 
 def light_field(lib, flt, frames, compared, out):
-    """Run queue_light_field's kernels on the kernel's ``out`` masks ((K, H, W) or (H, W) uint8,
-    changed in place) of ``frames``, when ``compared`` holds the compared means."""
-    if compared is None:
-        return
-    k, h, w = (1, *frames.shape) if frames.ndim == 2 else frames.shape
-    scratch = [
-        poisoned((k, h, w), np.int32),
-        poisoned((k, -(-h // 8), -(-w // 8)), np.int32),
-        poisoned((k, -(-h // 8), -(-w // 8)), np.int32),
-    ]
-    lib.light_field(
-        ptr(frames), ptr(compared), *(ptr(a) for a in scratch), ptr(out), w, h, k, flt.constants["light_field_q16"], MIN_CHANGE_Q16
-    )
+    """Run queue_light_field (its launches, on the emulated kernels) on the kernel's ``out``
+    masks ((K, H, W) or (H, W) uint8, changed in place) of ``frames``, when ``compared`` holds
+    the compared means."""
+    if compared is not None:
+        arrays = (_HostArray(a) for a in (frames, compared, out))
+        queue_light_field(_HostCuda(lib), lambda name: ("test", name), *arrays, flt.constants["light_field_q16"])
 
 
 def still_state(size, value=7):
