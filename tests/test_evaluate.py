@@ -597,6 +597,30 @@ def test_dev_set_files_match_their_checksums():
         assert hashlib.sha256((DEV / name).read_bytes()).hexdigest() == digest, name
 
 
+def test_cdnet_label_copies_list_200_labels_of_each_of_three_clips_inside_their_windows():
+    # samples/dev/fetch_dev.py --cdnet-labels: the CDnet sequences among the COL780 clips under
+    # CDnet's own labels (FgSegNet's 200 a sequence); every listed label lies in the dev window.
+    windows = {"dynamicbackground_canoe": (800, 1189), "ptz_zoominzoomout": (500, 814), "camerajitter_badminton": (800, 1150)}
+    names = [line.split(maxsplit=1)[1] for line in (DEV / "SHA256SUMS_CDNET_LABELS").read_text().splitlines()]
+    for clip, (first, last) in windows.items():
+        labels = [n for n in names if n.startswith(f"{clip}/groundtruth/gt") and n.endswith(".png")]
+        assert len(labels) == 200, clip
+        assert all(first <= int(n[-10:-4]) <= last for n in labels), clip
+        assert f"{clip}/temporalROI.txt" in names
+    assert len(names) == 3 * 201
+    root = ROOT / "samples" / "cdnet_labels"
+    if not root.is_dir():
+        pytest.skip("samples/cdnet_labels not materialized (python samples/dev/fetch_dev.py --cdnet-labels)")
+    import hashlib
+
+    for line in (DEV / "SHA256SUMS_CDNET_LABELS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        assert hashlib.sha256((root / name).read_bytes()).hexdigest() == digest, name
+    # CDnet's labels, not the course's binary copies: the unscored boundary band is there.
+    band = cv2.imread(str(root / "camerajitter_badminton" / "groundtruth" / "gt000900.png"), cv2.IMREAD_GRAYSCALE)
+    assert set(np.unique(band)) >= {0, 170, 255}
+
+
 def linked_window(clip: Path, root: Path, numbers: range, extras: tuple[str, ...] = ()) -> Path:
     """A CDnet-layout folder ``root`` holding symbolic links to frames ``numbers`` of the dev
     clip ``clip`` (JPEG frames, PNG labels) and to its files ``extras``."""

@@ -7,6 +7,7 @@ folders themselves are not committed (see README.md, "Why the frames are not in 
 Usage:
     python samples/dev/fetch_dev.py [--mirror DIR]   # copy from DIR/<owner>+<name>/repo, then verify
     python samples/dev/fetch_dev.py --check          # only verify what is there
+    python samples/dev/fetch_dev.py --cdnet-labels   # also the three COL780 clips under CDnet's own labels
 
 ``--mirror`` is a folder holding bare git snapshots named ``<owner>+<name>/repo`` (default:
 ``/work/.mirror``, where the team's snapshot tool puts them); a plain ``git clone --bare`` of the
@@ -34,12 +35,21 @@ frames, which ``motiondetect evaluate`` resizes with nearest neighbour. Frames a
 their names; the only extra file is the temporal ROI: ``temporalROI.txt`` where the course kept
 CDnet's, otherwise the course's ``eval_frames.txt``, which holds the same two numbers, saved as
 ``temporalROI.txt`` (same bytes, new name).
+
+CDnet's own labels of those three CDnet sequences (0, 50, 85, 170, 255: the boundary band 170 is
+not scored) exist upstream for 200 frames each, in FgSegNet's ``FgSegNet_dataset2014/`` (labels
+only, no frames). ``--cdnet-labels`` makes ``samples/cdnet_labels/<folder>/``: the dev clip's
+frames and ``temporalROI.txt`` copied from ``samples/dev/<folder>/`` and, as ``groundtruth/``,
+the CDnet label images of FgSegNet's snapshot whose frames lie in the window (same bytes, same
+names), checked against ``SHA256SUMS_CDNET_LABELS``. ``motiondetect evaluate`` then scores the
+frames that have a label; the rest only feed the model.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +91,15 @@ CLIPS = {
     # PETS 2001 under changing sunlight; the course's labels are 320x240 for 768x576 frames (README.md).
     "illumination_pets2001": ("surajiitd/Computer-Vision-COL780", COL780, "Assignment1/data/illumination", 57, 301),
 }
+#: COL780 clips that are CDnet sequences -> the folder of FgSegNet's snapshot with 200 of CDnet's own label images.
+CDNET_LABELS = {
+    "dynamicbackground_canoe": "FgSegNet_dataset2014/dynamicBackground/canoe200",
+    "ptz_zoominzoomout": "FgSegNet_dataset2014/PTZ/zoomInZoomOut200",
+    "camerajitter_badminton": "FgSegNet_dataset2014/cameraJitter/badminton200",
+}
+#: Where ``--cdnet-labels`` puts those three clips (beside samples/dev, so ``samples/dev/*/`` stays the dev set).
+CDNET_LABELS_DIR = HERE.parent / "cdnet_labels"
+
 #: Files copied besides the frames (CDnet's own, unmodified).
 EXTRAS = ("ROI.bmp", "ROI.jpg", "temporalROI.txt")
 #: COL780 clips (CDnet layout, no ROI files): folder -> (upstream name, name here) of the temporal ROI file.
@@ -144,31 +163,61 @@ def file_pairs(folder: str) -> list[tuple[str, str]]:
 def materialize(mirror: Path) -> None:
     """Copy every clip's files out of the bare snapshots under ``mirror``."""
     for folder, (repo, commit, prefix, _, _) in CLIPS.items():
-        git_dir = mirror / repo.replace("/", "+") / "repo"
-        if (git_dir / ".git").is_dir():  # a snapshot may come as a work tree's .git folder
-            git_dir = git_dir / ".git"
-        if not git_dir.is_dir():
-            sys.exit(f"no snapshot of {repo} at {git_dir}")
+        git_dir = git_dir_of(mirror, repo)
         for source, name in file_pairs(folder):
-            blob = subprocess.run(
-                ["git", f"--git-dir={git_dir}", "cat-file", "blob", f"{commit}:{prefix}/{source}"], check=True, capture_output=True
-            ).stdout
+            blob = git(git_dir, "cat-file", "blob", f"{commit}:{prefix}/{source}")
             target = HERE / folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(blob)
 
 
-def verify() -> int:
-    """Check every file listed in SHA256SUMS; return the number of problems (printed)."""
+def git_dir_of(mirror: Path, repo: str) -> Path:
+    """The bare snapshot of ``repo`` under ``mirror`` (``<owner>+<name>/repo``, or its ``.git``)."""
+    git_dir = mirror / repo.replace("/", "+") / "repo"
+    if (git_dir / ".git").is_dir():  # a snapshot may come as a work tree's .git folder
+        git_dir = git_dir / ".git"
+    if not git_dir.is_dir():
+        sys.exit(f"no snapshot of {repo} at {git_dir}")
+    return git_dir
+
+
+def git(git_dir: Path, *args: str) -> bytes:
+    """The standard output of one git command on ``git_dir``."""
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True).stdout
+
+
+def materialize_cdnet_labels(mirror: Path) -> None:
+    """Make ``samples/cdnet_labels/<folder>/`` for each of :data:`CDNET_LABELS` from the dev
+    clip's frames (already materialized) and FgSegNet's CDnet label images in its window."""
+    git_dir = git_dir_of(mirror, "lim-anggun/FgSegNet")
+    for folder, labels in CDNET_LABELS.items():
+        source, target = HERE / folder, CDNET_LABELS_DIR / folder
+        if not (source / "input").is_dir():
+            sys.exit(f"{source} is not materialized: run fetch_dev.py without --check first")
+        _, _, _, first, last = CLIPS[folder]
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(source / "input", target / "input")
+        shutil.copy(source / "temporalROI.txt", target)
+        (target / "groundtruth").mkdir()
+        for name in git(git_dir, "ls-tree", "--name-only", f"{FGSEGNET}:{labels}").decode().split():
+            if first <= int(name[2:8]) <= last:
+                (target / "groundtruth" / name).write_bytes(git(git_dir, "cat-file", "blob", f"{FGSEGNET}:{labels}/{name}"))
+
+
+def verify(sums: Path = HERE / "SHA256SUMS", root: Path = HERE) -> int:
+    """Check every file listed in ``sums`` (names relative to ``root``); return the number of
+    problems (printed)."""
     problems = 0
-    for line in (HERE / "SHA256SUMS").read_text().splitlines():
+    for line in sums.read_text().splitlines():
         digest, name = line.split(maxsplit=1)
-        path = HERE / name.lstrip("*")
+        path = root / name.lstrip("*")
+        shown = path.relative_to(HERE.parent)  # dev/<clip>/... or cdnet_labels/<clip>/...
         if not path.is_file():
-            print(f"missing: {name}")
+            print(f"missing: {shown}")
             problems += 1
         elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-            print(f"checksum mismatch: {name}")
+            print(f"checksum mismatch: {shown}")
             problems += 1
     return problems
 
@@ -177,10 +226,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"), help="folder of bare git snapshots <owner>+<name>/repo")
     parser.add_argument("--check", action="store_true", help="only verify the files against SHA256SUMS")
+    parser.add_argument(
+        "--cdnet-labels",
+        action="store_true",
+        help="also make samples/cdnet_labels/: canoe, zoomInZoomOut and badminton under CDnet's own labels (SHA256SUMS_CDNET_LABELS)",
+    )
     args = parser.parse_args()
     if not args.check:
         materialize(args.mirror)
+        if args.cdnet_labels:
+            materialize_cdnet_labels(args.mirror)
     problems = verify()
+    if args.cdnet_labels or CDNET_LABELS_DIR.is_dir():
+        problems += verify(HERE / "SHA256SUMS_CDNET_LABELS", CDNET_LABELS_DIR)
     print("all files match SHA256SUMS" if not problems else f"{problems} problem(s)")
     return 1 if problems else 0
 
