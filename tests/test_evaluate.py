@@ -608,6 +608,9 @@ def test_cdnet_label_copies_list_200_labels_of_each_of_three_clips_inside_their_
         assert all(first <= int(n[-10:-4]) <= last for n in labels), clip
         assert f"{clip}/temporalROI.txt" in names
     assert len(names) == 3 * 201
+
+
+def test_cdnet_label_copies_match_their_checksums_and_keep_cdnets_boundary_band():
     root = ROOT / "samples" / "cdnet_labels"
     if not root.is_dir():
         pytest.skip("samples/cdnet_labels not materialized (python samples/dev/fetch_dev.py --cdnet-labels)")
