@@ -41,7 +41,8 @@ not scored) exist upstream for 200 frames each, in FgSegNet's ``FgSegNet_dataset
 only, no frames). ``--cdnet-labels`` makes ``samples/cdnet_labels/<folder>/``: the dev clip's
 frames and ``temporalROI.txt`` copied from ``samples/dev/<folder>/`` and, as ``groundtruth/``,
 the CDnet label images of FgSegNet's snapshot whose frames lie in the window (same bytes, same
-names), checked against ``SHA256SUMS_CDNET_LABELS``. ``motiondetect evaluate`` then scores the
+names). The labels and the temporal ROI are checked against ``SHA256SUMS_CDNET_LABELS`` (the
+frames are copies of files ``SHA256SUMS`` checks). ``motiondetect evaluate`` then scores the
 frames that have a label; the rest only feed the model.
 """
 
