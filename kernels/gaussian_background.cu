@@ -5,6 +5,32 @@
 // 64-bit value is an arithmetic shift (floor) in nvcc, as in NumPy, and adding 2^(s-1) before a
 // shift by s rounds half up.
 
+// The lower median (the element of rank (n - 1) / 2 in ascending order) of the n grey levels at
+// v[0], v[stride], ..., v[(n - 1) * stride]: for each value, the values below it and those not
+// above it bracket its ranks. O(n^2) reads, once a stream (the bootstrap), n at most 256.
+__device__ int md_lower_median(const unsigned char* v, int n, int stride)
+{
+    const int rank = (n - 1) / 2;
+    for (int j = 0; j < n; ++j) {
+        const int a = v[(size_t)j * stride];
+        int below = 0, upto = 0;
+        for (int l = 0; l < n; ++l) {
+            const int b = v[(size_t)l * stride];
+            below += b < a;
+            upto += b <= a;
+        }
+        if (below <= rank && rank < upto) return a;
+    }
+    return v[0];  // not reached: some value holds each rank
+}
+
+// Whether a difference d (Q16) lies beyond k2_q8 (sigmas^2, Q8) times the variance floor
+// floor_q8 (Q8): d^2 > k^2 floor, in the units of the model's comparison (a Q16 limit << 16).
+__device__ bool md_beyond(long long d, int k2_q8, int floor_q8)
+{
+    return d * d > (((long long)k2_q8 * floor_q8) << 16);
+}
+
 // Per-pixel Gaussian background (running Gaussian average, Wren et al. 1997) with selective
 // update (Koller et al. 1994): foreground where (x - mean)^2 > k^2 * max(var, min_var); the
 // mean and variance then learn at the background rates where the pixel is background and at
@@ -40,6 +66,17 @@
 // level (after the light switch or the exposure's gain), for the light field
 // (kernels/light_field.cu), which runs on the batch's masks after this kernel.
 //
+// With bootstrap > 0 (`history` not NULL), the means restart from the stream's start once, at
+// frame pair `bootstrap` (N), where the start was wrong: after that pair's update, the pixel's
+// lower median grey level over the reference and the frames of pairs 1..N and its lower median
+// Cb and Cr over pairs 1..N are taken; when one of them lies further from its mean than the
+// model's smallest threshold (sigmas times min_sigma, or chroma_min_sigma), the means become the
+// medians and the still count restarts, so what passed through the first N frames leaves no
+// ghost. history holds the grey levels of pairs 0..N in planes 0..N (pair 0: the reference),
+// a flag in plane N + 1, and with chroma pair j's Cb in plane N + 1 + j, its Cr in plane
+// 2N + 1 + j (planes of `count` bytes). A light switch or an exposure gain taken on a pair up to
+// N sets the flag, which cancels the restart: frames before it no longer describe the background.
+//
 // One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
 // dst + k * count): each thread keeps its pixel's mean and variance in registers through the
 // batch and stores them once, so a batch of K frames equals K launches of one frame bit for bit.
@@ -67,7 +104,9 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int light_count,
                                           const int* __restrict__ ratios,
                                           int exposure_q8,
-                                          unsigned char* __restrict__ compared)
+                                          unsigned char* __restrict__ compared,
+                                          unsigned char* __restrict__ history,
+                                          int bootstrap)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
@@ -84,6 +123,14 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
     const bool absorb = still_frames > 0, keep_last = last != NULL;
     int previous = keep_last ? (first_pair == 1 ? reference[i] : last[i]) : 0;
     int still_count = absorb && first_pair != 1 ? still[i] : 0;
+    // The bootstrap's history is written and read only up to pair N; `cancelled` is its flag.
+    const bool boot = history != NULL && bootstrap > 0 && first_pair <= bootstrap;
+    const size_t flag_at = (size_t)(bootstrap + 1) * count + i;
+    bool cancelled = false;
+    if (boot) {
+        if (first_pair == 1) history[i] = reference[i];
+        else cancelled = history[flag_at] != 0;
+    }
     // The frame becomes the background (a light switch, still foreground): the means take its
     // values, the variances stay, the still count restarts.
     auto take_frame = [&](size_t at, int x) {
@@ -101,7 +148,9 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         const unsigned int* light = light_counts + 4 * k;
         if (light_count > 0 && max(light[0], light[1]) >= (unsigned int)light_count) {
             take_frame(at, x);
+            cancelled = true;
         } else if (exposure_q8 > 0 && ratios[k] != 256 && (long long)light[2] * 256 > (long long)exposure_q8 * light[3]) {
+            cancelled = true;
             const long long r = ratios[k];
             m = (int)min(((long long)m * r + 128) >> 8, 255LL << 16);
             if (colour) {
@@ -150,8 +199,34 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
             still_count = foreground && abs(x - previous) <= still_tolerance ? still_count + 1 : 0;
             if (still_count >= still_frames) take_frame(at, x);
         }
+        if (boot && pair <= bootstrap) {
+            history[(size_t)pair * count + i] = (unsigned char)x;
+            if (colour) {
+                for (int p = 0; p < 2; ++p) history[(size_t)(bootstrap + 1 + p * bootstrap + pair) * count + i] = chroma[p * chroma_plane + at];
+            }
+            if (pair == bootstrap && !cancelled) {
+                // Restart where a median lies beyond the model's smallest threshold from its mean.
+                const int median = md_lower_median(history + i, bootstrap + 1, count) << 16;
+                int chroma_median[2] = {0, 0};
+                bool wrong = md_beyond((long long)median - m, k2_q8, min_var_q8);
+                if (colour) {
+                    for (int p = 0; p < 2; ++p) {
+                        chroma_median[p] = md_lower_median(history + (size_t)(bootstrap + 2 + p * bootstrap) * count + i, bootstrap, count) << 16;
+                        wrong |= md_beyond((long long)chroma_median[p] - cm[p], k2_q8, chroma_min_var_q8);
+                    }
+                }
+                if (wrong) {
+                    m = median;
+                    if (colour) {
+                        for (int p = 0; p < 2; ++p) cm[p] = chroma_median[p];
+                    }
+                    still_count = 0;
+                }
+            }
+        }
         previous = x;
     }
+    if (boot) history[flag_at] = cancelled;
     mean[i] = m;
     var[i] = v;
     if (keep_last) last[i] = (unsigned char)previous;

@@ -246,6 +246,20 @@ def with_exposure(frames: list, at: int = 7, gain: float = 0.9) -> list:
 #: still, and with the chroma, so the ghosts of tests' scenes go in a few frames.
 GAUSSIAN_STILL = {"still_frames": 2, "still_tolerance": 1, "warmup": 2}
 GAUSSIAN_STILL_CHROMA = {"still_frames": 3, "still_tolerance": 0, "sigmas": 2.0, "min_sigma": 6.0, "chroma_min_sigma": 3.0, "warmup": 2}
+#: The bootstrap at pair 4 with the still count and the chroma, and at pair 5 on the grey level
+#: alone, the light switch and the exposure off (they would cancel it on the tests' scenes); at
+#: pair 6, cancelled by the light switch of with_light_switch.
+GAUSSIAN_BOOTSTRAP = {**GAUSSIAN_STILL_CHROMA, "lightswitch": 0.0, "exposure": 0.0, "bootstrap": 4}
+GAUSSIAN_BOOTSTRAP_GREY = {
+    "min_sigma": 8.0,
+    "shadow_floor": 0.0,
+    "chroma_min_sigma": 0.0,
+    "lightswitch": 0.0,
+    "exposure": 0.0,
+    "bootstrap": 5,
+    "warmup": 2,
+}
+GAUSSIAN_BOOTSTRAP_CANCELLED = {**GAUSSIAN_STILL_CHROMA, "lightswitch": 0.4, "bootstrap": 6}
 #: The light switch, alone (half the frame turned one way restarts the model) and with the
 #: still-foreground count and the chroma.
 GAUSSIAN_LIGHT = {"lightswitch": 0.5, "still_frames": 0, "warmup": 2}

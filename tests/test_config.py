@@ -76,6 +76,7 @@ def test_default_config_contents():
             "exposure": 1.5,
             "light_field": 0.0,
             "warmup": 50,
+            "bootstrap": 24,
         },
         {"filter": "median", "kernel_size": 9},
         {"filter": "erosion", "kernel_size": 3, "iterations": 1},

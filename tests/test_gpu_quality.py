@@ -18,6 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import (
+    GAUSSIAN_BOOTSTRAP,
+    GAUSSIAN_BOOTSTRAP_CANCELLED,
+    GAUSSIAN_BOOTSTRAP_GREY,
     GAUSSIAN_CHROMA,
     GAUSSIAN_EXPOSURE,
     GAUSSIAN_EXPOSURE_ALL,
@@ -208,6 +211,8 @@ GAUSSIAN_CASES = [
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
         GAUSSIAN_LIGHT,
         GAUSSIAN_EXPOSURE,
+        GAUSSIAN_BOOTSTRAP_GREY,
+        {"lightswitch": 0.0, "exposure": 0.0, "bootstrap": 8},  # the last pair
     )
 ]
 
@@ -236,6 +241,8 @@ def test_gaussian_background_sequence(cuda, rng, size, params):
         {"chroma_min_sigma": 8.0},
         GAUSSIAN_LIGHT_STILL_CHROMA,
         GAUSSIAN_EXPOSURE_ALL,
+        GAUSSIAN_BOOTSTRAP,
+        GAUSSIAN_BOOTSTRAP_CANCELLED,
     ],
     ids=str,
 )

@@ -21,6 +21,9 @@ import cv2
 import numpy as np
 import pytest
 from helpers import (
+    GAUSSIAN_BOOTSTRAP,
+    GAUSSIAN_BOOTSTRAP_CANCELLED,
+    GAUSSIAN_BOOTSTRAP_GREY,
     GAUSSIAN_CHROMA,
     GAUSSIAN_EXPOSURE,
     GAUSSIAN_EXPOSURE_ALL,
@@ -120,9 +123,9 @@ void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s,
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
               const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
-              const int* ratios, int eq8, u8* compared) {
+              const int* ratios, int eq8, u8* compared, u8* hist, int boot) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
-                                              last, still, sf, st, lc, lcount, ratios, eq8, compared); }); }
+                                              last, still, sf, st, lc, lcount, ratios, eq8, compared, hist, boot); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -301,7 +304,7 @@ def test_equalize(lib, rng, size):
         assert_same(out, Equalize().reference(image))
 
 
-def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, light=None, compared=None):
+def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, light=None, compared=None, history=None):
     """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
@@ -309,14 +312,15 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     counts, passed whatever ``still_frames`` is) and parameters, then the light's measures
     (``light``: :func:`light_counts`' counts and gains, NULL without), the light switch's
     threshold and the exposure's margin, then ``compared`` (uint8 like the frames: the means
-    each frame is compared with, for the light field; NULL without)."""
+    each frame is compared with, for the light field; NULL without), then the bootstrap's history
+    (:func:`history_state`; NULL without) and ``bootstrap``."""
     c = flt.constants
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
     pixels = still_state[0].size
     counts, ratios = (None, None) if light is None else light
-    measures = (ptr(counts), flt.light_count(pixels), ptr(ratios), c["exposure_q8"], ptr(compared))
+    measures = (ptr(counts), flt.light_count(pixels), ptr(ratios), c["exposure_q8"], ptr(compared), ptr(history), flt.params["bootstrap"])
     still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *measures)
     if chroma is None:
         return (*constants, None, ctypes.c_longlong(0), None, None, 0, *still)
@@ -367,6 +371,13 @@ def light_field(lib, flt, frames, compared, out):
         queue_light_field(_HostCuda(lib), lambda name: ("test", name), *arrays, flt.constants["light_field_q16"])
 
 
+def history_state(flt, size, value=0xA5):
+    """Poisoned uint8 planes for the bootstrap's history (kernels/gaussian_background.cu: N + 2
+    planes, 3N + 2 with chroma), or ``None`` with ``bootstrap`` 0."""
+    n = flt.params["bootstrap"]
+    return np.full(((3 * n + 2) if flt.needs_chroma else (n + 2), *size), value, np.uint8) if n else None
+
+
 def still_state(size, value=7):
     """Poisoned still-foreground state for the Gaussian kernel: previous frame and counts."""
     return [np.full(size, value % 256, np.uint8), np.full(size, -value, np.int32)]
@@ -402,6 +413,9 @@ def test_running_average_sequence(lib, rng, size):
 #: Parameters of the Gaussian model's state beyond mean and variance, for the sequence and batch
 #: tests: the still count (on, off) and the light's measures (switch, exposure, both with chroma).
 GAUSSIAN_FRAME_STATE_PARAMS = [
+    GAUSSIAN_BOOTSTRAP,
+    GAUSSIAN_BOOTSTRAP_GREY,
+    GAUSSIAN_BOOTSTRAP_CANCELLED,
     GAUSSIAN_STILL,
     GAUSSIAN_STILL_CHROMA,
     {"still_frames": 0},
@@ -436,7 +450,7 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
-    still = still_state(size)
+    still, history = still_state(size), history_state(device, size)
     colour = device.needs_chroma
     for i in range(1, len(frames)):
         out, compared = poisoned(size), compared_means(device, size)
@@ -458,6 +472,7 @@ def test_gaussian_background_sequence(lib, rng, size, params):
                 still,
                 light_counts(lib, device, frames[i], frames[i - 1]),
                 compared,
+                history,
             ),
         )
         light_field(lib, device, frames[i], compared, out)
@@ -515,18 +530,21 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
             if want is not None:
                 np.testing.assert_array_equal(have.astype(np.int64), want)
 
-    single_state, single = state(7), []
+    single_state, single, single_history = state(7), [], history_state(flt, size)
     for t in range(1, len(frames)):
         out, compared = poisoned(size), compared_means(flt, size)
         chroma = (chromas[t], n) if colour else None
         light = light_counts(lib, flt, frames[t], frames[t - 1])
-        args = (flt.params["warmup"], *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light, compared))
+        args = (
+            flt.params["warmup"],
+            *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light, compared, single_history),
+        )
         lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_state[0]), ptr(single_state[1]), ptr(out), n, 1, t, *args)
         light_field(lib, flt, frames[t], compared, out)
         single.append(out)
         check_state(models[t], single_state)
 
-    batch_state = state(12345)
+    batch_state, batch_history = state(12345), history_state(flt, size, 0x5A)
     first = 1
     for k in splits:
         batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
@@ -539,7 +557,9 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         compared = compared_means(flt, (k, *size))
         args = (
             flt.params["warmup"],
-            *gaussian_constants(flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:], light, compared),
+            *gaussian_constants(
+                flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:], light, compared, batch_history
+            ),
         )
         out = poisoned((k, *size))
         lib.gaussian(ptr(batch), ptr(reference), ptr(batch_state[0]), ptr(batch_state[1]), ptr(out), n, k, first, *args)
@@ -586,7 +606,7 @@ def test_light_field_through_the_model(lib, rng, size, splits):
         batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
         reference = frames[0] if first == 1 else poisoned(size)
         compared, out = compared_means(flt, (k, *size)), poisoned((k, *size))
-        args = (flt.params["warmup"], *gaussian_constants(flt, None, [None, None], still, None, compared))
+        args = (flt.params["warmup"], *gaussian_constants(flt, None, [None, None], still, None, compared, history_state(flt, size)))
         lib.gaussian(ptr(batch), ptr(reference), ptr(mean), ptr(var), ptr(out), n, k, first, *args)
         light_field(lib, flt, batch, compared, out)
         for j in range(k):

@@ -92,6 +92,11 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "still_frames"): [0, 3, 5, 7, 10, 20],
         ("gaussian_background", "still_tolerance"): [0, 1, 2, 3],
     },
+    # The Gaussian model's bootstrap: the frame pair at which its means restart from the median
+    # of the stream's first frames (0: off; docs/evaluation.md, "Bootstrap"), 4 points.
+    "bootstrap": {
+        ("gaussian_background", "bootstrap"): [0, 14, 24, 34],
+    },
     # The Gaussian model's light field (0: off), the grey levels of |x - g b| it explains
     # (docs/evaluation.md, "Changing sunlight"), 5 points.
     "light": {
@@ -138,6 +143,7 @@ _SHORT = {
     "gaussian_background.variance_alpha_foreground": "vaf",
     "gaussian_background.still_frames": "still",
     "gaussian_background.still_tolerance": "tol",
+    "gaussian_background.bootstrap": "boot",
 }
 
 

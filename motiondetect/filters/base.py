@@ -239,7 +239,8 @@ class Filter(ABC):
         Returns:
             0 for a filter without state; for one with ``LEARNING_RATES``, its slowest time
             constant ``ceil(1 / a)`` frames for the smallest rate ``a`` (an exponential average
-            forgets its start as ``(1 - a)**n``), and at least its own ``warmup`` parameter + 1;
+            forgets its start as ``(1 - a)**n``), and at least its own ``warmup`` and
+            ``bootstrap`` parameters + 1 (the frame pairs its start changes);
             ``None`` when a rate is 0 (its state keeps the stream's first frame for good).
             Filters whose state forgets otherwise override this.
         """
@@ -248,7 +249,8 @@ class Filter(ABC):
         rates = [float(self.params[name]) for name in self.LEARNING_RATES]
         if min(rates) <= 0:
             return None
-        return max(math.ceil(1 / min(rates) - 1e-9), int(self.params.get("warmup", 0)) + 1)
+        start = max(int(self.params.get("warmup", 0)), int(self.params.get("bootstrap", 0)))
+        return max(math.ceil(1 / min(rates) - 1e-9), start + 1)
 
     def state_key(self, name: str) -> tuple:
         """Key of this instance's device buffer ``name`` in :meth:`CUDAHandler.buffer

@@ -141,13 +141,13 @@ def highway_scores(config) -> tuple[float, float]:
 
 def test_detects_the_cars_in_cdnet_highway():
     """The preset on CDnet highway (frames 50-119 scored, CDnet rules): measured precision
-    0.959, recall 0.897, close to the default pipeline (precision 0.990, recall 0.931 since its
-    20-clip defaults; it was 0.983 / 0.876 before); the raw model alone (no median) finds the cars
-    too (precision 0.765, recall 0.879)."""
+    0.959, recall 0.897, close to the default pipeline (precision 0.999, recall 0.902 since its
+    bootstrap; 0.990 / 0.931 with the 20-clip defaults before it, 0.983 / 0.876 before them); the
+    raw model alone (no median) finds the cars too (precision 0.765, recall 0.879)."""
     precision, recall = highway_scores(load_config(PRESET))
     assert precision > 0.93 and recall > 0.87
     default_precision, default_recall = highway_scores(default_config())
-    assert default_precision > 0.97 and default_recall > 0.91
+    assert default_precision > 0.97 and default_recall > 0.88
     assert recall > default_recall - 0.06
     raw = load_config(PRESET)
     raw["pipeline"] = [e for e in raw["pipeline"] if e["filter"] != "median"]
