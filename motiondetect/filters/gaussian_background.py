@@ -511,7 +511,7 @@ class GaussianBackground(Filter):
                 self._last = side.copy()
             if self.params["still_frames"]:
                 self._still = np.zeros(src.shape, np.int32)
-            self._start_bootstrap(side, chroma)
+            self._start_bootstrap(side)
             self._pairs = 0
         if self.follows_light:
             self._follow_light(src, chroma)
@@ -543,9 +543,9 @@ class GaussianBackground(Filter):
             out[explained(src, compared, tolerance)] = 0
         return out
 
-    def _start_bootstrap(self, reference: np.ndarray, chroma: np.ndarray | None) -> None:
+    def _start_bootstrap(self, reference: np.ndarray) -> None:
         """Start the bootstrap's history (``bootstrap`` > 0) from the stream's first frame
-        ``reference`` (pair 0); the chroma's starts at pair 1 (``chroma`` gives its shape)."""
+        ``reference`` (pair 0); the chroma's (Cb, Cr) starts at pair 1."""
         n = self.params["bootstrap"]
         self._boot_grey = self._boot_chroma = None
         self._boot_cancelled = False
@@ -553,7 +553,7 @@ class GaussianBackground(Filter):
             self._boot_grey = np.empty((n + 1, *reference.shape), np.uint8)
             self._boot_grey[0] = reference
             if self.needs_chroma:
-                self._boot_chroma = np.empty((n, *chroma.shape), np.uint8)
+                self._boot_chroma = np.empty((n, 2, *reference.shape), np.uint8)
 
     def _bootstrap(self, src: np.ndarray, chroma: np.ndarray | None) -> None:
         """Keep frame pair ``self._pairs``'s grey levels ``src`` (and ``chroma``) in the

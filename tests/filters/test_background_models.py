@@ -56,12 +56,13 @@ def naive_running_average(frames, alpha):
     return outputs, background
 
 
-def run_filter(flt, frames, chromas=None):
+def run_filter(flt, frames, chromas=None, start=1):
     """The detector's calling convention: the first call gets the previous frame as reference
-    (and a model with chroma each frame's (2, H, W) chroma planes)."""
+    (and a model with chroma each frame's (2, H, W) chroma planes); ``start`` > 1 continues a
+    stream from frame ``start``."""
     if chromas is None:
-        return [flt.reference(frames[i], frames[i - 1]) for i in range(1, len(frames))]
-    return [flt.reference(frames[i], frames[i - 1], chromas[i]) for i in range(1, len(frames))]
+        return [flt.reference(frames[i], frames[i - 1]) for i in range(start, len(frames))]
+    return [flt.reference(frames[i], frames[i - 1], chromas[i]) for i in range(start, len(frames))]
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.01, 0.05, 0.3, 1.0])
@@ -447,7 +448,7 @@ def test_gaussian_bootstrap_clears_a_ghost_from_the_first_frames(rng):
     plain = GaussianBackground(**params, bootstrap=0)
     off = run_filter(plain, frames[:7])
     before = plain.model[0]
-    off += run_filter_on(plain, frames, 7)
+    off += run_filter(plain, frames, start=7)
     assert all(m[2:6, 2:6].all() for m in off[2:])
     flt = GaussianBackground(**params, bootstrap=6)
     masks = run_filter(flt, frames[:7])
@@ -455,15 +456,10 @@ def test_gaussian_bootstrap_clears_a_ghost_from_the_first_frames(rng):
     wrong = np.abs(median - before) > 16 << 16
     assert wrong[2:6, 2:6].all() and wrong.sum() == 16  # the ghost's pixels, and only they
     np.testing.assert_array_equal(flt.model[0], np.where(wrong, median, before))
-    masks += run_filter_on(flt, frames, 7)
+    masks += run_filter(flt, frames, start=7)
     assert all(m[2:6, 2:6].all() for m in masks[2:6])  # before the bootstrap: the ghost
     assert not any(m[2:6, 2:6].any() for m in masks[6:])
     assert sum(np.count_nonzero(m) for m in masks[6:]) < 0.01 * 16 * 16 * len(masks[6:])  # and no new false motion
-
-
-def run_filter_on(flt, frames, start):
-    """Continue ``flt`` (grey) on ``frames[start:]``, each with its predecessor."""
-    return [flt.reference(frames[i], frames[i - 1]) for i in range(start, len(frames))]
 
 
 @pytest.mark.parametrize("change", ["switch", "gain"])
