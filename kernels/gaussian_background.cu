@@ -61,7 +61,10 @@ __device__ bool md_beyond(long long d, int k2_q8, int floor_q8)
 // ratios[k] (Q8, from md_exposure_histogram_u8) when it is not 256 and it explains more pixels than no
 // change by the margin: light_counts[4k + 2] * 256 > exposure_q8 * light_counts[4k + 3]. The chroma
 // means' distances from 128 scale too. light_counts holds 4 counts a frame.
-// `last` (when not NULL) keeps the previous grey level between launches, for all three.
+// `last` (when not NULL) keeps the previous grey level between launches, for all three and for
+// quiet_tolerance: the means learn from a foreground pixel (at alpha_fg_q16) only on a frame whose
+// grey level is within quiet_tolerance of the previous frame's (255, or `last` NULL: every frame),
+// so what moves while it stays in view does not draw the background towards itself.
 // `compared` (when not NULL) receives the mean each frame is compared with, rounded to a grey
 // level (after the light switch or the exposure's gain), for the light field
 // (kernels/light_field.cu), which runs on the batch's masks after this kernel.
@@ -106,7 +109,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int exposure_q8,
                                           unsigned char* __restrict__ compared,
                                           unsigned char* __restrict__ history,
-                                          int bootstrap)
+                                          int bootstrap,
+                                          int quiet_tolerance)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
@@ -181,7 +185,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
             }
         }
         dst[at] = foreground ? 255 : 0;
-        int a = foreground ? alpha_fg_q16 : alpha_q16;
+        const bool moved = keep_last && abs(x - previous) > quiet_tolerance;
+        int a = foreground ? (moved ? 0 : alpha_fg_q16) : alpha_q16;
         int r = max(foreground ? var_alpha_fg_q16 : var_alpha_q16, warm);
         m += (int)(((long long)d * a + 32768) >> 16);
         long long d2_q8 = (d2 + (1LL << 23)) >> 24, limit_q8 = (limit + 128) >> 8;

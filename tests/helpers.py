@@ -278,6 +278,18 @@ GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "varian
 #: The grey-level model (chroma and shadow floor off, min_sigma 8): the default before chroma,
 #: for tests of the grey level's own behaviour.
 GAUSSIAN_GREY = {"min_sigma": 8.0, "shadow_floor": 0.0, "chroma_min_sigma": 0.0}
+#: The means' foreground learning gated alone (the previous frame kept for it only, every grey
+#: level change counts), and not gated (255: every foreground frame, the previous frame not kept).
+GAUSSIAN_QUIET = {
+    **GAUSSIAN_FAST,
+    "quiet_tolerance": 0,
+    "still_frames": 0,
+    "lightswitch": 0.0,
+    "exposure": 0.0,
+    "bootstrap": 0,
+    "warmup": 2,
+}
+GAUSSIAN_UNGATED = {**GAUSSIAN_FAST, "quiet_tolerance": 255, "still_frames": 0, "lightswitch": 0.0, "exposure": 0.0, "warmup": 2}
 #: Chroma on, with a floor low enough that colour noise moves pixels the grey level alone keeps.
 GAUSSIAN_CHROMA = {"sigmas": 2.0, "min_sigma": 6.0, "shadow_floor": 0.08, "chroma_min_sigma": 3.0, "variance_alpha": 0.2, "warmup": 2}
 

@@ -72,6 +72,7 @@ def test_default_config_contents():
             "variance_alpha_foreground": 0.0025,
             "still_frames": 7,
             "still_tolerance": 0,
+            "quiet_tolerance": 0,
             "lightswitch": 0.7,
             "exposure": 1.5,
             "light_field": 0.0,

@@ -29,8 +29,10 @@ from helpers import (
     GAUSSIAN_GREY,
     GAUSSIAN_LIGHT,
     GAUSSIAN_LIGHT_STILL_CHROMA,
+    GAUSSIAN_QUIET,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
+    GAUSSIAN_UNGATED,
     SHARED_SAMPLES,
     same_image,
     with_exposure,
@@ -213,6 +215,8 @@ GAUSSIAN_CASES = [
         GAUSSIAN_EXPOSURE,
         GAUSSIAN_BOOTSTRAP_GREY,
         {"lightswitch": 0.0, "exposure": 0.0, "bootstrap": 8},  # the last pair
+        GAUSSIAN_QUIET,
+        GAUSSIAN_UNGATED,
     )
 ]
 

@@ -33,11 +33,13 @@ from helpers import (
     GAUSSIAN_LIGHT,
     GAUSSIAN_LIGHT_FIELD,
     GAUSSIAN_LIGHT_STILL_CHROMA,
+    GAUSSIAN_QUIET,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
     GAUSSIAN_STILL,
     GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
+    GAUSSIAN_UNGATED,
     with_exposure,
     with_ghosts,
     with_light_switch,
@@ -123,9 +125,9 @@ void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s,
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
               const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
-              const int* ratios, int eq8, u8* compared, u8* hist, int boot) {
+              const int* ratios, int eq8, u8* compared, u8* hist, int boot, int quiet) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
-                                              last, still, sf, st, lc, lcount, ratios, eq8, compared, hist, boot); }); }
+                                              last, still, sf, st, lc, lcount, ratios, eq8, compared, hist, boot, quiet); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -313,14 +315,23 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     (``light``: :func:`light_counts`' counts and gains, NULL without), the light switch's
     threshold and the exposure's margin, then ``compared`` (uint8 like the frames: the means
     each frame is compared with, for the light field; NULL without), then the bootstrap's history
-    (:func:`history_state`; NULL without) and ``bootstrap``."""
+    (:func:`history_state`; NULL without), ``bootstrap`` and ``quiet_tolerance``."""
     c = flt.constants
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
     pixels = still_state[0].size
     counts, ratios = (None, None) if light is None else light
-    measures = (ptr(counts), flt.light_count(pixels), ptr(ratios), c["exposure_q8"], ptr(compared), ptr(history), flt.params["bootstrap"])
+    measures = (
+        ptr(counts),
+        flt.light_count(pixels),
+        ptr(ratios),
+        c["exposure_q8"],
+        ptr(compared),
+        ptr(history),
+        flt.params["bootstrap"],
+        flt.params["quiet_tolerance"],
+    )
     still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *measures)
     if chroma is None:
         return (*constants, None, ctypes.c_longlong(0), None, None, 0, *still)
@@ -424,6 +435,8 @@ GAUSSIAN_FRAME_STATE_PARAMS = [
     GAUSSIAN_EXPOSURE,
     GAUSSIAN_EXPOSURE_ALL,
     GAUSSIAN_LIGHT_FIELD,
+    GAUSSIAN_QUIET,
+    GAUSSIAN_UNGATED,
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from motiondetect.core.errors import UsageError
 from motiondetect.evaluation import tuning
+from motiondetect.evaluation.scoring import load_folder
 from motiondetect.evaluation.tuning import leave_one_out
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector
@@ -379,3 +381,65 @@ def test_benchmark_tune_loo_prints_the_table_and_caches(three_clips, tmp_path, m
     assert bench.main(args) == 0 and json.loads(cache.read_text()) == stored
     assert bench.main([str(three_clips[0]), "--cache", str(cache)]) == 2
     assert "at least 2 ground-truth folders" in capsys.readouterr().err
+
+
+def hand_long_pixel_f(config: dict, root: Path, passes: int, skip: int) -> float:
+    """CDnet pixel F of a config on a folder played ``passes`` times forward and backward in
+    turn, counted with NumPy on the last pass after its first ``skip`` frames."""
+    detector = MotionDetector(build_filters(config), annotate=False)
+    names = sorted((root / "input").iterdir())
+    tp = fp = fn = 0
+    for p in range(passes):
+        for i, name in enumerate(names if p % 2 == 0 else names[::-1]):
+            mask = detector.process(cv2.imread(str(name))).mask
+            if p < passes - 1 or i < skip:
+                continue
+            labels = cv2.imread(str(root / "groundtruth" / f"gt{name.stem[2:]}.png"), cv2.IMREAD_GRAYSCALE)
+            moving, positive, negative = mask == 255, labels == 255, (labels == 0) | (labels == 50)
+            tp += int((moving & positive).sum())
+            fp += int((moving & negative).sum())
+            fn += int((~moving & positive).sum())
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+def _long_run_study():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module("long_run_study")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_long_run_ping_pong_plays_the_clip_back_and_forth_and_scores_its_last_pass(tmp_path):
+    src, frames, labels = make_folder(tmp_path / "clip", count=6, first=100)
+    long = _long_run_study().ping_pong(src, tmp_path / "long", passes=3, skip=2)
+    order = [0, 1, 2, 3, 4, 5, 5, 4, 3, 2, 1, 0, 0, 1, 2, 3, 4, 5]
+    folder = load_folder(long)
+    assert [n for n, _, _ in folder.frames] == list(range(1, 19))
+    for (n, image, label), source in zip(folder.frames, order):
+        assert np.array_equal(cv2.imread(str(image)), frames[source]), n
+        # Only the last pass (frames 13..18) has labels, its own frame's.
+        assert (label is None) == (n < 13), n
+        if label is not None:
+            assert np.array_equal(cv2.imread(str(label), cv2.IMREAD_GRAYSCALE), labels[source]), n
+    assert (long / "temporalROI.txt").read_text().split() == ["15", "18"]  # the last pass after its first 2
+    with pytest.raises(ValueError, match="at least 1"):
+        _long_run_study().ping_pong(src, tmp_path / "none", passes=0)
+
+
+def test_benchmark_long_run_study_prints_fresh_long_and_the_held_out_choice(three_clips, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(tuning.GRIDS, "tiny", TINY)
+    bench = _long_run_study()
+    cache = tmp_path / "cache.json"
+    args = [*map(str, three_clips), "--grid", "tiny", "--passes", "3", "--jobs", "1", "--skip", "4", "--cache", str(cache)]
+    assert bench.main([*args, "--workdir", str(tmp_path / "work")]) == 0
+    text = capsys.readouterr().out
+    assert "3 clips, grid 'tiny' (4 points), long runs of 3 passes" in text
+    assert text.count("(default)") == 1 and "| **mean** |" in text
+    # Against a hand count: the clip's frames played forward, backward, forward through one
+    # detector, counted on the last pass after its first 4 frames.
+    row = next(line for line in text.splitlines() if line.startswith("| sig=2.0 med=9 (default)"))
+    fresh, long = (float(v) for v in row.split("|")[2:4])
+    assert fresh == pytest.approx(statistics.mean(hand_pixel_f(hand_config(2.0, 9), r, 4) for r in three_clips), abs=6e-5)
+    assert long == pytest.approx(statistics.mean(hand_long_pixel_f(hand_config(2.0, 9), r, 3, 4) for r in three_clips), abs=6e-5)
+    assert bench.main([str(three_clips[0]), "--cache", str(cache)]) == 2

@@ -97,6 +97,18 @@ GRIDS: dict[str, dict[Axis, list]] = {
     "bootstrap": {
         ("gaussian_background", "bootstrap"): [0, 14, 24, 34],
     },
+    # The Gaussian model's foreground learning rates (selective update; 0: conservative update),
+    # for benchmarks/long_run_study.py, which scores each clip fresh and after long runs
+    # (docs/evaluation.md, "Long runs"), 12 points.
+    "foreground": {
+        ("gaussian_background", "alpha_foreground"): [0.0, 0.0005, 0.001, 0.002],
+        ("gaussian_background", "variance_alpha_foreground"): [0.0006, 0.00125, 0.0025],
+    },
+    # The gate on the means' foreground learning (255: every foreground frame), for
+    # benchmarks/long_run_study.py (docs/evaluation.md, "Long runs"), 6 points.
+    "quiet": {
+        ("gaussian_background", "quiet_tolerance"): [0, 1, 2, 4, 8, 255],
+    },
     # The Gaussian model's light field (0: off), the grey levels of |x - g b| it explains
     # (docs/evaluation.md, "Changing sunlight"), 5 points.
     "light": {
@@ -140,10 +152,12 @@ _SHORT = {
     "subsense.ghost_distance": "gd",
     "gaussian_background.alpha": "a",
     "gaussian_background.variance_alpha": "va",
+    "gaussian_background.alpha_foreground": "af",
     "gaussian_background.variance_alpha_foreground": "vaf",
     "gaussian_background.still_frames": "still",
     "gaussian_background.still_tolerance": "tol",
     "gaussian_background.bootstrap": "boot",
+    "gaussian_background.quiet_tolerance": "quiet",
 }
 
 

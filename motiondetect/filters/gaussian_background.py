@@ -76,7 +76,12 @@ class GaussianBackground(Filter):
     1994): background pixels at rates ``alpha`` (mean) and ``variance_alpha`` (variance),
     foreground pixels at the slower ``alpha_foreground`` and ``variance_alpha_foreground``, so
     passing objects barely enter the background while a parked car or a moved chair is absorbed
-    in time. The variance learns from ``min((x - m)**2, threshold)``, so a single outlier cannot
+    in time. The means learn from a foreground pixel only on the frames on which it is quiet, its
+    grey level within ``quiet_tolerance`` of the previous frame's (0 by default: unchanged, the
+    still count's test; 255: on every foreground frame): what stays in view and moves (a person at a desk, the cars of a busy lane)
+    would otherwise draw the background towards itself over minutes and then be missed, while a
+    parked car, a moved chair or a ghost is quiet and is absorbed as before (docs/evaluation.md,
+    "Long runs"). The variance learns from ``min((x - m)**2, threshold)``, so a single outlier cannot
     raise it above the current threshold. During the first ``warmup`` frame pairs of a stream
     the variance learns at least at rate ``1 / (t + 1)`` on frame pair ``t`` (a plain average of
     the first frames), on foreground pixels too, the way OpenCV's MOG2 starts with the rate
@@ -165,8 +170,8 @@ class GaussianBackground(Filter):
 
     State: ``m`` and ``v`` per pixel, set on the first call of a stream (after :meth:`reset`, or
     when the frame size changes) to the reference frame and ``min_sigma**2``, and the number of
-    frame pairs seen; with ``still_frames``, ``lightswitch`` or ``exposure``, the previous grey frame (first the
-    reference); with ``still_frames``, each pixel's count of still foreground frames (int32),
+    frame pairs seen; with ``still_frames``, ``lightswitch``, ``exposure`` or ``quiet_tolerance`` below 255, the
+    previous grey frame (first the reference); with ``still_frames``, each pixel's count of still foreground frames (int32),
     reset to 0 by a frame that is not both, when the pixel is absorbed and by a light switch; with
     ``bootstrap``, until pair N, the history of grey levels ``(N + 1, H, W)`` and chroma
     ``(N, 2, H, W)``, uint8.
@@ -301,6 +306,19 @@ class GaussianBackground(Filter):
             "the dev clips",
         ),
         Param(
+            "quiet_tolerance",
+            int,
+            0,
+            0,
+            255,
+            "grey levels",
+            "largest change from the previous frame's grey level at which a foreground pixel's means "
+            "learn at alpha_foreground; a larger change (something moving) teaches the background "
+            "nothing; 255: every foreground frame. 0 (an unchanged grey level, as still_frames counts): "
+            "the choice of all 20 folds of a leave-one-clip-out over 0, 1, 2, 4, 8 and 255 on the dev "
+            'clips fresh and after long runs (docs/evaluation.md, "Long runs")',
+        ),
+        Param(
             "lightswitch",
             float,
             0.7,
@@ -402,8 +420,14 @@ class GaussianBackground(Filter):
     @property
     def keeps_last(self) -> bool:
         """The model keeps the previous grey frame between calls (``still_frames``,
-        ``lightswitch`` or ``exposure`` on)."""
-        return bool(self.params["still_frames"] or self.follows_light)
+        ``lightswitch`` or ``exposure`` on, or ``quiet_tolerance`` below 255)."""
+        return bool(self.params["still_frames"] or self.follows_light or self.gates_foreground)
+
+    @property
+    def gates_foreground(self) -> bool:
+        """The means learn from a foreground pixel only where it is quiet (``quiet_tolerance``
+        below 255: a grey level's change never exceeds 255)."""
+        return self.params["quiet_tolerance"] < 255
 
     @property
     def follows_light(self) -> bool:
@@ -648,7 +672,8 @@ class GaussianBackground(Filter):
     def _update(self, src, chroma, out, rows: slice, rates: tuple[np.ndarray, np.ndarray], per_plane: list, shared: dict) -> None:
         """Compare rows ``rows`` of ``src`` (and of ``chroma``) with the model into ``out``
         (:meth:`_classify`), then update the model there: :meth:`_learn` on each plane with the
-        mask's rates, then the still-foreground count.
+        mask's rates (the means' foreground rate 0 where the pixel is not quiet), then the
+        still-foreground count.
 
         Whole-array operations on chunks of rows, into buffers kept between frames: at the
         default working size (480 x 270) 1.3x faster than the int64 NumPy form on one thread,
@@ -658,6 +683,12 @@ class GaussianBackground(Filter):
         planes = self._classify(src, chroma, mask, rows, per_plane, shared)
         cv2.LUT(mask, rates[0], dst=shared["rate"])
         cv2.LUT(mask, rates[1], dst=shared["vrate"])
+        if self.gates_foreground:  # no mean learning where a foreground pixel moved
+            moved, change = shared["darker"], shared["flag"]  # free after the comparison
+            cv2.absdiff(src[rows], self._last[rows], dst=change)
+            np.greater(change, self.params["quiet_tolerance"], out=moved)
+            np.logical_and(moved, mask, out=moved)
+            np.copyto(shared["rate"], 0.0, where=moved)
         for mean, var, buffers in planes:
             self._learn(mean, var, buffers, shared["rate"], shared["vrate"])
         if self.params["still_frames"]:
@@ -801,7 +832,7 @@ class GaussianBackground(Filter):
         light_counts = ratios = None
         if self.follows_light:
             light_counts, ratios = self._queue_light_measures(cuda, src, reference if first_pair == 1 else last, frames, height * width)
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPiPPi")
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPiPPii")
         c, p = self.constants, self.params
         history = None
         if p["bootstrap"] and first_pair <= p["bootstrap"]:  # written and read up to pair N only
@@ -840,6 +871,7 @@ class GaussianBackground(Filter):
             0 if compared is None else compared.gpudata,
             0 if history is None else history.gpudata,
             p["bootstrap"],
+            p["quiet_tolerance"],
         )
         if compared is not None:
             queue_light_field(cuda, self.state_key, src, compared, dst, c["light_field_q16"])
