@@ -108,20 +108,23 @@ def test_config_for_sets_only_the_named_parameters():
 # -- scores against a hand count -------------------------------------------------------------------
 
 
-def hand_pixel_f(config: dict, root: Path, skip: int) -> float:
-    """CDnet pixel F of a config on a folder, counted with NumPy (255 positive; 0, 50 negative)."""
+def hand_pixel_f(config: dict, root: Path, skip: int, passes: int = 1) -> float:
+    """CDnet pixel F of a config on a folder, counted with NumPy (255 positive; 0, 50 negative).
+    With ``passes`` > 1 the folder is played forward, backward, forward ... through one detector
+    and only the last pass is counted; the first ``skip`` frames of the counted pass are not."""
     detector = MotionDetector(build_filters(config), annotate=False)
     tp = fp = fn = 0
     names = sorted((root / "input").iterdir())
-    for i, name in enumerate(names):
-        mask = detector.process(cv2.imread(str(name))).mask
-        labels = cv2.imread(str(root / "groundtruth" / f"gt{name.stem[2:]}.png"), cv2.IMREAD_GRAYSCALE)
-        if i < skip:
-            continue
-        moving, positive, negative = mask == 255, labels == 255, (labels == 0) | (labels == 50)
-        tp += int((moving & positive).sum())
-        fp += int((moving & negative).sum())
-        fn += int((~moving & positive).sum())
+    for p in range(passes):
+        for i, name in enumerate(names if p % 2 == 0 else names[::-1]):
+            mask = detector.process(cv2.imread(str(name))).mask
+            if p < passes - 1 or i < skip:
+                continue
+            labels = cv2.imread(str(root / "groundtruth" / f"gt{name.stem[2:]}.png"), cv2.IMREAD_GRAYSCALE)
+            moving, positive, negative = mask == 255, labels == 255, (labels == 0) | (labels == 50)
+            tp += int((moving & positive).sum())
+            fp += int((moving & negative).sum())
+            fn += int((~moving & positive).sum())
     return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
@@ -383,25 +386,6 @@ def test_benchmark_tune_loo_prints_the_table_and_caches(three_clips, tmp_path, m
     assert "at least 2 ground-truth folders" in capsys.readouterr().err
 
 
-def hand_long_pixel_f(config: dict, root: Path, passes: int, skip: int) -> float:
-    """CDnet pixel F of a config on a folder played ``passes`` times forward and backward in
-    turn, counted with NumPy on the last pass after its first ``skip`` frames."""
-    detector = MotionDetector(build_filters(config), annotate=False)
-    names = sorted((root / "input").iterdir())
-    tp = fp = fn = 0
-    for p in range(passes):
-        for i, name in enumerate(names if p % 2 == 0 else names[::-1]):
-            mask = detector.process(cv2.imread(str(name))).mask
-            if p < passes - 1 or i < skip:
-                continue
-            labels = cv2.imread(str(root / "groundtruth" / f"gt{name.stem[2:]}.png"), cv2.IMREAD_GRAYSCALE)
-            moving, positive, negative = mask == 255, labels == 255, (labels == 0) | (labels == 50)
-            tp += int((moving & positive).sum())
-            fp += int((moving & negative).sum())
-            fn += int((~moving & positive).sum())
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
-
-
 def _long_run_study():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
@@ -441,5 +425,5 @@ def test_benchmark_long_run_study_prints_fresh_long_and_the_held_out_choice(thre
     row = next(line for line in text.splitlines() if line.startswith("| sig=2.0 med=9 (default)"))
     fresh, long = (float(v) for v in row.split("|")[2:4])
     assert fresh == pytest.approx(statistics.mean(hand_pixel_f(hand_config(2.0, 9), r, 4) for r in three_clips), abs=6e-5)
-    assert long == pytest.approx(statistics.mean(hand_long_pixel_f(hand_config(2.0, 9), r, 3, 4) for r in three_clips), abs=6e-5)
+    assert long == pytest.approx(statistics.mean(hand_pixel_f(hand_config(2.0, 9), r, 4, passes=3) for r in three_clips), abs=6e-5)
     assert bench.main([str(three_clips[0]), "--cache", str(cache)]) == 2
