@@ -683,9 +683,11 @@ class GaussianBackground(Filter):
         planes = self._classify(src, chroma, mask, rows, per_plane, shared)
         cv2.LUT(mask, rates[0], dst=shared["rate"])
         cv2.LUT(mask, rates[1], dst=shared["vrate"])
-        if self.gates_foreground:  # no mean learning where a foreground pixel moved
-            moved, change = shared["darker"], shared["flag"]  # free after the comparison
+        change = shared["flag"]  # free after the comparison: |x - last|, for the gate and the still count
+        if self.gates_foreground or self.params["still_frames"]:
             cv2.absdiff(src[rows], self._last[rows], dst=change)
+        if self.gates_foreground:  # no mean learning where a foreground pixel moved
+            moved = shared["darker"]
             np.greater(change, self.params["quiet_tolerance"], out=moved)
             np.logical_and(moved, mask, out=moved)
             np.copyto(shared["rate"], 0.0, where=moved)
@@ -717,11 +719,11 @@ class GaussianBackground(Filter):
         """Count the still foreground frames of rows ``rows`` (``x`` their grey levels, ``mask``
         their mask) and take the pixels that reach ``still_frames`` into the background: the
         mean becomes ``x * 2**16``, the chroma means ``chroma * 2**16`` (the class docstring).
-        Works in the shared scratch buffers ``flag`` and ``darker``, free after the comparison:
-        nothing is allocated unless a pixel is absorbed."""
-        last, still = self._last[rows], self._still[rows]
+        ``shared["flag"]`` holds ``|x - last|`` on entry (:meth:`_update` makes it once for this
+        and the foreground gate); it and ``darker`` are then scratch: nothing is allocated unless a
+        pixel is absorbed."""
+        still = self._still[rows]
         flag, steady = shared["flag"], shared["darker"]
-        cv2.absdiff(x, last, dst=flag)
         np.less_equal(flag, self.params["still_tolerance"], out=steady)
         np.right_shift(mask, 7, out=flag)  # 1 where foreground (255), 0 elsewhere
         still += 1
