@@ -26,6 +26,7 @@ from motiondetect.filters import GaussianBackground, RunningAverage
 from motiondetect.outputs.events import EventSegmenter
 from motiondetect.pipeline.config import build_filters, load_config
 from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.frame_rate import for_source
 from motiondetect.scaleout import open_scans
 from motiondetect.scaleout.chunk_task import KILL_WORKER_ENV, ChunkJob, Scan, run_chunk
 from motiondetect.scaleout.chunks import packet_timestamps, plan_chunks, warmup_frames
@@ -52,10 +53,11 @@ def _config(name: str = "default") -> dict:
 
 
 def _sequential(path: Path, config: dict) -> tuple[np.ndarray, list, list]:
-    """The sequential run's per-frame fractions, boxes and masks (one detector over the file)."""
-    detector = MotionDetector(build_filters(config), annotate=False)
+    """The sequential run's per-frame fractions, boxes and masks (one detector over the file, its
+    model at the file's frame rate as the command builds it)."""
     fractions, boxes, masks = [], [], []
     with VideoHandler(path) as video:
+        detector = MotionDetector(build_filters(for_source(config, video.fps, notice=False)), annotate=False)
         for frame in video:
             result = detector.process(frame.image)
             fractions.append(result.motion_fraction)
@@ -70,7 +72,7 @@ def _chunked(path: Path, config: dict, seconds: float, masks_dir: Path | None = 
     next)."""
     with VideoHandler(path) as video:
         fps = video.fps
-    warmup = warmup_frames(build_filters(config))
+    warmup = warmup_frames(build_filters(for_source(config, fps, notice=False)))  # as the planner
     chunks = plan_chunks(str(path), fps, seconds, warmup)
     results, first = [], 0
     for chunk in chunks:
@@ -263,8 +265,8 @@ def test_a_kept_scan_is_closed_when_another_chunk_comes(monkeypatch):
     """A task that is not the kept scan's next chunk (a retry, a chunk given elsewhere) closes it
     and starts afresh, with the results of a fresh task."""
     config = _config("fast")
-    warmup = warmup_frames(build_filters(config))
     with VideoHandler(BUNDLED) as video:
+        warmup = warmup_frames(build_filters(for_source(config, video.fps, notice=False)))
         chunks = plan_chunks(str(BUNDLED), video.fps, _quarter(BUNDLED), warmup)
     closed = []
     original = Scan.close

@@ -59,10 +59,11 @@ def results_equal(want, got, what):
             np.testing.assert_array_equal(b, a, err_msg=what)
 
 
-@pytest.mark.parametrize("config", ["default", "seed", "shadow", "chroma"])
+@pytest.mark.parametrize("config", ["default", "seed", "shadow", "chroma", "at 5 fps", "at 60 fps"])
 @pytest.mark.parametrize("batch", [1, 7, 32])
 def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
     from motiondetect.evaluation.tuning import config_for
+    from motiondetect.pipeline.frame_rate import at_frame_rate
 
     frames = pictures(h264(H264[0]), 90)
     cfg = {
@@ -72,6 +73,10 @@ def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
         "chroma": lambda: config_for(
             default_config(), {("gaussian_background", "shadow_floor"): 0.08, ("gaussian_background", "chroma_min_sigma"): 8.0}
         ),
+        # The default rescaled to a source's rate (tuned_fps): still_frames 1 and bootstrap 5, or
+        # still_frames 14 and a bootstrap over 49 frames of history.
+        "at 5 fps": lambda: at_frame_rate(default_config(), 5.0)[0],
+        "at 60 fps": lambda: at_frame_rate(default_config(), 60.0)[0],
     }[config]()
     cpu = MotionDetector(build_filters(cfg))
     one = MotionDetector(build_filters(cfg), cuda=cuda)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import sys
 from contextlib import ExitStack
@@ -62,6 +61,7 @@ from motiondetect.pipeline.config import (
     with_settings,
 )
 from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.frame_rate import for_source, fps_arg
 from motiondetect.pipeline.roi import rasterize, roi_from_file
 from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
@@ -85,17 +85,6 @@ def _param_arg(param):
         return value
 
     return parse
-
-
-def _positive_fps(text: str) -> float:
-    """argparse ``type`` for ``--fps``: a finite number of frames per second above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of frames per second, got {text!r}")
-    return value
 
 
 def _filters_help() -> str:
@@ -162,8 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--fps",
-        type=_positive_fps,
-        help="frame rate to assume, frames/s, overriding the container's [default: the container's; 25 for image sequences]",
+        type=fps_arg,
+        help="frame rate to assume, frames/s, overriding the container's; outside the config's tuned_fps (25-30) the background "
+        "model's per-frame learning rates and counts are rescaled to it [default: the container's; 25 for image sequences]",
     )
     parser.add_argument("--no-video", action="store_true", help="write only the events file, no annotated video")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
@@ -384,7 +374,7 @@ def _run_one(
         stop = args.end.to_frame(video.fps) if args.end else None
         if stop is not None and stop <= start:
             raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
-        filters = build_filters(config)
+        filters = build_filters(for_source(config, video.fps))
         roi = rasterize(config["roi"], video.size)
         if paths.clips_by_copy and not (isinstance(video, VideoHandler) and video.decodes_pictures):
             raise UsageError("--clip-mode copy cuts clips from one video file; this input is a camera, a stream, images or --concat")

@@ -31,6 +31,7 @@ from motiondetect.outputs.paths import checked_output_file, checked_plot_file
 from motiondetect.outputs.plot import plot_threshold_curves, require_matplotlib
 from motiondetect.pipeline.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
 from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.frame_rate import at_frame_rate, fps_arg
 from motiondetect.scaleout.cluster import jobs_arg
 
 log = logging.getLogger("motiondetect")
@@ -86,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dispersion_threshold.sigma_strong) on every clip and draw pixel precision, recall and F-measure against it, one panel per clip "
         "(CPU reference; needs matplotlib: pip install 'motiondetect[plot]')",
     )
+    parser.add_argument(
+        "--fps",
+        type=fps_arg,
+        help="frame rate of the folders' footage, frames/s (CDnet ships none): outside the config's tuned_fps the model's "
+        "per-frame learning rates and counts are rescaled as for a video at that rate [default: 25, as image sequences are read]",
+    )
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the tables only, no progress bar")
@@ -122,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     from motiondetect.gpu.backend import open_backend
 
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine)
+    if args.fps is not None:
+        config, _ = at_frame_rate(config, args.fps)  # for every detector below: the scores, --loo, --plot
     folders = [load_folder(path) for path in args.folders]  # check them all before any work
     json_path = checked_output_file(Path(args.json), args.overwrite, "--json") if args.json else None
     cache_path = Path(args.loo_cache) if args.loo_cache else None

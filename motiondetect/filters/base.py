@@ -132,6 +132,10 @@ class Filter(ABC):
     ANCHORED: ClassVar[bool] = False
     #: Parameters that are per-frame learning rates (fractions in [0, 1]) of a background model.
     LEARNING_RATES: ClassVar[tuple[str, ...]] = ()
+    #: Parameters that count frames of a background model's time (how long something must stay
+    #: still, how long a warm-up lasts). With ``LEARNING_RATES`` they are rescaled to a source's
+    #: frame rate (:func:`motiondetect.pipeline.frame_rate.at_frame_rate`).
+    FRAME_COUNTS: ClassVar[tuple[str, ...]] = ()
     #: The parameter that sets how much change counts as motion, and the step the preview's
     #: ``+``/``-`` keys move it by (higher = less sensitive); ``None`` for filters without one.
     SENSITIVITY: ClassVar[tuple[str, float] | None] = None

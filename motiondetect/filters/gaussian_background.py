@@ -192,6 +192,7 @@ class GaussianBackground(Filter):
     OUTPUT = Kind.MASK
     SIDE_INPUT = "reference"
     LEARNING_RATES = ("alpha", "alpha_foreground", "variance_alpha", "variance_alpha_foreground")
+    FRAME_COUNTS = ("still_frames", "warmup", "bootstrap")
     PARAMS = (
         Param(
             "sigmas",

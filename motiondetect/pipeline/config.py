@@ -11,6 +11,7 @@ A config is a mapping::
     events:                       # motion events (EVENT_SETTINGS)
       min_area: 0.001             # motion fraction that makes a frame "moving"
     scan:                         # speed knobs (SCAN_SETTINGS): downscale, frame_skip
+    tuned_fps: [25, 30]           # frames/s the models' per-frame rates and counts hold for
     overlays:                     # what the annotated video shows (OVERLAY_SETTINGS)
     roi:                          # region of interest: {polygons: [[[x, y], ...], ...]} or {mask: file}
 
@@ -32,6 +33,7 @@ import yaml
 from motiondetect.core.errors import ConfigError
 from motiondetect.filters import REGISTRY, Filter
 from motiondetect.pipeline.detector import pipeline_problems
+from motiondetect.pipeline.frame_rate import TUNED_FPS
 
 if TYPE_CHECKING:
     import jsonschema
@@ -191,6 +193,7 @@ def default_config() -> dict[str, Any]:
         "engine": "kernel",
         "decoder": "auto",
         "preset": "veryfast",
+        "tuned_fps": list(TUNED_FPS),
         "pipeline": [{"filter": name, **{p.name: p.default for p in REGISTRY[name].PARAMS}} for name in DEFAULT_PIPELINE],
         **{section: {name: default for name, (_, default, _) in table.items()} for section, table in SECTIONS.items()},
         "roi": None,
@@ -204,6 +207,12 @@ def config_schema() -> dict[str, Any]:
         "engine": {"enum": list(ENGINES)},
         "decoder": {"enum": list(DECODERS)},
         "preset": {"enum": list(PRESETS)},
+        "tuned_fps": {
+            "type": ["array", "null"],
+            "items": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000},
+            "minItems": 2,
+            "maxItems": 2,
+        },
         "pipeline": {
             "type": "array",
             "minItems": 1,
@@ -284,6 +293,9 @@ def validate(config: Any) -> list[str]:
         return [f"config: expected a mapping of settings, got {type(config).__name__}"]
     validator = _validator()
     problems = [_describe(e) for e in sorted(validator(config_schema()).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))]
+    tuned = config.get("tuned_fps")
+    if isinstance(tuned, list) and len(tuned) == 2 and all(isinstance(v, (int, float)) for v in tuned) and tuned[0] > tuned[1]:
+        problems.append(f"tuned_fps: expected [low, high] frames/s with low <= high, got {tuned}")
     pipeline = config.get("pipeline")
     if isinstance(pipeline, list):
         classes = []

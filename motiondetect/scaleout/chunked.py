@@ -56,6 +56,7 @@ from motiondetect.outputs.plot import plot_motion
 from motiondetect.outputs.sinks import EventsSink, RunSummary
 from motiondetect.outputs.writer import join_videos
 from motiondetect.pipeline.config import build_filters
+from motiondetect.pipeline.frame_rate import for_source
 from motiondetect.pipeline.roi import rasterize
 from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.balance import Balance, Packets, balance_chunks, continuations, runs_makespan, slot_sequences
@@ -180,7 +181,9 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
         packets = [Packets(path, one.fps, *read) for path, one, read in zip(paths, opened, _packet_timestamps(paths, forked))]
         if args.scheduler:  # after the reading, which may fork this process: before the driver's threads
             cuda_here = _cuda_here(config)
-        warmup = warmup_frames(build_filters(config))
+        # Each file's pipeline at its frame rate (the notice of rescaled values, once a file).
+        warmups = [warmup_frames(build_filters(for_source(config, one.fps))) for one in opened]
+        warmup = None if None in warmups else max(w for w in warmups if w is not None)
         if warmup is None:
             for one in opened:
                 log.info(

@@ -1,0 +1,177 @@
+"""Footage as cameras record it (issue 15): what a lower frame rate, H.264 compression and sensor
+noise cost the default pipeline and the best classic anchors, on labelled clips.
+
+The dev clips are mostly still images saved with little loss at 25-30 frames/s; what people
+bring is H.264 from a camera, often at 5-15 frames/s (Frigate detects at 5 by default, Motion
+captures at 15), and noisy at night. Each clip is written again with one change and scored as
+``motiondetect evaluate`` scores it (CDnet rules, CPU backend: the GPU gives the same masks):
+
+- ``fN``: every N-th frame only (the frame rate / N; CDnet's lowFramerate category), from the
+  first N that keeps the most labelled frames. The first ``ceil(50 / N)`` frames of the window are not scored, the same seconds as the usual 50.
+- ``cQ``: each frame through libx264 (PyAV) and back, 4:2:0, CRF Q, a keyframe every 25 frames
+  and no B-frames, as IP cameras stream; CRF 23 is x264's default, 35 a low bitrate. Odd frame
+  sides are padded by one replicated row or column for the encoder and cut off again.
+- ``nS``: Gaussian noise of S grey levels (standard deviation) added to each channel of each
+  frame (seeded, the same for every method), as a sensor at high gain adds.
+
+The labels stay as they are. Methods: the default pipeline (``configs/default.yaml``), on ``fN``
+clips also as a video at 25 / N frames/s gets it (its per-frame rates and counts rescaled,
+``tuned_fps``: ``motiondetect.pipeline.frame_rate``), and OpenCV's MOG2 and KNN with their
+defaults, each with a 5x5 median (``motiondetect evaluate --baselines``'s
+best anchors on the dev set). Prints one Markdown table of the means and the clips the changes
+move most. Usage::
+
+    python benchmarks/footage_study.py [FOLDER ...] [--changes f2,f3,c23,c35,n6] [--jobs 2]
+    # default folders: ../shared/samples/cdnet_* and samples/dev/*/ (after samples/dev/fetch_dev.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from jitter_study import dev_clips  # noqa: E402
+
+from motiondetect.evaluation.scoring import DEFAULT_SKIP, classic_baselines, detector_method, evaluate, load_folder  # noqa: E402
+from motiondetect.pipeline.config import build_filters, default_config  # noqa: E402
+from motiondetect.pipeline.detector import MotionDetector  # noqa: E402
+from motiondetect.pipeline.frame_rate import at_frame_rate  # noqa: E402
+from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS  # noqa: E402
+
+#: Frames between keyframes of the ``cQ`` encodes: one second at 25 frames/s, as IP cameras send.
+KEYFRAME_INTERVAL = 25
+
+#: The default pipeline as a video at the lower rate gets it (``tuned_fps``), on ``fN`` clips.
+RESCALED = "motiondetect, rescaled to the rate"
+
+#: The methods whose rows are printed, by their evaluation names.
+SHOWN = ("motiondetect", RESCALED, "OpenCV KNN + median 5x5", "OpenCV MOG2 + median 5x5")
+
+
+def _copy_layout(src: Path, dst: Path) -> None:
+    (dst / "input").mkdir(parents=True)
+    (dst / "groundtruth").mkdir()
+    for name in ("temporalROI.txt", "ROI.bmp"):
+        if (src / name).is_file():
+            shutil.copy(src / name, dst)
+
+
+def _through_x264(images: list[np.ndarray], crf: int) -> list[np.ndarray]:
+    """``images`` ((H, W, 3) uint8 BGR, one size) encoded with libx264 at ``crf`` and decoded
+    again, in order."""
+    height, width = images[0].shape[:2]
+    pad = ((0, height % 2), (0, width % 2), (0, 0))
+    with tempfile.TemporaryDirectory(prefix="x264_") as scratch:
+        path = Path(scratch) / "clip.mp4"
+        with av.open(str(path), "w") as container:
+            stream = container.add_stream("libx264", rate=25)
+            stream.width, stream.height, stream.pix_fmt = width + width % 2, height + height % 2, "yuv420p"
+            stream.options = {
+                "crf": str(crf),
+                "preset": "veryfast",
+                "x264-params": f"keyint={KEYFRAME_INTERVAL}:min-keyint={KEYFRAME_INTERVAL}:scenecut=0:bframes=0",
+            }
+            for image in images:
+                frame = av.VideoFrame.from_ndarray(np.pad(image, pad, mode="edge"), format="bgr24")
+                container.mux(stream.encode(frame))
+            container.mux(stream.encode())
+        with av.open(str(path)) as container:
+            decoded = [f.to_ndarray(format="bgr24")[:height, :width] for f in container.decode(video=0)]
+    if len(decoded) != len(images):
+        raise RuntimeError(f"libx264 round trip gave {len(decoded)} frames for {len(images)}")
+    return decoded
+
+
+def changed(src: Path, dst: Path, change: str) -> Path:
+    """Write ``src`` (CDnet layout) with ``change`` (``fN``, ``cQ`` or ``nS``, see the module's
+    docstring) into ``dst``, labels, ROI and temporal ROI kept; return ``dst``."""
+    folder = load_folder(src)
+    _copy_layout(src, dst)
+    kind, value = change[0], int(change[1:])
+    frames = folder.frames
+    if kind == "f":
+        # The phase that keeps the most labelled frames (a clip may label one frame in many).
+        labelled = [i % value for i, (_, _, label) in enumerate(frames) if label is not None]
+        frames = frames[max(range(value), key=labelled.count) :: value]
+    images = [cv2.imread(str(image_path), cv2.IMREAD_COLOR) for _, image_path, _ in frames]
+    if kind == "c":
+        images = _through_x264(images, value)
+    elif kind == "n":
+        rng = np.random.default_rng(1)
+        images = [np.clip(image + rng.normal(0, value, image.shape), 0, 255).round().astype(np.uint8) for image in images]
+    elif kind != "f":
+        raise ValueError(f"unknown change {change!r}: expected fN, cQ or nS")
+    for (number, _, label_path), image in zip(frames, images):
+        cv2.imwrite(str(dst / "input" / f"in{number:06d}.png"), image)
+        if label_path is not None:
+            shutil.copy(label_path, dst / "groundtruth" / f"gt{number:06d}{label_path.suffix}")
+    return dst
+
+
+def score_clip(clip: Path, changes: list[str]) -> list[tuple[str, str, str, float, float]]:
+    """Rows (clip, change, method, pixel F, frame F1) for ``clip`` as it is and with each change."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="footage_") as scratch:
+        for change in ["as it is", *changes]:
+            folder = clip if change == "as it is" else changed(clip, Path(scratch) / change, change)
+            skip = math.ceil(DEFAULT_SKIP / int(change[1:])) if change.startswith("f") else DEFAULT_SKIP
+            methods = [detector_method(MotionDetector(build_filters(default_config()), annotate=False))]
+            if change.startswith("f"):  # clips read at 25 frames/s, now at 25 / N
+                rescaled, _ = at_frame_rate(default_config(), DEFAULT_SEQUENCE_FPS / int(change[1:]))
+                methods.append(detector_method(MotionDetector(build_filters(rescaled), annotate=False), RESCALED))
+            methods += [m for m in classic_baselines() if m.name.startswith(("OpenCV KNN", "OpenCV MOG2"))]
+            for method, score in evaluate(load_folder(folder), methods, skip=skip).scores:
+                if method.name in SHOWN:
+                    rows.append((clip.name, change, method.name, score.pixel.f_measure, score.frames.f1))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="*", type=Path)
+    parser.add_argument("--changes", default="f2,f3,c23,c35,n6", help="fN frame rate / N, cQ x264 CRF Q, nS noise S grey levels")
+    parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
+    args = parser.parse_args(argv)
+    folders = args.folders or dev_clips()
+    changes = [c for c in args.changes.split(",") if c]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        rows = [row for clip_rows in pool.map(score_clip, folders, [changes] * len(folders)) for row in clip_rows]
+    cases = ["as it is", *changes]
+    print("| method | " + " | ".join(f"{c}: pixel F / frame F1 (lowest)" for c in cases) + " |")
+    print("| --- |" + " --- |" * len(cases))
+    for name in SHOWN:
+        cells = []
+        for case in cases:
+            chosen = [r for r in rows if r[1] == case and r[2] == name]
+            if not chosen:  # the rescaled row where nothing is rescaled
+                cells.append("as above")
+                continue
+            frames = [r[4] for r in chosen]
+            cells.append(f"{np.mean([r[3] for r in chosen]):.3f} / {np.mean(frames):.3f} ({min(frames):.3f})")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"\nmeans over {len(folders)} clips; clips that move by more than 0.02 (or frame F1 under 0.95), pixel F (change) / frame F1:")
+    base = {r[0]: r for r in rows if r[1] == "as it is" and r[2] == SHOWN[0]}
+    for case in changes:
+        for name in SHOWN[:2]:
+            moved = sorted((r[3] - base[r[0]][3], r[0], r[3], r[4]) for r in rows if r[1] == case and r[2] == name)
+            listed = ", ".join(f"{clip} {f:.3f} ({d:+.3f}) / {f1:.3f}" for d, clip, f, f1 in moved if abs(d) > 0.02 or f1 < 0.95)
+            if moved:
+                print(f"- {case}, {name}: {listed or 'none by more than 0.02'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

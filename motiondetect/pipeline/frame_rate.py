@@ -1,0 +1,150 @@
+"""A background model's per-frame values at the source's frame rate.
+
+A background model's learning rates are fractions per frame and its counts are frames:
+``gaussian_background``'s ``alpha`` 0.01 moves the mean 1 % of the way to each frame, and
+``still_frames`` 7 absorbs what stays still for 7 frames. Those values were chosen on the
+dev clips, which carry no frame rate (image sequences are read at 25 frames/s; cameras record at
+25 or 30). At another rate the same numbers mean other times: at 12.5 frames/s the mean learns half as fast per second
+and a stopped object waits twice as long. Measured on the 20 dev clips with every second frame
+dropped, the default's mean pixel F fell from 0.800 to 0.779 (every third frame: 0.762), while
+OpenCV's KNN + median held its own; with the values rescaled as here it scored 0.799 (0.803):
+docs/evaluation.md, "Frame rate, compression and noise".
+
+:func:`at_frame_rate` rescales them for a source at ``fps`` frames/s: each filter's
+``LEARNING_RATES`` to ``1 - (1 - rate) ** k`` (what ``k`` frames at the old rate learn) and its ``FRAME_COUNTS`` to ``round(count / k)``, where ``k`` is how many frames at the
+tuned rate one source frame stands for: ``clamp(fps, low, high) / fps`` for the config's
+``tuned_fps: [low, high]``, so a source inside the range keeps the values exactly (and the GPU
+and CPU backends, given the same config, still agree bit for bit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import logging
+import math
+from typing import Any
+
+from motiondetect.filters import REGISTRY
+
+log = logging.getLogger("motiondetect")
+
+#: Frames/s the per-frame defaults hold for, [low, high]: PAL's 25 and NTSC's 30, cameras' usual
+#: rates. The dev clips the defaults were tuned on carry no frame rate; they are read at 25, the
+#: rate of image sequences (``motiondetect.sources.video.DEFAULT_SEQUENCE_FPS``).
+TUNED_FPS = (25.0, 30.0)
+
+
+def fps_arg(text: str) -> float:
+    """argparse ``type`` for ``--fps``: a finite number of frames per second above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of frames per second, got {text!r}")
+    return value
+
+
+def frames_per_frame(fps: float, tuned: tuple[float, float] | list[float] | None) -> float:
+    """How many frames at the tuned rate one frame of a ``fps`` source stands for.
+
+    Args:
+        fps: the source's frame rate in frames/s (after any frame skip), > 0.
+        tuned: ``[low, high]`` frames/s within which the per-frame values hold; ``None``: they
+            hold at any rate.
+
+    Returns:
+        ``clamp(fps, low, high) / fps``: 1.0 inside the range (and for ``None``), above 1 for a
+        slower source (2.0 at 12.5 frames/s with [25, 30]), below 1 for a faster one (0.5 at 60).
+
+    Raises:
+        ValueError: ``fps`` is not a positive finite number.
+    """
+    if not (math.isfinite(fps) and fps > 0):
+        raise ValueError(f"frame rate must be a positive number of frames/s; got {fps!r}")
+    if tuned is None:
+        return 1.0
+    low, high = tuned
+    return min(max(fps, low), high) / fps
+
+
+def rescaled_rate(rate: float, k: float) -> float:
+    """A per-frame learning rate (fraction in [0, 1]) for frames that stand for ``k`` tuned ones:
+    ``1 - (1 - rate) ** k``, what is learnt over ``k`` frames at ``rate``."""
+    return 1.0 - (1.0 - rate) ** k
+
+
+def rescaled_count(count: int, k: float, maximum: int) -> int:
+    """A count of frames for frames that stand for ``k`` tuned ones: ``count / k`` rounded half up,
+    at least 1 (0 stays 0, which turns the feature off) and at most ``maximum``."""
+    if count == 0:
+        return 0
+    return int(min(maximum, max(1, math.floor(count / k + 0.5))))
+
+
+def at_frame_rate(config: dict[str, Any], fps: float) -> tuple[dict[str, Any], float]:
+    """The config with every pipeline filter's per-frame values rescaled for a ``fps`` source.
+
+    Args:
+        config: a validated, complete config (its ``tuned_fps``; a config without the key is
+            taken to have :data:`TUNED_FPS`).
+        fps: the rate at which the model sees frames, frames/s: the source's rate divided by
+            ``scan.frame_skip + 1``.
+
+    Returns:
+        ``(config, k)``: ``config`` itself when ``k`` (:func:`frames_per_frame`) is 1, else a copy
+        whose filters' ``LEARNING_RATES`` and ``FRAME_COUNTS`` parameters are rescaled
+        (:func:`rescaled_rate`, :func:`rescaled_count`; parameters the entry leaves out are taken
+        at their defaults first).
+
+    Raises:
+        ValueError: ``fps`` is not a positive finite number.
+    """
+    k = frames_per_frame(fps, config.get("tuned_fps", TUNED_FPS))
+    if k == 1.0:
+        return config, k
+    config = copy.deepcopy(config)
+    for entry in config["pipeline"]:
+        cls = REGISTRY[entry["filter"]]
+        params = {p.name: p for p in cls.PARAMS}
+        for name in cls.LEARNING_RATES:
+            entry[name] = rescaled_rate(float(entry.get(name, params[name].default)), k)
+        for name in cls.FRAME_COUNTS:
+            entry[name] = rescaled_count(int(entry.get(name, params[name].default)), k, int(params[name].maximum))
+    return config, k
+
+
+def for_source(config: dict[str, Any], fps: float, notice: bool = True) -> dict[str, Any]:
+    """The config to build a source's pipeline from: :func:`at_frame_rate` at the rate the model
+    sees frames, ``fps / (scan.frame_skip + 1)``, with a notice in the log (``notice``) when the
+    values change.
+
+    Args:
+        config: a validated, complete config.
+        fps: the source's frame rate, frames/s (a container's, ``--fps``, or 25 for image
+            sequences and cameras that report none).
+        notice: log the rescaled values at INFO ("notice: ...").
+
+    Raises:
+        ValueError: ``fps`` is not a positive finite number.
+    """
+    rate = fps / (config["scan"]["frame_skip"] + 1)
+    rescaled, k = at_frame_rate(config, rate)
+    if k != 1.0 and notice:
+        log.info("notice: %s", _describe(rescaled, rate))
+    return rescaled
+
+
+def _describe(config: dict[str, Any], fps: float) -> str:
+    """One line for the log: the model's rate, the tuned range and the rescaled values of the
+    filters that have any (``config`` as :func:`at_frame_rate` returned it)."""
+    values = []
+    for entry in config["pipeline"]:
+        cls = REGISTRY[entry["filter"]]
+        values += [f"{name} {entry[name]:.4g}" for name in cls.LEARNING_RATES + cls.FRAME_COUNTS]
+    low, high = config.get("tuned_fps", TUNED_FPS)
+    return (
+        f"the model sees {fps:.4g} frames/s, outside the {low:g}-{high:g} its per-frame values are tuned for"
+        f" (tuned_fps): they are rescaled to keep their meaning in seconds: {', '.join(values)}"
+    )
