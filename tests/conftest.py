@@ -1,8 +1,9 @@
-"""Shared fixtures: the bundled real clip, random frames, the CUDA handler for GPU tests, and a
-jittered H.264 copy of the clip."""
+"""Shared fixtures: the bundled real clip, random frames, the CUDA handler for GPU tests, a
+jittered H.264 copy of the clip, and the root logger restored after a test that runs the command."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import cv2
@@ -28,6 +29,17 @@ def sample_frames(sample_clip) -> list[np.ndarray]:
 
     with VideoHandler(sample_clip) as video:
         return [as_bgr(f.image) for _, f in zip(range(60), video)]
+
+
+@pytest.fixture
+def restored_logging():
+    """The root logger's handlers and level put back after the test: ``motiondetect.apps.cli.main``
+    rebinds them to the (captured) stderr."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture

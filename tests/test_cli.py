@@ -44,14 +44,8 @@ EVENT_KEYS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _restore_logging():
-    """main() rebinds the root logger to the (captured) stderr; undo it after each test."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+#: main() rebinds the root logger to the (captured) stderr: every test here has it restored.
+pytestmark = pytest.mark.usefixtures("restored_logging")
 
 
 # -- independent helpers -------------------------------------------------------------------
@@ -419,7 +413,6 @@ def test_normal_run_prints_a_summary(tmp_path, sequence, monkeypatch, capsys):
 def test_library_chatter_only_with_verbose(tmp_path, sequence, monkeypatch, capsys, verbose):
     # PyNvVideoCodec 2.2 sets its logger to INFO on import and logs "Using NVENC 13.0 version":
     # a library that does so mid-run, here on the first frame.
-    import logging
 
     from motiondetect.pipeline.detector import MotionDetector
 

@@ -40,13 +40,8 @@ TWO_CLIP_YAML = ROOT / "benchmarks" / "two_clip_default.yaml"
 SAMPLES = SHARED_SAMPLES
 
 
-@pytest.fixture(autouse=True)
-def _restore_logging():
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+#: main() rebinds the root logger to the (captured) stderr: every test here has it restored.
+pytestmark = pytest.mark.usefixtures("restored_logging")
 
 
 # -- the scorer on hand-made arrays ---------------------------------------------------------

@@ -165,16 +165,6 @@ def _sequence(folder, frames=6):
     return folder
 
 
-@pytest.fixture
-def restored_logging():
-    """main() rebinds the root logger to the (captured) stderr; undo it after the test."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
 def test_the_command_rescales_a_slow_source_with_a_notice(tmp_path, monkeypatch, capsys, restored_logging):
     sequence = _sequence(tmp_path / "seq")
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--fps", "5", "--no-video")

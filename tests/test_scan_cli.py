@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
 from pathlib import Path
 
 import cv2
@@ -21,13 +20,8 @@ from motiondetect.outputs.writer import VideoWriter
 SPLIT = ["--min-area", "0.01", "--min-event-length", "0.2", "--merge-gap", "0.5", "--time-before", "0.3", "--time-after", "0.5"]
 
 
-@pytest.fixture(autouse=True)
-def _restore_logging():
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+#: main() rebinds the root logger to the (captured) stderr: every test here has it restored.
+pytestmark = pytest.mark.usefixtures("restored_logging")
 
 
 def independent_mask(previous, current):

@@ -4,7 +4,6 @@ one-line errors, and damaged copies of the bundled clip made with byte edits."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -23,13 +22,8 @@ SAMPLE_ANNOUNCED, SAMPLE_DECODED = 750, 748
 
 
 @pytest.fixture(autouse=True)
-def _restore_logging():
-    """main() rebinds the root logger to the (captured) stderr; undo it after each test."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+def _restore_logging(restored_logging):
+    """main() rebinds the root logger to the (captured) stderr: restored after each test."""
 
 
 def error_line(err: str) -> str:
