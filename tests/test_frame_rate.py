@@ -90,11 +90,15 @@ def test_a_rescaled_rate_learns_in_one_frame_what_the_old_one_learns_in_k():
 
 def test_counts_keep_off_at_zero_and_stay_in_range():
     assert rescaled_count(0, 25.0, 100000) == 0  # a feature turned off stays off
-    assert rescaled_count(7, 25.0, 100000) == 1  # at 1 frame/s: at least one frame
+    assert rescaled_count(7, 25.0, 100000) == 2  # at 1 frame/s: a run of two frames, not one
+    assert rescaled_count(7, 5.0, 100000) == 2 and rescaled_count(7, 3.0, 100000) == 2  # 1.4, 2.33
+    assert rescaled_count(1, 25.0, 100000) == 1  # a count the user set to 1 is not raised
     assert rescaled_count(24, 0.03, 255) == 255  # at 1000 frames/s: the parameter's maximum
     entry = model(at_frame_rate(default_config(), 1000.0)[0])
     assert entry["bootstrap"] == 255 and validate(at_frame_rate(default_config(), 1000.0)[0]) == []
     assert validate(at_frame_rate(default_config(), 0.5)[0]) == []
+    slow = model(at_frame_rate(default_config(), 1.0)[0])
+    assert (slow["still_frames"], slow["warmup"], slow["bootstrap"]) == (2, 2, 2)
 
 
 def test_the_input_config_is_not_changed():

@@ -73,7 +73,7 @@ def test_batches_equal_frame_at_a_time_and_the_cpu(cuda, config, batch):
         "chroma": lambda: config_for(
             default_config(), {("gaussian_background", "shadow_floor"): 0.08, ("gaussian_background", "chroma_min_sigma"): 8.0}
         ),
-        # The default rescaled to a source's rate (tuned_fps): still_frames 1 and bootstrap 5, or
+        # The default rescaled to a source's rate (tuned_fps): still_frames 2 and bootstrap 5, or
         # still_frames 14 and a bootstrap over 49 frames of history.
         "at 5 fps": lambda: at_frame_rate(default_config(), 5.0)[0],
         "at 60 fps": lambda: at_frame_rate(default_config(), 60.0)[0],
