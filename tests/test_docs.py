@@ -65,3 +65,17 @@ def test_the_readme_is_the_front_door():
     assert "python -m pytest -q" in readme  # CI runs this command (.ci/run)
     for image in re.findall(r"\]\((docs/images/[^)]+)\)", readme):
         assert (ROOT / image).is_file(), image
+
+
+def test_the_python_api_page_shows_what_its_example_prints(capsys, monkeypatch):
+    """The page's output block is the example's output on the bundled clip today (CPU backend),
+    so a change of the defaults that moves the events shows up here."""
+    import runpy
+
+    page = (DOCS / "python-api.md").read_text(encoding="utf-8")
+    command = "$ python docs/examples/python_api.py samples/highway_traffic_320x240.avi\n"
+    shown = page[page.index(command) + len(command) :].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr("sys.argv", ["python_api.py", "samples/highway_traffic_320x240.avi"])
+    runpy.run_path(str(DOCS / "examples" / "python_api.py"), run_name="__main__")
+    assert capsys.readouterr().out == shown

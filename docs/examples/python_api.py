@@ -10,6 +10,7 @@ import argparse
 from contextlib import ExitStack
 
 from motiondetect import CUDAHandler, EventSegmenter, MotionDetector, VideoHandler, build_filters, default_config
+from motiondetect.pipeline.frame_rate import for_source
 
 
 def scan(path: str, use_cuda: bool = False) -> list[dict]:
@@ -22,8 +23,11 @@ def scan(path: str, use_cuda: bool = False) -> list[dict]:
         cuda = stack.enter_context(CUDAHandler()) if use_cuda else None  # None: the CPU reference
         # annotate=False skips the red blend (no video is written here); masks=False skips the
         # masks' download from the GPU: only the motion fraction and the box come back.
-        detector = MotionDetector(build_filters(config), cuda=cuda, annotate=False, masks=False)
         video = stack.enter_context(VideoHandler(path))
+        # The background model's per-frame rates and counts at the video's frame rate (unchanged
+        # between 25 and 30 frames/s), as the CLI builds it.
+        filters = build_filters(for_source(config, video.fps))
+        detector = MotionDetector(filters, cuda=cuda, annotate=False, masks=False)
         width, height = video.size
         events = EventSegmenter.from_config(config["events"], video.fps, area=width * height)
         for frame in video:  # Frame(index, time, image): a decoded Y'CbCr Picture for video files
