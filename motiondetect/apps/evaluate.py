@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--fps",
         type=fps_arg,
         help="frame rate of the folders' footage, frames/s (CDnet ships none): outside the config's tuned_fps the model's "
-        "per-frame learning rates and counts are rescaled as for a video at that rate [default: 25, as image sequences are read]",
+        "per-frame learning rates and counts are rescaled as for a video at that rate (a --loo grid's own values of them "
+        "stay as written) [default: 25, as image sequences are read]",
     )
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
