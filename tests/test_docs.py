@@ -79,3 +79,19 @@ def test_the_python_api_page_shows_what_its_example_prints(capsys, monkeypatch):
     monkeypatch.setattr("sys.argv", ["python_api.py", "samples/highway_traffic_320x240.avi"])
     runpy.run_path(str(DOCS / "examples" / "python_api.py"), run_name="__main__")
     assert capsys.readouterr().out == shown
+
+
+def test_the_scanning_page_shows_what_its_command_writes(tmp_path, capsys, monkeypatch, restored_logging):
+    """The first lines of events.csv on the scanning page are what the command at the top of the
+    page writes today (CPU backend; the events do not depend on the other outputs asked for)."""
+    from helpers import run_cli
+
+    page = (DOCS / "scanning.md").read_text(encoding="utf-8")
+    shown = page[page.index("\nindex,start_frame,") + 1 :].split("```", 1)[0]
+    flags = ["--min-area", "0.05", "--merge-gap", "0.5", "--time-before", "0.5", "--time-after", "0.5"]
+    assert " ".join(flags) in page
+    sample = ROOT / "samples" / "highway_traffic_320x240.avi"
+    rc, _, _ = run_cli(monkeypatch, capsys, tmp_path, sample, "--backend", "cpu", "--no-video", "--events", "events.csv", *flags)
+    assert rc == 0
+    written = (tmp_path / "events.csv").read_text(encoding="utf-8").splitlines()
+    assert written[: len(shown.splitlines())] == shown.splitlines()
