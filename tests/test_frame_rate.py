@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 import yaml
 from helpers import run_cli as run_main
+from helpers import square_frames
 
 import motiondetect.apps.evaluate as evaluate_module
 from motiondetect.filters import GaussianBackground
+from motiondetect.outputs.writer import VideoWriter
 from motiondetect.pipeline.config import build_filters, default_config, validate
 from motiondetect.pipeline.frame_rate import at_frame_rate, for_source, fps_arg, frames_per_frame, rescaled_count, rescaled_rate
 from motiondetect.scaleout.chunks import warmup_frames
@@ -177,10 +179,33 @@ def test_the_command_rescales_a_slow_source_with_a_notice(tmp_path, monkeypatch,
     assert len(notices) == 1 and "notice: the model sees 5 frames/s" in notices[0] and "bootstrap 5" in notices[0]
     report = json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))
     assert report["config"]["tuned_fps"] == [25, 30] and model(report["config"])["still_frames"] == 7  # the user's config
+    rescaled = report["rescaled"]  # what the model ran with: k = 5, still_frames 7 / 5 -> at least 2
+    assert (rescaled["gaussian_background.still_frames"], rescaled["gaussian_background.bootstrap"]) == (2, 5)
+    assert rescaled["gaussian_background.alpha"] == pytest.approx(1 - 0.99**5)
     (tmp_path / "per_frame.yaml").write_text(yaml.safe_dump({"tuned_fps": None}))
     per_frame = ("-c", tmp_path / "per_frame.yaml", "--overwrite")
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--fps", "5", "--no-video", *per_frame)
     assert rc == 0 and "tuned_fps" not in err
+    assert json.loads((tmp_path / "seq_motion.json").read_text(encoding="utf-8"))["rescaled"] is None
+
+
+def test_a_chunked_scan_reports_the_sequential_runs_rescaled_values(tmp_path, monkeypatch, capsys, restored_logging):
+    """A 10 frames/s file on a local Dask cluster: the report says what the model ran with, as
+    the sequential run's does (the workers and the planner build the model at the file's rate)."""
+    pytest.importorskip("distributed")
+    path = tmp_path / "slow.mp4"
+    with VideoWriter(path, 10, (64, 48)) as writer:
+        for frame in square_frames(count=40):
+            writer.write(frame)
+    reports = []
+    for name, extra in (("sequential", []), ("chunked", ["--jobs", "2", "--chunk", "1"])):
+        (tmp_path / name).mkdir()
+        rc, _, err = run_main(monkeypatch, capsys, tmp_path / name, path, "--backend", "cpu", "--no-video", *extra)
+        assert rc == 0, err
+        assert (" in 1 chunk," in err) == (name == "chunked"), err  # the chunked run's own report
+        reports.append(json.loads((tmp_path / name / "slow_motion.json").read_text(encoding="utf-8")))
+    assert reports[0]["rescaled"] == reports[1]["rescaled"]
+    assert reports[0]["rescaled"]["gaussian_background.still_frames"] == 3  # 7 / 2.5 = 2.8
 
 
 def test_evaluate_fps_rescales_its_detectors(tmp_path, monkeypatch, capsys):

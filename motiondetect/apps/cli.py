@@ -61,7 +61,7 @@ from motiondetect.pipeline.config import (
     with_settings,
 )
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.pipeline.frame_rate import for_source, fps_arg
+from motiondetect.pipeline.frame_rate import for_source, fps_arg, model_values
 from motiondetect.pipeline.roi import rasterize, roi_from_file
 from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
@@ -374,7 +374,8 @@ def _run_one(
         stop = args.end.to_frame(video.fps) if args.end else None
         if stop is not None and stop <= start:
             raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
-        filters = build_filters(for_source(config, video.fps))
+        model_config = for_source(config, video.fps)
+        filters = build_filters(model_config)
         roi = rasterize(config["roi"], video.size)
         if paths.clips_by_copy and not (isinstance(video, VideoHandler) and video.decodes_pictures):
             raise UsageError("--clip-mode copy cuts clips from one video file; this input is a camera, a stream, images or --concat")
@@ -435,6 +436,8 @@ def _run_one(
             "device": cuda.device_name if cuda else None,
             "decoder": decoder,
             "config": config,
+            # The model's per-frame values where they follow the frame rate (tuned_fps), else None.
+            "rescaled": model_values(model_config) if model_config is not config else None,
         }
         frames = ahead if ahead is not None else window(video, start, stop)
         if ahead is not None:

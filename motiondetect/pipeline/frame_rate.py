@@ -142,13 +142,21 @@ def for_source(config: dict[str, Any], fps: float, notice: bool = True) -> dict[
     return rescaled
 
 
+def model_values(config: dict[str, Any]) -> dict[str, float | int]:
+    """The per-frame learning rates and counts of a config's pipeline, ``"filter.parameter"``:
+    value (what the events report's ``rescaled`` field holds after :func:`for_source`)."""
+    values: dict[str, float | int] = {}
+    for entry in config["pipeline"]:
+        cls = REGISTRY[entry["filter"]]
+        defaults = {p.name: p.default for p in cls.PARAMS}
+        values.update({f"{cls.NAME}.{name}": entry.get(name, defaults[name]) for name in cls.LEARNING_RATES + cls.FRAME_COUNTS})
+    return values
+
+
 def _describe(config: dict[str, Any], fps: float) -> str:
     """One line for the log: the model's rate, the tuned range and the rescaled values of the
     filters that have any (``config`` as :func:`at_frame_rate` returned it)."""
-    values = []
-    for entry in config["pipeline"]:
-        cls = REGISTRY[entry["filter"]]
-        values += [f"{name} {entry[name]:.4g}" for name in cls.LEARNING_RATES + cls.FRAME_COUNTS]
+    values = [f"{key.split('.', 1)[1]} {value:.4g}" for key, value in model_values(config).items()]
     low, high = config.get("tuned_fps", TUNED_FPS)
     return (
         f"the model sees {fps:.4g} frames/s, outside the {low:g}-{high:g} its per-frame values are tuned for"
