@@ -16,6 +16,8 @@ and 0.750 while OpenCV's KNN + median held its own; with the values rescaled as 
 is how many frames at the tuned rate one source frame stands for: ``clamp(fps, low, high) / fps``
 for the config's ``tuned_fps: [low, high]``, so a source inside the range keeps the values
 exactly (and the GPU and CPU backends, given the same config, still agree bit for bit).
+``gaussian_background`` and ``running_average`` declare theirs; ``subsense``'s update periods and
+feedback steps stay per frame (not measured at other rates).
 """
 
 from __future__ import annotations
