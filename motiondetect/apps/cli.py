@@ -61,7 +61,7 @@ from motiondetect.pipeline.config import (
     with_settings,
 )
 from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.pipeline.frame_rate import for_source, fps_arg, model_values
+from motiondetect.pipeline.frame_rate import for_source, fps_arg, rescaled_values
 from motiondetect.pipeline.roi import rasterize, roi_from_file
 from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
@@ -436,8 +436,7 @@ def _run_one(
             "device": cuda.device_name if cuda else None,
             "decoder": decoder,
             "config": config,
-            # The model's per-frame values where they follow the frame rate (tuned_fps), else None.
-            "rescaled": model_values(model_config) if model_config is not config else None,
+            "rescaled": rescaled_values(config, model_config),  # where they follow the frame rate
         }
         frames = ahead if ahead is not None else window(video, start, stop)
         if ahead is not None:

@@ -146,13 +146,19 @@ def for_source(config: dict[str, Any], fps: float, notice: bool = True) -> dict[
 
 def model_values(config: dict[str, Any]) -> dict[str, float | int]:
     """The per-frame learning rates and counts of a config's pipeline, ``"filter.parameter"``:
-    value (what the events report's ``rescaled`` field holds after :func:`for_source`)."""
+    value (what the events report's ``rescaled`` field holds: :func:`rescaled_values`)."""
     values: dict[str, float | int] = {}
     for entry in config["pipeline"]:
         cls = REGISTRY[entry["filter"]]
         defaults = {p.name: p.default for p in cls.PARAMS}
         values.update({f"{cls.NAME}.{name}": entry.get(name, defaults[name]) for name in cls.LEARNING_RATES + cls.FRAME_COUNTS})
     return values
+
+
+def rescaled_values(config: dict[str, Any], model_config: dict[str, Any]) -> dict[str, float | int] | None:
+    """The events report's ``rescaled`` field: :func:`model_values` of ``model_config`` where
+    :func:`for_source` rescaled ``config`` into it, else ``None`` (the values are ``config``'s)."""
+    return None if model_config is config else model_values(model_config)
 
 
 def _describe(config: dict[str, Any], fps: float) -> str:

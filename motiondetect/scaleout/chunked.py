@@ -56,7 +56,7 @@ from motiondetect.outputs.plot import plot_motion
 from motiondetect.outputs.sinks import EventsSink, RunSummary
 from motiondetect.outputs.writer import join_videos
 from motiondetect.pipeline.config import build_filters
-from motiondetect.pipeline.frame_rate import for_source, model_values
+from motiondetect.pipeline.frame_rate import for_source, rescaled_values
 from motiondetect.pipeline.roi import rasterize
 from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.balance import Balance, Packets, balance_chunks, continuations, runs_makespan, slot_sequences
@@ -628,5 +628,5 @@ def _header(item: _Input, config, ordered: list[ChunkResult]) -> dict[str, Any]:
         "device": first.device if first else None,
         "decoder": first.decoder if first else None,
         "config": config,
-        "rescaled": model_values(model) if (model := for_source(config, item.fps, notice=False)) is not config else None,
+        "rescaled": rescaled_values(config, for_source(config, item.fps, notice=False)),
     }
