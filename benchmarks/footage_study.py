@@ -14,9 +14,11 @@ captures at 15), and noisy at night. Each clip is written again with one change 
 - ``nS``: Gaussian noise of S grey levels (standard deviation) added to each channel of each
   frame (seeded, the same for every method), as a sensor at high gain adds.
 
-The labels stay as they are. Methods: the default pipeline (``configs/default.yaml``), on ``fN``
-clips also as a video at 25 / N frames/s gets it (its per-frame rates and counts rescaled,
-``tuned_fps``: ``motiondetect.pipeline.frame_rate``), and OpenCV's MOG2 and KNN with their
+The labels stay as they are. Methods: the default pipeline (``configs/default.yaml``) as image
+sequences get it; on ``fN`` and ``cQ`` clips also as a video gets it (on ``fN`` clips, a video at
+25 / N frames/s: its per-frame rates and counts rescaled, ``tuned_fps``,
+``motiondetect.pipeline.frame_rate``; on ``cQ`` clips, an H.264 video: ``still_frames_inter`` for
+``still_frames``, ``motiondetect.pipeline.coding``); and OpenCV's MOG2 and KNN with their
 defaults, each with a 5x5 median (``motiondetect evaluate --baselines``'s
 best anchors on the dev set). Prints one Markdown table of the means and the clips the changes
 move most. Usage::
@@ -48,17 +50,18 @@ from jitter_study import dev_clips  # noqa: E402
 from motiondetect.evaluation.scoring import DEFAULT_SKIP, classic_baselines, detector_method, evaluate, load_folder  # noqa: E402
 from motiondetect.pipeline.config import build_filters, default_config  # noqa: E402
 from motiondetect.pipeline.detector import MotionDetector  # noqa: E402
-from motiondetect.pipeline.frame_rate import at_frame_rate  # noqa: E402
+from motiondetect.pipeline.frame_rate import for_source  # noqa: E402
 from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS  # noqa: E402
 
 #: Frames between keyframes of the ``cQ`` encodes: one second at 25 frames/s, as IP cameras send.
 KEYFRAME_INTERVAL = 25
 
-#: The default pipeline as a video at the lower rate gets it (``tuned_fps``), on ``fN`` clips.
-RESCALED = "motiondetect, rescaled to the rate"
+#: The default pipeline as a video gets it: at the lower rate (``tuned_fps``) on ``fN`` clips,
+#: as H.264 (``still_frames_inter``) on ``cQ`` clips.
+AS_VIDEO = "motiondetect, as a video gets it"
 
 #: The methods whose rows are printed, by their evaluation names.
-SHOWN = ("motiondetect", RESCALED, "OpenCV KNN + median 5x5", "OpenCV MOG2 + median 5x5")
+SHOWN = ("motiondetect", AS_VIDEO, "OpenCV KNN + median 5x5", "OpenCV MOG2 + median 5x5")
 
 
 def _copy_layout(src: Path, dst: Path) -> None:
@@ -129,9 +132,10 @@ def score_clip(clip: Path, changes: list[str]) -> list[tuple[str, str, str, floa
             folder = clip if change == "as it is" else changed(clip, Path(scratch) / change, change)
             skip = math.ceil(DEFAULT_SKIP / int(change[1:])) if change.startswith("f") else DEFAULT_SKIP
             methods = [detector_method(MotionDetector(build_filters(default_config()), annotate=False))]
-            if change.startswith("f"):  # clips read at 25 frames/s, now at 25 / N
-                rescaled, _ = at_frame_rate(default_config(), DEFAULT_SEQUENCE_FPS / int(change[1:]))
-                methods.append(detector_method(MotionDetector(build_filters(rescaled), annotate=False), RESCALED))
+            if change[0] in "fc":  # as a video at 25 / N frames/s, or an H.264 video, gets the model
+                fps = DEFAULT_SEQUENCE_FPS / int(change[1:]) if change[0] == "f" else DEFAULT_SEQUENCE_FPS
+                as_video = for_source(default_config(), fps, inter_coded=change[0] == "c", notice=False)
+                methods.append(detector_method(MotionDetector(build_filters(as_video), annotate=False), AS_VIDEO))
             methods += [m for m in classic_baselines() if m.name.startswith(("OpenCV KNN", "OpenCV MOG2"))]
             for method, score in evaluate(load_folder(folder), methods, skip=skip).scores:
                 if method.name in SHOWN:
@@ -156,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         cells = []
         for case in cases:
             chosen = [r for r in rows if r[1] == case and r[2] == name]
-            if not chosen:  # the rescaled row where nothing is rescaled
+            if not chosen:  # the video's row where a video gets the image sequences' model
                 cells.append("as above")
                 continue
             frames = [r[4] for r in chosen]

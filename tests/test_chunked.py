@@ -54,10 +54,10 @@ def _config(name: str = "default") -> dict:
 
 def _sequential(path: Path, config: dict) -> tuple[np.ndarray, list, list]:
     """The sequential run's per-frame fractions, boxes and masks (one detector over the file, its
-    model at the file's frame rate as the command builds it)."""
+    model at the file's frame rate and for its codec, as the command builds it)."""
     fractions, boxes, masks = [], [], []
     with VideoHandler(path) as video:
-        detector = MotionDetector(build_filters(for_source(config, video.fps, notice=False)), annotate=False)
+        detector = MotionDetector(build_filters(for_source(config, video.fps, inter_coded=video.inter_coded, notice=False)), annotate=False)
         for frame in video:
             result = detector.process(frame.image)
             fractions.append(result.motion_fraction)
@@ -71,8 +71,8 @@ def _chunked(path: Path, config: dict, seconds: float, masks_dir: Path | None = 
     ``continued``, as one worker slot scans them in a row (each task keeps its scan open for the
     next)."""
     with VideoHandler(path) as video:
-        fps = video.fps
-    warmup = warmup_frames(build_filters(for_source(config, fps, notice=False)))  # as the planner
+        fps, inter_coded = video.fps, video.inter_coded
+    warmup = warmup_frames(build_filters(for_source(config, fps, inter_coded=inter_coded, notice=False)))  # as the planner
     chunks = plan_chunks(str(path), fps, seconds, warmup)
     results, first = [], 0
     for chunk in chunks:
@@ -266,7 +266,7 @@ def test_a_kept_scan_is_closed_when_another_chunk_comes(monkeypatch):
     and starts afresh, with the results of a fresh task."""
     config = _config("fast")
     with VideoHandler(BUNDLED) as video:
-        warmup = warmup_frames(build_filters(for_source(config, video.fps, notice=False)))
+        warmup = warmup_frames(build_filters(for_source(config, video.fps, inter_coded=video.inter_coded, notice=False)))
         chunks = plan_chunks(str(BUNDLED), video.fps, _quarter(BUNDLED), warmup)
     closed = []
     original = Scan.close

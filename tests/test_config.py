@@ -71,6 +71,7 @@ def test_default_config_contents():
             "variance_alpha": 0.02,
             "variance_alpha_foreground": 0.0025,
             "still_frames": 7,
+            "still_frames_inter": 17,
             "still_tolerance": 0,
             "quiet_tolerance": 0,
             "lightswitch": 0.7,

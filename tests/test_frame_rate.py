@@ -205,7 +205,7 @@ def test_a_chunked_scan_reports_the_sequential_runs_rescaled_values(tmp_path, mo
         assert (" in 1 chunk," in err) == (name == "chunked"), err  # the chunked run's own report
         reports.append(json.loads((tmp_path / name / "slow_motion.json").read_text(encoding="utf-8")))
     assert reports[0]["rescaled"] == reports[1]["rescaled"]
-    assert reports[0]["rescaled"]["gaussian_background.still_frames"] == 3  # 7 / 2.5 = 2.8
+    assert reports[0]["rescaled"]["gaussian_background.still_frames"] == 7  # H.264: still_frames_inter 17 / 2.5 = 6.8
 
 
 def test_evaluate_fps_rescales_its_detectors(tmp_path, monkeypatch, capsys):

@@ -25,8 +25,8 @@ def scan(path: str, use_cuda: bool = False) -> list[dict]:
         # masks' download from the GPU: only the motion fraction and the box come back.
         video = stack.enter_context(VideoHandler(path))
         # The background model's per-frame rates and counts at the video's frame rate (unchanged
-        # between 25 and 30 frames/s), as the CLI builds it.
-        filters = build_filters(for_source(config, video.fps))
+        # between 25 and 30 frames/s) and for its codec (H.264's skip blocks), as the CLI builds it.
+        filters = build_filters(for_source(config, video.fps, inter_coded=video.inter_coded))
         detector = MotionDetector(filters, cuda=cuda, annotate=False, masks=False)
         width, height = video.size
         events = EventSegmenter.from_config(config["events"], video.fps, area=width * height)

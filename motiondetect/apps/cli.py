@@ -374,7 +374,7 @@ def _run_one(
         stop = args.end.to_frame(video.fps) if args.end else None
         if stop is not None and stop <= start:
             raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
-        model_config = for_source(config, video.fps)
+        model_config = for_source(config, video.fps, inter_coded=video.inter_coded)
         filters = build_filters(model_config)
         roi = rasterize(config["roi"], video.size)
         if paths.clips_by_copy and not (isinstance(video, VideoHandler) and video.decodes_pictures):

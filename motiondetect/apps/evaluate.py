@@ -29,6 +29,7 @@ from motiondetect.evaluation.tuning import GRIDS, grid_summary
 from motiondetect.outputs.events import write_json_atomic
 from motiondetect.outputs.paths import checked_output_file, checked_plot_file
 from motiondetect.outputs.plot import plot_threshold_curves, require_matplotlib
+from motiondetect.pipeline.coding import for_coding
 from motiondetect.pipeline.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.pipeline.frame_rate import at_frame_rate, fps_arg
@@ -94,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
         "per-frame learning rates and counts are rescaled as for a video at that rate (a --loo grid's own values of them "
         "stay as written) [default: 25, as image sequences are read]",
     )
+    parser.add_argument(
+        "--inter-coded",
+        action="store_true",
+        help="the folders' frames were decoded from an inter-coded video (H.264, HEVC, VP9...), whose skip blocks repeat still "
+        "pixels exactly: the model takes the values it takes for such a video (gaussian_background.still_frames_inter) "
+        "[default: the values for image sequences]",
+    )
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the tables only, no progress bar")
@@ -130,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     from motiondetect.gpu.backend import open_backend
 
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine)
+    config = for_coding(config, args.inter_coded)  # for every detector below, as --fps
     if args.fps is not None:
         config, _ = at_frame_rate(config, args.fps)  # for every detector below: the scores, --loo, --plot
     folders = [load_folder(path) for path in args.folders]  # check them all before any work

@@ -136,6 +136,10 @@ class Filter(ABC):
     #: still, how long a warm-up lasts). With ``LEARNING_RATES`` they are rescaled to a source's
     #: frame rate (:func:`motiondetect.pipeline.frame_rate.at_frame_rate`).
     FRAME_COUNTS: ClassVar[tuple[str, ...]] = ()
+    #: Parameters whose value for an inter-coded video (H.264, HEVC...) another parameter gives,
+    #: ``{"still_frames": "still_frames_inter"}``: that codec's skip blocks repeat still pixels
+    #: exactly (:func:`motiondetect.pipeline.coding.for_coding`).
+    INTER_CODED: ClassVar[dict[str, str]] = {}
     #: The parameter that sets how much change counts as motion, and the step the preview's
     #: ``+``/``-`` keys move it by (higher = less sensitive); ``None`` for filters without one.
     SENSITIVITY: ClassVar[tuple[str, float] | None] = None

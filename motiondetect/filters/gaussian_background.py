@@ -97,7 +97,11 @@ class GaussianBackground(Filter):
     goes the same way, as a motion detector wants, and is found again when it moves. This is the
     time-out map of SACON (Wang and Suter, Pattern Recognition 2007: a pixel foreground for long
     enough becomes background), counted only over frames on which the pixel is still, so waving
-    leaves or a person shifting their weight do not qualify.
+    leaves or a person shifting their weight do not qualify. An inter-coded video (H.264...)
+    repeats the pixels of a block its encoder skipped exactly, so there a person at rest qualifies
+    too, and the count is ``still_frames_inter`` (17) instead, chosen on H.264 copies of the dev
+    clips; the pipeline swaps it in for such a source (:mod:`motiondetect.pipeline.coding`) and the
+    model itself never reads it.
 
     Bootstrap (``bootstrap`` > 0; 24 by default): the model keeps the grey levels of the stream's
     first ``bootstrap + 1`` frames (the reference and pairs 1..N) and the chroma of pairs 1..N,
@@ -193,6 +197,7 @@ class GaussianBackground(Filter):
     SIDE_INPUT = "reference"
     LEARNING_RATES = ("alpha", "alpha_foreground", "variance_alpha", "variance_alpha_foreground")
     FRAME_COUNTS = ("still_frames", "warmup", "bootstrap")
+    INTER_CODED = {"still_frames": "still_frames_inter"}
     PARAMS = (
         Param(
             "sigmas",
@@ -294,6 +299,18 @@ class GaussianBackground(Filter):
             "the 8 CDnet and Wallflower dev clips and no dev clip worse by 0.01, where 5, the "
             "leave-one-clip-out choice, lies a frame from 4, which absorbs slow cars on CDnet fall "
             '(docs/evaluation.md, "Still foreground"); 0 (off) leaves it to alpha_foreground',
+        ),
+        Param(
+            "still_frames_inter",
+            int,
+            17,
+            0,
+            100000,
+            "frames",
+            "still_frames for an inter-coded video (H.264, HEVC, MPEG-4, VP9, AV1...), whose encoder "
+            "repeats a still object's pixels exactly (skip blocks), so a resting person looks as still "
+            "as a ghost; 17: the leave-one-clip-out choice over the dev clips through libx264 at CRF "
+            '23, 28 and 35 (docs/evaluation.md, "Frame rate, compression and noise"); 0: off there',
         ),
         Param(
             "still_tolerance",

@@ -29,6 +29,7 @@ import math
 from typing import Any
 
 from motiondetect.filters import REGISTRY
+from motiondetect.pipeline.coding import for_coding
 
 log = logging.getLogger("motiondetect")
 
@@ -123,22 +124,28 @@ def at_frame_rate(config: dict[str, Any], fps: float) -> tuple[dict[str, Any], f
     return config, k
 
 
-def for_source(config: dict[str, Any], fps: float, notice: bool = True) -> dict[str, Any]:
-    """The config to build a source's pipeline from: :func:`at_frame_rate` at the rate the model
-    sees frames, ``fps / (scan.frame_skip + 1)``, with a notice in the log (``notice``) when the
-    values change.
+def for_source(config: dict[str, Any], fps: float, *, inter_coded: bool = False, notice: bool = True) -> dict[str, Any]:
+    """The config to build a source's pipeline from: an inter-coded video's values swapped in
+    (:func:`motiondetect.pipeline.coding.for_coding`), then :func:`at_frame_rate` at the rate the
+    model sees frames, ``fps / (scan.frame_skip + 1)``, with a notice in the log (``notice``)
+    when the frame rate changes the values.
 
     Args:
         config: a validated, complete config.
         fps: the source's frame rate, frames/s (a container's, ``--fps``, or 25 for image
             sequences and cameras that report none).
+        inter_coded: the source is an inter-coded video (H.264...;
+            :attr:`motiondetect.sources.video.VideoHandler.inter_coded`).
         notice: log the rescaled values at INFO ("notice: ...").
+
+    Returns:
+        ``config`` itself when neither changes a value, else a changed copy.
 
     Raises:
         ValueError: ``fps`` is not a positive finite number.
     """
     rate = fps / (config["scan"]["frame_skip"] + 1)
-    rescaled, k = at_frame_rate(config, rate)
+    rescaled, k = at_frame_rate(for_coding(config, inter_coded), rate)
     if k != 1.0 and notice:
         log.info("notice: %s", _describe(rescaled, rate))
     return rescaled
@@ -157,7 +164,8 @@ def model_values(config: dict[str, Any]) -> dict[str, float | int]:
 
 def rescaled_values(config: dict[str, Any], model_config: dict[str, Any]) -> dict[str, float | int] | None:
     """The events report's ``rescaled`` field: :func:`model_values` of ``model_config`` where
-    :func:`for_source` rescaled ``config`` into it, else ``None`` (the values are ``config``'s)."""
+    :func:`for_source` changed ``config`` into it (the frame rate, or an inter-coded video's
+    ``still_frames_inter``), else ``None`` (the values are ``config``'s)."""
     return None if model_config is config else model_values(model_config)
 
 

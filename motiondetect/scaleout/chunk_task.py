@@ -368,7 +368,7 @@ def open_scan(job: ChunkJob) -> Scan:
     config = job.config
     with ExitStack() as stack:
         video = stack.enter_context(VideoHandler(job.chunk.source, fps=job.fps, threads=job.threads))
-        filters = build_filters(for_source(config, video.fps, notice=False))  # noticed once, by the planner
+        filters = build_filters(for_source(config, video.fps, inter_coded=video.inter_coded, notice=False))  # noticed once, by the planner
         roi = rasterize(config["roi"], video.size)
         wants_frames = job.video_part is not None
         needs_mask = masks_needed(config, wants_frames, job.mask_part is not None or job.masks_dir is not None)

@@ -77,6 +77,7 @@ class _Opened:
     fps: float
     size: tuple[int, int]
     frame_count: int | None
+    inter_coded: bool  # VideoHandler.inter_coded: the model takes gaussian_background.still_frames_inter
 
 
 @dataclass
@@ -98,6 +99,7 @@ class _Input:
     results: dict[int, ChunkResult] = field(default_factory=dict)
     numbered_outputs: bool = False  # its chunks write frame numbers (timecodes, mask names)
     finished: bool = False
+    inter_coded: bool = False  # _Opened.inter_coded
 
     @property
     def done(self) -> bool:
@@ -182,7 +184,7 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
         if args.scheduler:  # after the reading, which may fork this process: before the driver's threads
             cuda_here = _cuda_here(config)
         # Each file's pipeline at its frame rate (the notice of rescaled values, once a file).
-        warmups = [warmup_frames(build_filters(for_source(config, one.fps))) for one in opened]
+        warmups = [warmup_frames(build_filters(for_source(config, one.fps, inter_coded=one.inter_coded))) for one in opened]
         warmup = None if None in warmups else max(w for w in warmups if w is not None)
         if warmup is None:
             for one in opened:
@@ -260,7 +262,7 @@ def _open(args, source: str) -> _Opened:
     with VideoHandler(source, fps=args.fps) as video:
         if not video.decodes_pictures:
             raise UsageError(f"{source!r}: --jobs and --scheduler split video files; image sequences, cameras and URLs run without them")
-        return _Opened(source, video.name, video.fps, video.size, video.frame_count)
+        return _Opened(source, video.name, video.fps, video.size, video.frame_count, video.inter_coded)
 
 
 def _balance(packets: list[Packets], warmup: int | None, seconds: float, slots: int | None) -> Balance:
@@ -341,7 +343,7 @@ def _prepare(
     resuming = Manifest.resumable(folder, key)
     paths = plan_outputs(_with(args, overwrite=args.overwrite or resuming), name, inputs, several, taken)
     manifest = Manifest(folder, key)
-    item = _Input(number, source, name, fps, size, frame_count, area, warmup or 1, chunks, paths, manifest)
+    item = _Input(number, source, name, fps, size, frame_count, area, warmup or 1, chunks, paths, manifest, inter_coded=opened.inter_coded)
     item.results = manifest.load()
     if item.results:
         log.info("resuming %s: %d of %d chunks already done", source, len(item.results), len(chunks))
@@ -628,5 +630,5 @@ def _header(item: _Input, config, ordered: list[ChunkResult]) -> dict[str, Any]:
         "device": first.device if first else None,
         "decoder": first.decoder if first else None,
         "config": config,
-        "rescaled": rescaled_values(config, for_source(config, item.fps, notice=False)),
+        "rescaled": rescaled_values(config, for_source(config, item.fps, inter_coded=item.inter_coded, notice=False)),
     }

@@ -46,6 +46,40 @@ _YUV420 = {"yuv420p": False, "yuvj420p": True}
 #: pool (:attr:`~motiondetect.core.picture.Picture.pool`). Others (raw video, for one, whose
 #: frames view the packets) may free a frame's memory as soon as it is released.
 _POOLED_DECODERS = frozenset({"h264", "hevc"})
+#: FourCCs OpenCV reports for cameras and streams, by FFmpeg's decoder name (the others are
+#: looked up as they are, lower-cased: ``h264``, ``hevc``, ``mjpg`` is not a decoder name).
+_FOURCC_CODECS = {
+    "avc1": "h264", "x264": "h264", "hev1": "hevc", "hvc1": "hevc", "h265": "hevc", "mp4v": "mpeg4",
+    "xvid": "mpeg4", "divx": "mpeg4", "fmp4": "mpeg4", "vp80": "vp8", "vp90": "vp9", "av01": "av1",
+    "mjpg": "mjpeg", "yuyv": "rawvideo", "yuy2": "rawvideo",
+}  # fmt: skip
+
+
+def _fourcc_codec(capture: cv2.VideoCapture) -> str:
+    """FFmpeg's decoder name for an OpenCV capture's FourCC (a camera's ``MJPG``, a stream's
+    ``h264``), ``""`` when it reports none."""
+    code = int(capture.get(cv2.CAP_PROP_FOURCC))
+    fourcc = "".join(chr((code >> shift) & 0xFF) for shift in (0, 8, 16, 24)).strip("\0 ").lower()
+    return _FOURCC_CODECS.get(fourcc, fourcc)
+
+
+def is_inter_coded(codec: str) -> bool:
+    """Whether FFmpeg's decoder ``codec`` (``"h264"``, ``"mjpeg"``...) is a lossy codec that
+    predicts frames from others: FFmpeg's codec descriptor marks it lossy and not intra-only.
+
+    Such an encoder codes a block that barely changed as a copy of the previous frame's (a skip
+    block), so a still object's pixels repeat their grey levels exactly, as a ghost's do; the
+    background model waits longer before it takes still foreground in there
+    (``gaussian_background.still_frames_inter``). ``True`` for H.264, HEVC, MPEG-4 Part 2,
+    MPEG-2, VP8, VP9 and AV1; ``False`` for Motion JPEG, ProRes, DNxHD, lossless codecs (FFV1,
+    PNG, raw video) and names FFmpeg does not know."""
+    import av
+
+    try:
+        found = av.codec.Codec(codec, "r")
+    except (av.FFmpegError, ValueError):
+        return False
+    return bool(found.lossy and not found.intra_only)
 
 
 class PyAVCapture:
@@ -109,6 +143,11 @@ class PyAVCapture:
 
     def isOpened(self) -> bool:
         return self._stream is not None
+
+    @property
+    def codec(self) -> str:
+        """FFmpeg's name of the video stream's decoder (``"h264"``...), ``""`` when not open."""
+        return "" if self._stream is None else self._stream.codec_context.name
 
     def get(self, prop: int) -> float:
         stream = self._stream
@@ -260,6 +299,9 @@ class VideoHandler:
         is_stream: the source is a network URL; a lost stream is reconnected a bounded number
             of times (:attr:`reconnect_attempts`), each attempt logged.
         fps: frames per second used for timestamps and for the output video.
+        inter_coded: the frames come from a lossy codec that predicts frames from others
+            (H.264, HEVC...; :func:`is_inter_coded`), whose skip blocks repeat still pixels
+            exactly; ``False`` for image sequences, intra-only and lossless codecs.
         size: (width, height) in pixels.
         frame_count: frames the container announces, or ``None`` (cameras, URLs). May differ
             from what decodes (an AVI header can promise 750 frames and hold 748).
@@ -382,9 +424,11 @@ class VideoHandler:
             self.size = (first.shape[1], first.shape[0])
             self.frame_count: int | None = len(self._files)
             self.fps = fps if fps is not None else DEFAULT_SEQUENCE_FPS
+            self.inter_coded = False
             return
         cap = self._capture
         assert cap is not None  # opened by __init__ for every input but an image sequence
+        self.inter_coded = is_inter_coded(cap.codec if isinstance(cap, PyAVCapture) else _fourcc_codec(cap))
         self.size = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
         count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
         self.frame_count = count if count > 0 and not self.is_live else None
@@ -666,6 +710,7 @@ class ConcatSource:
 
     Attributes:
         fps, size, name: the first input's (DVR-Scan joins inputs the same way).
+        inter_coded: one of the inputs is (:attr:`VideoHandler.inter_coded`).
         frame_count: the sum of the announced counts, or ``None`` when one is unknown.
 
     Raises:
@@ -686,6 +731,7 @@ class ConcatSource:
                 log.warning("%s has %.3f fps, %s %.3f; times use %.3f", other.source, other.fps, first.source, first.fps, first.fps)
         self.handlers = list(handlers)
         self.fps, self.size, self.name, self.source = first.fps, first.size, first.name, first.source
+        self.inter_coded = any(h.inter_coded for h in handlers)
         counts = [h.frame_count for h in handlers]
         known = [c for c in counts if c is not None]
         self.frame_count = sum(known) if len(known) == len(counts) else None

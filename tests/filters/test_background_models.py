@@ -144,6 +144,7 @@ def naive_gaussian(
     light_field=0.0,
     bootstrap=0,
     quiet_tolerance=255,
+    still_frames_inter=None,  # the pipeline's to swap in for an inter-coded video; the model never reads it
     chromas=None,
     followed=None,
 ):

@@ -32,7 +32,7 @@ class SyntheticSource:
     for 20 frames in every 100, so events open and close all along), sampling resident memory."""
 
     fps, size, frame_count = 25.0, (32, 24), FRAMES
-    is_live = is_stream = False
+    is_live = is_stream = inter_coded = False
     decode_errors = 0
     samples: dict[int, int] = {}
 
