@@ -16,7 +16,7 @@ from motiondetect.pipeline.coding import for_coding
 from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.pipeline.frame_rate import for_source
-from motiondetect.sources.video import ConcatSource, VideoHandler, is_inter_coded
+from motiondetect.sources.video import ConcatSource, VideoHandler, _fourcc_codec, is_inter_coded
 
 #: The scene of :func:`stopping_square`: the square moves in from frame MOVES and rests from STOP on.
 MOVES, STOP, FRAMES = 30, 40, 90
@@ -71,6 +71,30 @@ def write_h264(path, frames) -> None:
 )
 def test_inter_coded_codecs_are_lossy_ones_that_predict_frames(codec, inter):
     assert is_inter_coded(codec) is inter
+
+
+@pytest.mark.parametrize(
+    "fourcc, codec, inter",
+    [("avc1", "h264", True), ("H264", "h264", True), ("hev1", "hevc", True), ("MJPG", "mjpeg", False), ("YUYV", "rawvideo", False)],
+)
+def test_a_cameras_or_streams_fourcc_names_its_codec(fourcc, codec, inter):
+    """OpenCV's captures (cameras, URLs) report a FourCC, not FFmpeg's decoder name."""
+
+    class Capture:
+        def get(self, prop):
+            assert prop == cv2.CAP_PROP_FOURCC
+            return float(cv2.VideoWriter_fourcc(*fourcc))
+
+    assert _fourcc_codec(Capture()) == codec and is_inter_coded(codec) is inter
+
+
+@pytest.mark.parametrize("reported", [0.0, -1.0])
+def test_a_capture_without_a_fourcc_is_no_inter_coded_video(reported):
+    class Capture:
+        def get(self, prop):
+            return reported
+
+    assert _fourcc_codec(Capture()) == "" and not is_inter_coded("")
 
 
 def test_video_handlers_know_how_their_source_was_coded(tmp_path):

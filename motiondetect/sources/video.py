@@ -59,6 +59,8 @@ def _fourcc_codec(capture: cv2.VideoCapture) -> str:
     """FFmpeg's decoder name for an OpenCV capture's FourCC (a camera's ``MJPG``, a stream's
     ``h264``), ``""`` when it reports none."""
     code = int(capture.get(cv2.CAP_PROP_FOURCC))
+    if code <= 0:
+        return ""
     fourcc = "".join(chr((code >> shift) & 0xFF) for shift in (0, 8, 16, 24)).strip("\0 ").lower()
     return _FOURCC_CODECS.get(fourcc, fourcc)
 
