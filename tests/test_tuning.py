@@ -178,6 +178,20 @@ def test_worker_processes_give_the_same_scores(three_clips, monkeypatch):
     assert [a["name"] for a in one.anchors["one"]][:2] == ["OpenCV MOG2 (defaults)", "OpenCV MOG2 + median 5x5"]
 
 
+def test_the_worker_pool_shuts_down_in_order(three_clips, monkeypatch):
+    """tune reads every result of score_runs and one more, so the generator reaches its own
+    shutdown(); the pool is never dropped with wait=False (the failure path), whose wake-up pipe
+    CPython's exit hook then wrote to, printing "OSError: [Errno 9] Bad file descriptor"."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    calls = []
+    real = ProcessPoolExecutor.shutdown
+    monkeypatch.setattr(ProcessPoolExecutor, "shutdown", lambda self, *a, **k: calls.append((a, k)) or real(self, *a, **k))
+    monkeypatch.setitem(tuning.GRIDS, "test", {("gaussian_background", "sigmas"): [2.5, 3.0]})
+    tuning.tune([str(r) for r in three_clips[:2]], default_config(), grid="test", skip=4, jobs=2)
+    assert calls == [((), {})]
+
+
 def test_tune_refuses_one_clip_and_twin_names(three_clips, tmp_path):
     with pytest.raises(UsageError, match=r"at least 2 ground-truth folders .*; got 1"):
         tuning.tune([str(three_clips[0])], default_config(), grid="tiny")

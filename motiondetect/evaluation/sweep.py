@@ -62,7 +62,7 @@ def sweep(
     points = [(path, value) for path in paths for value in values]
     runs = [(path, config_for(config, {axis: value})) for path, value in points]
     curves: dict[str, list[tuple[float, float, float, float]]] = {path: [] for path in paths}
-    for (path, value), scores in zip(points, score_runs(runs, skip, min_area, jobs)):
+    for (path, value), scores in zip(points, score_runs(runs, skip, min_area, jobs), strict=True):  # strict: see tuning.tune
         pixel = scores["pixel"]
         curves[path].append((value, pixel["precision"], pixel["recall"], pixel["f_measure"]))
         if progress is not None:

@@ -318,7 +318,8 @@ def score_runs(runs: list[tuple[str, dict[str, Any] | None]], skip: int, min_are
         runs: the runs; those of one clip are best kept together (each process decodes a clip once).
         skip, min_area: as :func:`score_config`.
         jobs: worker processes (1: in this process). Closing the generator early (Ctrl-C, a
-            failure) drops the runs not started.
+            failure) drops the runs not started; exhaust it (``zip(..., strict=True)``) for the
+            pool's orderly shutdown.
     """
     if jobs <= 1:
         for path, config in runs:
@@ -453,7 +454,10 @@ def tune(
             cache_path.write_text(json.dumps(cache))
 
     try:
-        for done, ((path, entry, _), result) in enumerate(zip(todo, score_runs([(p, c) for p, _, c in todo], skip, min_area, jobs)), 1):
+        # strict: zip then asks the runs for one more, so score_runs finishes and shuts its pool
+        # down; left suspended, its pool was dropped at exit, which can print a traceback.
+        runs = score_runs([(p, c) for p, _, c in todo], skip, min_area, jobs)
+        for done, ((path, entry, _), result) in enumerate(zip(todo, runs, strict=True), 1):
             slots[path][entry] = result
             if progress is not None:
                 progress(1)
