@@ -31,6 +31,13 @@ __device__ bool md_beyond(long long d, int k2_q8, int floor_q8)
     return d * d > (((long long)k2_q8 * floor_q8) << 16);
 }
 
+// Whether Cb and Cr (levels) are no colour: both within GREY_CHROMA (1) of 128, as a camera's
+// night (infrared) mode sends (motiondetect.filters.gaussian_background.GREY_CHROMA).
+__device__ bool md_grey_chroma(int cb, int cr)
+{
+    return abs(cb - 128) <= 1 && abs(cr - 128) <= 1;
+}
+
 // Per-pixel Gaussian background (running Gaussian average, Wren et al. 1997) with selective
 // update (Koller et al. 1994): foreground where (x - mean)^2 > k^2 * max(var, min_var); the
 // mean and variance then learn at the background rates where the pixel is background and at
@@ -79,6 +86,12 @@ __device__ bool md_beyond(long long d, int k2_q8, int floor_q8)
 // a flag in plane N + 1, and with chroma pair j's Cb in plane N + 1 + j, its Cr in plane
 // 2N + 1 + j (planes of `count` bytes). A light switch or an exposure gain taken on a pair up to
 // N sets the flag, which cancels the restart: frames before it no longer describe the background.
+//
+// Grey pixels have no colour to compare: where the frame's Cb and Cr, or the chroma means
+// (rounded), are both within 1 of 128 (md_grey_chroma), the chroma neither flags nor learns, and
+// a restart (light switch, still foreground) keeps the chroma means where the frame is grey;
+// where the means are grey and the frame is not, they take the frame's Cb and Cr when the grey
+// level is background.
 //
 // One launch runs `frames` consecutive frames (frame k at src + k * count, its mask at
 // dst + k * count): each thread keeps its pixel's mean and variance in registers through the
@@ -139,7 +152,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
     // values, the variances stay, the still count restarts.
     auto take_frame = [&](size_t at, int x) {
         m = x << 16;
-        if (colour) {
+        if (colour && !md_grey_chroma(chroma[at], chroma[chroma_plane + at])) {  // a grey frame keeps the colours known
             for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
         }
         still_count = 0;
@@ -173,10 +186,15 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
             floor_var = max(floor_var, (int)((s * s + (1LL << 23)) >> 24));
         }
         long long limit = (long long)k2_q8 * (long long)max(v, floor_var);  // Q16
-        int foreground = d2 > (limit << 16);
+        const int grey_foreground = d2 > (limit << 16);
+        int foreground = grey_foreground;
         int cd[2] = {0, 0};
         long long cd2[2] = {0, 0}, climit[2] = {0, 0};
-        if (colour) {
+        // Grey pixels have no colour to compare: a grey frame (night mode) or grey means (none known).
+        const bool frame_grey = colour && md_grey_chroma(chroma[at], chroma[chroma_plane + at]);
+        const bool mean_grey = colour && md_grey_chroma((cm[0] + 32768) >> 16, (cm[1] + 32768) >> 16);
+        const bool compare_colour = colour && !frame_grey && !mean_grey;
+        if (compare_colour) {
             for (int p = 0; p < 2; ++p) {
                 cd[p] = ((int)chroma[p * chroma_plane + at] << 16) - cm[p];
                 cd2[p] = (long long)cd[p] * cd[p];
@@ -192,13 +210,15 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         long long d2_q8 = (d2 + (1LL << 23)) >> 24, limit_q8 = (limit + 128) >> 8;
         long long sample = d2_q8 < limit_q8 ? d2_q8 : limit_q8;     // Q8
         v += (int)(((sample - v) * r + 32768) >> 16);
-        if (colour) {
+        if (compare_colour) {
             for (int p = 0; p < 2; ++p) {
                 cm[p] += (int)(((long long)cd[p] * a + 32768) >> 16);
                 long long c2_q8 = (cd2[p] + (1LL << 23)) >> 24, cl_q8 = (climit[p] + 128) >> 8;
                 long long c_sample = c2_q8 < cl_q8 ? c2_q8 : cl_q8;
                 cv[p] += (int)(((c_sample - cv[p]) * r + 32768) >> 16);
             }
+        } else if (mean_grey && !frame_grey && !grey_foreground) {  // the colours come: take them
+            for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
         }
         if (absorb) {
             still_count = foreground && abs(x - previous) <= still_tolerance ? still_count + 1 : 0;

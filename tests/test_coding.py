@@ -29,11 +29,11 @@ def model(config: dict) -> dict:
 
 
 def stopping_square() -> list[np.ndarray]:
-    """FRAMES BGR frames 96x64 (uint8): a textured grey wall; a 24-pixel red square slides in
-    from the left over frames MOVES..STOP - 1 and rests from STOP on."""
+    """FRAMES BGR frames 96x64 (uint8): a textured beige wall; a 24-pixel dark red square slides
+    in from the left over frames MOVES..STOP - 1 and rests from STOP on."""
     rng = np.random.default_rng(7)
-    wall = np.repeat(rng.integers(70, 130, (64, 96, 1), dtype=np.uint8), 3, axis=2)
-    wall = cv2.GaussianBlur(wall, (5, 5), 0)
+    texture = cv2.GaussianBlur(rng.integers(70, 130, (64, 96), dtype=np.uint8), (5, 5), 0).astype(np.float64)
+    wall = np.clip(texture[..., None] * (0.9, 1.0, 1.1), 0, 255).astype(np.uint8)
     frames = []
     for i in range(FRAMES):
         frame = wall.copy()

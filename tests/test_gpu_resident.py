@@ -130,6 +130,23 @@ def test_batches_equal_through_light_switches(cuda, batch):
 
 
 @pytest.mark.parametrize("batch", [1, 7, 32])
+@pytest.mark.parametrize("night", [(30, 80), (0, 40)], ids=["to night", "to day"])
+def test_batches_equal_through_night_mode(cuda, batch, night):
+    """The camera sends grey frames (night mode: every Cb and Cr 128) from frame 30 on, or up to
+    frame 40: the chroma keeps its colours through the grey frames (or learns them when they
+    come) instead of flooding, and batches of any K equal K = 1 and the CPU, whichever batch the
+    switch falls in."""
+    import cv2
+
+    def grey(picture):
+        return Picture.from_bgr(cv2.cvtColor(cv2.cvtColor(picture.to_bgr(), cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR))
+
+    frames = [grey(p) if night[0] <= i < night[1] else p for i, p in enumerate(pictures(h264(H264[0]), 80))]
+    fractions = default_batches_equal(cuda, batch, frames)
+    assert max(fractions[20:]) < 0.2  # people walking, not the whole frame
+
+
+@pytest.mark.parametrize("batch", [1, 7, 32])
 def test_batches_equal_through_an_exposure_ramp(cuda, batch):
     """The camera's exposure falls to 0.6 over frames 30-39 (4-5 % a frame, no light switch) and
     stays: the default model follows the gain (the frame stays quiet, not flooded), and batches

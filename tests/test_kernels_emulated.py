@@ -43,6 +43,7 @@ from helpers import (
     with_exposure,
     with_ghosts,
     with_light_switch,
+    with_night_mode,
 )
 
 from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, chroma_table, luma_table
@@ -459,7 +460,7 @@ GAUSSIAN_FRAME_STATE_PARAMS = [
 )
 def test_gaussian_background_sequence(lib, rng, size, params):
     frames = with_exposure(with_light_switch(with_ghosts(rng, scene(rng, size, count=9)), off=5), at=7)
-    chromas = [np.stack(pair) for pair in zip(scene(rng, size, count=9), scene(rng, size, count=9))]
+    chromas = with_night_mode(rng, [np.stack(pair) for pair in zip(scene(rng, size, count=9), scene(rng, size, count=9))])
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
@@ -518,7 +519,9 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     registers) equal launches of one frame each and the CPU sequence, bit for bit: masks, and
     the stored mean and variance after every launch, warm-up included."""
     frames = with_exposure(with_light_switch(with_ghosts(rng, scene(rng, size, count=1 + sum(splits))), off=5), at=7)
-    chromas = [np.stack(pair) for pair in zip(scene(rng, size, count=len(frames)), scene(rng, size, count=len(frames)))]
+    chromas = with_night_mode(
+        rng, [np.stack(pair) for pair in zip(scene(rng, size, count=len(frames)), scene(rng, size, count=len(frames)))]
+    )
     n = frames[0].size
     flt = GaussianBackground(**params)
     colour = flt.needs_chroma

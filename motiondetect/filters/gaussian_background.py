@@ -28,6 +28,13 @@ LIGHT_COUNT_BLOCKS = 512
 EXPOSURE_BINS, EXPOSURE_ONE, EXPOSURE_DARK, EXPOSURE_TOLERANCE = 1024, 256, 16, 3
 
 
+def grey_chroma(chroma: np.ndarray) -> np.ndarray:
+    """Where ``chroma`` ``(2, ...)`` (Cb, Cr: uint8 levels, or any integers) is no colour: both
+    within :data:`GREY_CHROMA` of 128. Returns a bool array of the shape after the first axis."""
+    centred = np.abs(chroma.astype(np.int32) - 128)
+    return (centred[0] <= GREY_CHROMA) & (centred[1] <= GREY_CHROMA)
+
+
 def lower_median(values: np.ndarray) -> np.ndarray:
     """The lower median along axis 0 of ``values`` ``(n, ...)`` uint8: the element of rank
     ``(n - 1) // 2`` in ascending order, which for an odd n is the median (the bootstrap's)."""
@@ -51,6 +58,12 @@ _RATIO_BINS = _ratio_bins()
 #: shared-memory histogram into the frame's, so fewer blocks mean fewer global atomics. The last
 #: of them takes the frame's median ratio, 4 bins a thread.
 EXPOSURE_BLOCKS = 64
+
+#: A Cb or Cr value within this many levels of 128 is no colour: a pixel of the frame (or a model's
+#: chroma mean) whose Cb and Cr both are is grey. A camera in night (infrared) mode sends grey
+#: frames, exactly 128 or within one level of it after H.264 and the range expansion; the colour
+#: dev clips hold a few per cent of such pixels at most.
+GREY_CHROMA = 1
 
 #: Per-pixel scratch buffers of the CPU comparison and update of one plane (see
 #: GaussianBackground._update); the luma's are suffixed 0, the chroma planes' 1 and 2.
@@ -163,7 +176,17 @@ class GaussianBackground(Filter):
     brightness but another colour then moves, while a shadow, which darkens the grey level but
     keeps the hue, is left to the grey level's ``shadow_floor``. The chroma means and variances
     learn as the grey level's do (the same rates, the same mask), starting from the first
-    compared frame's chroma. The chroma planes come with the frame (:meth:`needs_chroma`): from a
+    compared frame's chroma.
+
+    Grey pixels have no colour to compare: where the frame's Cb and Cr are both within
+    ``GREY_CHROMA`` (1) of 128, or the model's chroma means both are (in Q16), the chroma neither
+    flags the pixel nor learns, and a restart (light switch, still foreground) keeps the chroma
+    means where the frame is grey; where the means are grey and the frame is not, they take the
+    frame's Cb and Cr at once when the grey level is background. A camera that switches to night
+    (infrared) mode sends grey frames: the chroma then keeps the day's colours instead of flooding
+    every coloured pixel, and a stream that starts at night learns the colours when they come (on
+    the 20 dev clips turned grey from their middle frame on, mean pixel F 0.495 -> 0.787; grey up
+    to it, 0.513 -> 0.781; as they are, unchanged). The chroma planes come with the frame (:meth:`needs_chroma`): from a
     decoder's 4:2:0 planes (:meth:`Picture.chroma <motiondetect.core.picture.Picture.chroma>`) or
     a BGR frame (:func:`~motiondetect.filters.gray.bgr_chroma`), through the same downscale and
     registration as the grey image.
@@ -668,7 +691,8 @@ class GaussianBackground(Filter):
             self._boot_cancelled = True
             np.left_shift(src, 16, out=self._mean, dtype=np.int32)
             if self._chroma_mean is not None:
-                np.left_shift(chroma, 16, out=self._chroma_mean, dtype=np.int32)
+                coloured = ~grey_chroma(chroma)  # a grey frame keeps the colours known
+                self._chroma_mean[:, coloured] = chroma[:, coloured].astype(np.int32) << 16
             if self._still is not None:
                 self._still[...] = 0
         elif self.follows_gain(ratio, explained, unchanged):
@@ -698,6 +722,11 @@ class GaussianBackground(Filter):
         1.8x with two bands.
         """
         mask = out[rows]
+        frame_grey = mean_grey = None
+        if chroma is not None:  # grey pixels have no colour to compare (the class docstring)
+            frame_grey = grey_chroma(chroma[:, rows])
+            mean_grey = grey_chroma((self._chroma_mean[:, rows] + (1 << 15)) >> 16)
+            shared["colourless"] = frame_grey | mean_grey
         planes = self._classify(src, chroma, mask, rows, per_plane, shared)
         cv2.LUT(mask, rates[0], dst=shared["rate"])
         cv2.LUT(mask, rates[1], dst=shared["vrate"])
@@ -709,8 +738,16 @@ class GaussianBackground(Filter):
             np.greater(change, self.params["quiet_tolerance"], out=moved)
             np.logical_and(moved, mask, out=moved)
             np.copyto(shared["rate"], 0.0, where=moved)
-        for mean, var, buffers in planes:
-            self._learn(mean, var, buffers, shared["rate"], shared["vrate"])
+        self._learn(*planes[0], shared["rate"], shared["vrate"])
+        if chroma is not None:
+            colourless = shared["colourless"]
+            rate, vrate = np.where(colourless, 0.0, shared["rate"]), np.where(colourless, 0.0, shared["vrate"])
+            for mean, var, buffers in planes[1:]:
+                self._learn(mean, var, buffers, rate, vrate)
+            # Grey means (none known yet) take the frame's colours where its grey level is background.
+            take = mean_grey & ~frame_grey & ~shared["grey_foreground"]
+            for p in range(2):
+                self._chroma_mean[p][rows][take] = chroma[p][rows][take].astype(np.int32) << 16
         if self.params["still_frames"]:
             self._absorb_still(src[rows], None if chroma is None else chroma[:, rows], mask, rows, shared)
 
@@ -724,11 +761,13 @@ class GaussianBackground(Filter):
         cv2.compare(per_plane[0][3], per_plane[0][4], cv2.CMP_GT, dst=mask)  # 255 where d**2 > limit
         planes = [(self._mean[rows], self._var[rows], per_plane[0])]
         if chroma is not None:
+            shared["grey_foreground"] = mask != 0
             flag = shared["flag"]
             for p in range(2):
                 mean, var = self._chroma_mean[p][rows], self._chroma_var[p][rows]
                 self._compare(chroma[p][rows], mean, var, c["chroma_min_var_q8"], per_plane[1 + p], None)
                 cv2.compare(per_plane[1 + p][3], per_plane[1 + p][4], cv2.CMP_GT, dst=flag)
+                np.copyto(flag, 0, where=shared["colourless"])
                 cv2.bitwise_or(mask, flag, dst=mask)
                 planes.append((mean, var, per_plane[1 + p]))
         return planes
@@ -751,8 +790,9 @@ class GaussianBackground(Filter):
         if steady.any():
             self._mean[rows][steady] = x[steady].astype(np.int32) << 16
             if chroma is not None:
+                coloured = steady & ~grey_chroma(chroma)  # a grey frame keeps the colours known
                 for p in range(2):
-                    self._chroma_mean[p][rows][steady] = chroma[p][steady].astype(np.int32) << 16
+                    self._chroma_mean[p][rows][coloured] = chroma[p][coloured].astype(np.int32) << 16
             still[steady] = 0
 
     def _compare(self, x, mean, var, floor_q8: int, buffers: list[np.ndarray], shadow: tuple[np.ndarray, np.ndarray] | None) -> None:

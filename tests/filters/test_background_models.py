@@ -30,6 +30,7 @@ from helpers import (
     with_exposure,
     with_ghosts,
     with_light_switch,
+    with_night_mode,
 )
 
 from motiondetect.filters import GaussianBackground, RunningAverage
@@ -164,8 +165,11 @@ def naive_gaussian(
     one plane, every mean of the pixel becomes that middle value and its still count 0, unless
     one of frames 1..N was a light switch or a followed gain; a foreground pixel whose grey level
     moved by more than ``quiet_tolerance`` from the previous frame's learns no mean that frame
-    (its variances still learn). Returns the masks, the grey level's mean and
-    variance and the chroma planes' (``None`` without)."""
+    (its variances still learn). A grey pixel (the frame's Cb and Cr, or the rounded chroma
+    means, both within 1 of 128) compares and learns no chroma; restarts set the chroma means only
+    where the frame's chroma is not grey; grey means take a coloured frame's chroma where the grey
+    level is background. Returns the masks, the grey level's mean and variance and the chroma
+    planes' (``None`` without)."""
     assert light_field == 0, "the light field changes only the output: tests/filters/test_light_field.py checks it"
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
     height, width = frames[0].shape
@@ -177,6 +181,15 @@ def naive_gaussian(
         c_var = [[[chroma_var] * width for _ in range(height)] for _ in range(2)]
     still = [[0] * width for _ in range(height)]
     masks = []
+
+    def grey(cb, cr) -> bool:
+        return abs(cb - 128) <= 1 and abs(cr - 128) <= 1
+
+    def take_colours(t, y, x) -> None:  # a restart: the frame's chroma, where it has colour
+        if not grey(int(chromas[t][0, y, x]), int(chromas[t][1, y, x])):
+            for p in range(2):
+                c_mean[p][y][x] = int(chromas[t][p, y, x]) << 16
+
     restarted = False  # a light switch or a followed gain on frames 1..bootstrap
     for t, frame in enumerate(frames[1:], start=1):
         warm = q(1.0 / (t + 1), 16) if t <= warmup else 0
@@ -194,7 +207,9 @@ def naive_gaussian(
             if lightswitch and max(brighter, darker) * 65536 >= q(lightswitch, 16) * height * width:
                 mean = [[int(v) << 16 for v in row] for row in frame]
                 if chroma:
-                    c_mean = [[[int(v) << 16 for v in row] for row in plane] for plane in chromas[t]]
+                    for y in range(height):
+                        for x in range(width):
+                            take_colours(t, y, x)
                 still = [[0] * width for _ in range(height)]
                 restarted = True
             elif exposure and gain != 256 and explained * 256 > q(exposure, 8) * unchanged:
@@ -212,14 +227,19 @@ def naive_gaussian(
             for x in range(width):
                 # Each plane: (value, mean, variance, floor), the grey level first.
                 planes = [(int(frame[y, x]), mean[y][x], var[y][x], min_var)]
+                frame_grey = mean_grey = False
                 if chroma:
-                    planes += [(int(chromas[t][p, y, x]), c_mean[p][y][x], c_var[p][y][x], chroma_var) for p in range(2)]
+                    frame_grey = grey(int(chromas[t][0, y, x]), int(chromas[t][1, y, x]))
+                    mean_grey = grey((c_mean[0][y][x] + 32768) // 65536, (c_mean[1][y][x] + 32768) // 65536)
+                    if not (frame_grey or mean_grey):
+                        planes += [(int(chromas[t][p, y, x]), c_mean[p][y][x], c_var[p][y][x], chroma_var) for p in range(2)]
                 terms = []
                 for p, (value, m, v, floor) in enumerate(planes):
                     d = (value << 16) - m
                     if p == 0 and d < 0:  # darker than the mean: the shadow floor, (shadow_floor * m)**2 in Q8
                         floor = max(floor, (((m * shadow + 32768) // 65536) ** 2 + (1 << 23)) // (1 << 24))
                     terms.append((d, k2 * max(v, floor)))  # the limit in grey level^2 * 2**16
+                grey_fg = terms[0][0] ** 2 > terms[0][1] * 65536
                 fg = any(d * d > limit * 65536 for d, limit in terms)
                 mask[y, x] = 255 if fg else 0
                 a, r = (rates[1], rates[3]) if fg else (rates[0], rates[2])
@@ -230,9 +250,12 @@ def naive_gaussian(
                     sample = min((d * d + (1 << 23)) // (1 << 24), (limit + 128) // 256)
                     learnt.append((m + (d * a + 32768) // 65536, v + ((sample - v) * r + 32768) // 65536))
                 mean[y][x], var[y][x] = learnt[0]
-                if chroma:
+                if len(learnt) == 3:
                     for p in range(2):
                         c_mean[p][y][x], c_var[p][y][x] = learnt[1 + p]
+                elif mean_grey and not frame_grey and not grey_fg:  # the colours come
+                    for p in range(2):
+                        c_mean[p][y][x] = int(chromas[t][p, y, x]) << 16
                 if still_frames:
                     steady = fg and abs(int(frame[y, x]) - int(frames[t - 1][y, x])) <= still_tolerance
                     still[y][x] = still[y][x] + 1 if steady else 0
@@ -240,8 +263,7 @@ def naive_gaussian(
                         still[y][x] = 0
                         mean[y][x] = int(frame[y, x]) << 16
                         if chroma:
-                            for p in range(2):
-                                c_mean[p][y][x] = int(chromas[t][p, y, x]) << 16
+                            take_colours(t, y, x)
         if t == bootstrap and not restarted:
             for y in range(height):
                 for x in range(width):
@@ -519,10 +541,15 @@ def test_gaussian_with_chroma_matches_naive_fixed_point(rng, params, bands):
 
 
 def test_gaussian_chroma_finds_a_change_of_colour_the_grey_level_misses(rng):
-    # A patch turns from grey to red and green of the same BT.601 luma: only the chroma sees it.
+    # A patch turns from a greyish beige to red and green of the same BT.601 luma: only the chroma
+    # sees it. (On a background of no colour at all the chroma has nothing known to compare: see
+    # test_gaussian_chroma_learns_the_colours_of_a_grey_start.)
+    from motiondetect.filters.gaussian_background import grey_chroma
     from motiondetect.filters.gray import bgr_chroma
 
-    grey = np.full((12, 16, 3), 120, np.uint8)
+    grey = np.zeros((12, 16, 3), np.uint8)
+    grey[...] = (114, 120, 124)
+    assert not grey_chroma(bgr_chroma(grey)).any()
     coloured = grey.copy()
     coloured[4:8, 4:10] = (0, 107, 190)  # B, G, R of BT.601 luma 120: (38470 * 107 + 19595 * 190 + 2**15) >> 16
     frames = [grey] * 6 + [coloured]
@@ -534,6 +561,65 @@ def test_gaussian_chroma_finds_a_change_of_colour_the_grey_level_misses(rng):
         masks = run_filter(flt, luma, chromas if flt.needs_chroma else None)
         assert int(np.count_nonzero(masks[-1])) == moved
         assert not masks[-2].any()
+
+
+@pytest.mark.parametrize("params", [GAUSSIAN_CHROMA, GAUSSIAN_STILL_CHROMA, GAUSSIAN_LIGHT_STILL_CHROMA, {}], ids=str)
+def test_gaussian_grey_chroma_matches_naive_fixed_point(rng, params, bands):
+    """Night mode (grey frames), pixels grey at the start and grey here and there, through the
+    chroma's comparison, learning, still foreground and light switch."""
+    for shape in SHAPES:
+        frames = with_light_switch(with_ghosts(rng, noisy_frames(rng, shape, 10)), on=4, off=7)
+        chromas = with_night_mode(rng, noisy_frames(rng, shape, 10, (2,)), night=(3, 6))
+        assert_gaussian_matches_naive(frames, params, chromas)
+
+
+def night_scene(night: tuple[int, int] | None, frames: int = 40):
+    """Grey frames and Cb, Cr planes (BT.601 of BGR frames) of a scene 24x32 of four coloured
+    quarters (grey levels 117-125) in which a red square of grey level 120
+    stands from frame 30 on; the camera sends grey frames (Cb = Cr = 128) over ``night``
+    [start, stop) frames."""
+    from motiondetect.filters.gray import bgr_chroma
+
+    base = np.zeros((24, 32, 3), np.uint8)
+    base[:12, :16], base[:12, 16:], base[12:, :16], base[12:, 16:] = (60, 120, 160), (170, 120, 90), (90, 140, 100), (150, 110, 130)
+    greys, chromas = [], []
+    for t in range(frames):
+        frame = base.copy()
+        if t >= 30:
+            frame[8:16, 10:22] = (0, 107, 190)  # BT.601 luma 120, red
+        grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+        greys.append(grey)
+        chromas.append(np.full((2, *grey.shape), 128, np.uint8) if night and night[0] <= t < night[1] else bgr_chroma(frame))
+    return greys, chromas
+
+
+@pytest.mark.parametrize("night", [(10, 40), (0, 20), None], ids=["to night", "to day", "day"])
+def test_gaussian_chroma_keeps_its_colours_through_night_mode(night):
+    """A camera switching to night (grey) mode at frame 10, or starting in it and switching to day
+    at frame 20: no frame is flagged at the switch, and the red square of frame 30, which only
+    the chroma can see, is found by day (a grey frame has no colour to find it by)."""
+    greys, chromas = night_scene(night)
+    masks = run_filter(GaussianBackground(chroma_min_sigma=8.0, warmup=0, bootstrap=0), greys, chromas)
+    quiet = [int(np.count_nonzero(m)) for m in masks[:29]]  # masks[t - 1] is frame t's
+    assert quiet == [0] * 29, quiet
+    found = int(np.count_nonzero(masks[29][8:16, 10:22]))
+    assert (found == 8 * 12) == (night != (10, 40)), found
+
+
+def test_gaussian_chroma_learns_the_colours_of_a_grey_start():
+    """A model whose chroma means start grey (a night-mode first frame, or a background of no
+    colour) has no colours to compare: the first coloured frame's are taken where the grey level
+    is background, so a colour of the same grey level is not found on such a background; nor is
+    a grey object on a coloured background, where the frame has no colour to compare."""
+    grey_frame = np.full((6, 8), 120, np.uint8)
+    night, day = np.full((2, 6, 8), 128, np.uint8), np.full((2, 6, 8), 128, np.uint8)
+    day[0], day[1] = 100, 170
+    flt = GaussianBackground(chroma_min_sigma=8.0, warmup=0, bootstrap=0)
+    masks = run_filter(flt, [grey_frame] * 4, [night, night, day, day])
+    assert not any(m.any() for m in masks)
+    np.testing.assert_array_equal(flt.chroma_model[0][:, 0, 0], [100 << 16, 170 << 16])
+    masks = run_filter(flt, [grey_frame] * 2, [day, night], start=1)  # the same model, a grey object
+    assert not masks[0].any()
 
 
 def test_gaussian_chroma_needs_the_planes(rng):
