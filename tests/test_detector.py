@@ -459,12 +459,14 @@ def colour_scene(rng, height=240, width=320) -> np.ndarray:
 
 
 def test_chroma_finds_a_same_luma_colour_change_on_both_inputs():
-    # A 32 x 32 grey patch turns red-orange of the same BT.601 luma (120): the grey level sees
-    # no change, the chroma does, through the 2x downscale of a 480-row frame, for BGR frames
-    # and decoded pictures alike.
+    # A 32 x 32 patch of a greyish beige turns red-orange of the same BT.601 luma (120): the grey
+    # level sees no change, the chroma does, through the 2x downscale of a 480-row frame, for BGR
+    # frames and decoded pictures alike. (A background of no colour at all has no colours to
+    # compare: tests/filters/test_background_models.py.)
     from motiondetect.core.picture import Picture
 
-    grey = np.full((480, 640, 3), 120, np.uint8)
+    grey = np.zeros((480, 640, 3), np.uint8)
+    grey[...] = (114, 120, 124)
     coloured = grey.copy()
     coloured[200:264, 300:364] = (0, 107, 190)
     frames = [grey] * 8 + [coloured]
