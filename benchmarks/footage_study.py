@@ -13,6 +13,9 @@ captures at 15), and noisy at night. Each clip is written again with one change 
   sides are padded by one replicated row or column for the encoder and cut off again.
 - ``nS``: Gaussian noise of S grey levels (standard deviation) added to each channel of each
   frame (seeded, the same for every method), as a sensor at high gain adds.
+- ``dusk``, ``dawn``: a camera's switch to night (infrared) mode: the frames from the middle
+  one on (``dusk``), or up to it (``dawn``), grey (each BGR channel the frame's BT.601 luma, so
+  the grey level does not change and only the colour goes).
 
 The labels stay as they are. Methods: the default pipeline (``configs/default.yaml``) as image
 sequences get it; on ``fN`` and ``cQ`` clips also as a video gets it (on ``fN`` clips, a video at
@@ -99,12 +102,19 @@ def _through_x264(images: list[np.ndarray], crf: int) -> list[np.ndarray]:
 
 
 def changed(src: Path, dst: Path, change: str) -> Path:
-    """Write ``src`` (CDnet layout) with ``change`` (``fN``, ``cQ`` or ``nS``, see the module's
+    """Write ``src`` (CDnet layout) with ``change`` (``fN``, ``cQ``, ``nS``, ``dusk`` or ``dawn``, see the module's
     docstring) into ``dst``, labels, ROI and temporal ROI kept; return ``dst``."""
     folder = load_folder(src)
     _copy_layout(src, dst)
-    kind, value = change[0], int(change[1:])
     frames = folder.frames
+    if change in ("dusk", "dawn"):
+        images = [cv2.imread(str(image_path), cv2.IMREAD_COLOR) for _, image_path, _ in frames]
+        middle = len(images) // 2
+        for i, image in enumerate(images):
+            if (i >= middle) == (change == "dusk"):
+                images[i] = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+        return _written(dst, frames, images)
+    kind, value = change[0], int(change[1:])
     if kind == "f":
         # The phase that keeps the most labelled frames (a clip may label one frame in many).
         labelled = [i % value for i, (_, _, label) in enumerate(frames) if label is not None]
@@ -116,7 +126,13 @@ def changed(src: Path, dst: Path, change: str) -> Path:
         rng = np.random.default_rng(1)
         images = [np.clip(image + rng.normal(0, value, image.shape), 0, 255).round().astype(np.uint8) for image in images]
     elif kind != "f":
-        raise ValueError(f"unknown change {change!r}: expected fN, cQ or nS")
+        raise ValueError(f"unknown change {change!r}: expected fN, cQ, nS, dusk or dawn")
+    return _written(dst, frames, images)
+
+
+def _written(dst: Path, frames: list, images: list[np.ndarray]) -> Path:
+    """Write ``images`` as the frames ``frames`` (``(number, image path, label path)``) of the
+    CDnet-layout folder ``dst``, with their labels; return ``dst``."""
     for (number, _, label_path), image in zip(frames, images):
         cv2.imwrite(str(dst / "input" / f"in{number:06d}.png"), image)
         if label_path is not None:
@@ -130,9 +146,9 @@ def score_clip(clip: Path, changes: list[str]) -> list[tuple[str, str, str, floa
     with tempfile.TemporaryDirectory(prefix="footage_") as scratch:
         for change in ["as it is", *changes]:
             folder = clip if change == "as it is" else changed(clip, Path(scratch) / change, change)
-            skip = math.ceil(DEFAULT_SKIP / int(change[1:])) if change.startswith("f") else DEFAULT_SKIP
+            skip = math.ceil(DEFAULT_SKIP / int(change[1:])) if change[0] == "f" else DEFAULT_SKIP
             methods = [detector_method(MotionDetector(build_filters(default_config()), annotate=False))]
-            if change[0] in "fc":  # as a video at 25 / N frames/s, or an H.264 video, gets the model
+            if change[0] in "fc" and change[1:].isdigit():  # as a video at 25 / N frames/s, or an H.264 video, gets the model
                 fps = DEFAULT_SEQUENCE_FPS / int(change[1:]) if change[0] == "f" else DEFAULT_SEQUENCE_FPS
                 as_video = for_source(default_config(), fps, inter_coded=change[0] == "c", notice=False)
                 methods.append(detector_method(MotionDetector(build_filters(as_video), annotate=False), AS_VIDEO))
@@ -146,7 +162,9 @@ def score_clip(clip: Path, changes: list[str]) -> list[tuple[str, str, str, floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path)
-    parser.add_argument("--changes", default="f2,f3,c23,c35,n6", help="fN frame rate / N, cQ x264 CRF Q, nS noise S grey levels")
+    parser.add_argument(
+        "--changes", default="f2,f3,c23,c35,n6", help="fN frame rate / N, cQ x264 CRF Q, nS noise S grey levels, dusk/dawn night mode"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     args = parser.parse_args(argv)
     folders = args.folders or dev_clips()
