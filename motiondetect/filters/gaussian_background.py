@@ -186,7 +186,7 @@ class GaussianBackground(Filter):
     frame's Cb and Cr at once when the grey level is background. A camera that switches to night
     (infrared) mode sends grey frames: the chroma then keeps the day's colours instead of flooding
     every coloured pixel, and a stream that starts at night learns the colours when they come (on
-    the 20 dev clips turned grey from their middle frame on, mean pixel F 0.495 -> 0.787; grey up
+    the 20 dev clips turned grey from their middle frame on, mean pixel F 0.495 -> 0.789; grey up
     to it, 0.513 -> 0.781; as they are, unchanged). The chroma planes come with the frame (:meth:`needs_chroma`): from a
     decoder's 4:2:0 planes (:meth:`Picture.chroma <motiondetect.core.picture.Picture.chroma>`) or
     a BGR frame (:func:`~motiondetect.filters.gray.bgr_chroma`), through the same downscale and
