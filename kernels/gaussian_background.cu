@@ -31,11 +31,12 @@ __device__ bool md_beyond(long long d, int k2_q8, int floor_q8)
     return d * d > (((long long)k2_q8 * floor_q8) << 16);
 }
 
-// Whether Cb and Cr (levels) are no colour: both within GREY_CHROMA (1) of 128, as a camera's
-// night (infrared) mode sends (motiondetect.filters.gaussian_background.GREY_CHROMA).
+// Whether Cb and Cr (levels) are no colour: both within GREY_CHROMA (3) of 128, as a camera's
+// night (infrared) mode sends them through an encoder
+// (motiondetect.filters.gaussian_background.GREY_CHROMA).
 __device__ bool md_grey_chroma(int cb, int cr)
 {
-    return abs(cb - 128) <= 1 && abs(cr - 128) <= 1;
+    return abs(cb - 128) <= 3 && abs(cr - 128) <= 3;
 }
 
 // Per-pixel Gaussian background (running Gaussian average, Wren et al. 1997) with selective
@@ -88,7 +89,7 @@ __device__ bool md_grey_chroma(int cb, int cr)
 // N sets the flag, which cancels the restart: frames before it no longer describe the background.
 //
 // Grey pixels have no colour to compare: where the frame's Cb and Cr, or the chroma means
-// (rounded), are both within 1 of 128 (md_grey_chroma), the chroma neither flags nor learns, and
+// (rounded), are both within 3 of 128 (md_grey_chroma), the chroma neither flags nor learns, and
 // a restart (light switch, still foreground) keeps the chroma means where the frame is grey;
 // where the means are grey and the frame is not, they take the frame's Cb and Cr when the grey
 // level is background.

@@ -227,14 +227,15 @@ def with_ghosts(rng, frames: list) -> list:
 def with_night_mode(rng, chromas: list, night: tuple[int, int] = (3, 6)) -> list:
     """``chromas`` ((2, H, W) uint8 Cb and Cr planes of consecutive frames) as a camera that
     switches to night (infrared) mode and back sends them: frames ``night[0]`` to ``night[1] - 1``
-    grey (every Cb and Cr within 1 of 128), a quarter of the pixels grey in frames 0 and 1 (their
+    grey (every Cb and Cr within 3 of 128, as an encoder returns them), a quarter of the pixels
+    grey in frames 0 and 1 (their
     model starts without colours) and a tenth in each other frame; changed in place, returned.
     For the grey chroma of ``gaussian_background``."""
     size = chromas[0].shape[1:]
     at_start = rng.random(size) < 0.25
     for t, planes in enumerate(chromas):
         grey = np.ones(size, bool) if night[0] <= t < night[1] else (at_start if t < 2 else rng.random(size) < 0.1)
-        planes[:, grey] = 128 + rng.integers(-1, 2, (2, int(grey.sum())))
+        planes[:, grey] = 128 + rng.integers(-3, 4, (2, int(grey.sum())))
     return chromas
 
 

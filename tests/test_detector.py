@@ -466,7 +466,7 @@ def test_chroma_finds_a_same_luma_colour_change_on_both_inputs():
     from motiondetect.core.picture import Picture
 
     grey = np.zeros((480, 640, 3), np.uint8)
-    grey[...] = (114, 120, 124)
+    grey[...] = (100, 114, 140)
     coloured = grey.copy()
     coloured[200:264, 300:364] = (0, 107, 190)
     frames = [grey] * 8 + [coloured]

@@ -166,7 +166,7 @@ def naive_gaussian(
     one of frames 1..N was a light switch or a followed gain; a foreground pixel whose grey level
     moved by more than ``quiet_tolerance`` from the previous frame's learns no mean that frame
     (its variances still learn). A grey pixel (the frame's Cb and Cr, or the rounded chroma
-    means, both within 1 of 128) compares and learns no chroma; restarts set the chroma means only
+    means, both within 3 of 128) compares and learns no chroma; restarts set the chroma means only
     where the frame's chroma is not grey; grey means take a coloured frame's chroma where the grey
     level is background. Returns the masks, the grey level's mean and variance and the chroma
     planes' (``None`` without)."""
@@ -183,7 +183,7 @@ def naive_gaussian(
     masks = []
 
     def grey(cb, cr) -> bool:
-        return abs(cb - 128) <= 1 and abs(cr - 128) <= 1
+        return abs(cb - 128) <= 3 and abs(cr - 128) <= 3
 
     def take_colours(t, y, x) -> None:  # a restart: the frame's chroma, where it has colour
         if not grey(int(chromas[t][0, y, x]), int(chromas[t][1, y, x])):
@@ -548,7 +548,7 @@ def test_gaussian_chroma_finds_a_change_of_colour_the_grey_level_misses(rng):
     from motiondetect.filters.gray import bgr_chroma
 
     grey = np.zeros((12, 16, 3), np.uint8)
-    grey[...] = (114, 120, 124)
+    grey[...] = (100, 114, 140)
     assert not grey_chroma(bgr_chroma(grey)).any()
     coloured = grey.copy()
     coloured[4:8, 4:10] = (0, 107, 190)  # B, G, R of BT.601 luma 120: (38470 * 107 + 19595 * 190 + 2**15) >> 16
