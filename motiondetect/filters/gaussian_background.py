@@ -29,10 +29,9 @@ EXPOSURE_BINS, EXPOSURE_ONE, EXPOSURE_DARK, EXPOSURE_TOLERANCE = 1024, 256, 16, 
 
 
 def grey_chroma(chroma: np.ndarray) -> np.ndarray:
-    """Where ``chroma`` ``(2, ...)`` (Cb, Cr: uint8 levels, or any integers) is no colour: both
-    within :data:`GREY_CHROMA` of 128. Returns a bool array of the shape after the first axis."""
-    centred = np.abs(chroma.astype(np.int32) - 128)
-    return (centred[0] <= GREY_CHROMA) & (centred[1] <= GREY_CHROMA)
+    """Where ``chroma`` ``(2, ...)`` uint8 (Cb, Cr) is no colour: both within
+    :data:`GREY_CHROMA` of 128. Returns a bool array of the shape after the first axis."""
+    return np.logical_and(_GREY_LEVELS[chroma[0]], _GREY_LEVELS[chroma[1]])
 
 
 def lower_median(values: np.ndarray) -> np.ndarray:
@@ -66,12 +65,28 @@ EXPOSURE_BLOCKS = 64
 #: flood of 21 % of the frame there, 3 none. The dev clips' scores did not fall (docs/evaluation.md,
 #: "Night mode").
 GREY_CHROMA = 3
+#: 255 for the Cb or Cr levels within GREY_CHROMA of 128, else 0 (a cv2.LUT table).
+_GREY_LEVELS = np.where(np.abs(np.arange(256) - 128) <= GREY_CHROMA, 255, 0).astype(np.uint8)
+#: The Q16 chroma means that round ((m + 2**15) >> 16) to a level within GREY_CHROMA of 128.
+_GREY_MEANS = (((128 - GREY_CHROMA) << 16) - (1 << 15), ((129 + GREY_CHROMA) << 16) - (1 << 15) - 1)
 
 #: Per-pixel scratch buffers of the CPU comparison and update of one plane (see
 #: GaussianBackground._update); the luma's are suffixed 0, the chroma planes' 1 and 2.
 _PLANE_SCRATCH = {"d": np.int32, "vmax": np.int32, "df": np.float64, "e": np.float64, "limit": np.float64}
 #: Scratch buffers shared by the planes: the mask's learning rates, the shadow floor, one plane's flags.
 _SHARED_SCRATCH = {"rate": np.float64, "vrate": np.float64, "shade": np.float64, "flag": np.uint8, "darker": np.bool_}
+#: With chroma: the grey pixels of the frame and of the means (255 where grey), the pixels with
+#: colour to compare (255, and as bool), the grey level's own foreground, and the chroma's
+#: learning rates (0 where grey).
+_CHROMA_SCRATCH = {
+    "frame_grey": np.uint8,
+    "mean_grey": np.uint8,
+    "colour": np.uint8,
+    "coloured": np.bool_,
+    "grey_foreground": np.bool_,
+    "chroma_rate": np.float64,
+    "chroma_vrate": np.float64,
+}
 
 
 class GaussianBackground(Filter):
@@ -510,7 +525,8 @@ class GaussianBackground(Filter):
         self._boot_cancelled = False
         planes = 3 if self.needs_chroma else 1
         layout = {f"{name}{p}": (dtype, ()) for p in range(planes) for name, dtype in _PLANE_SCRATCH.items()}
-        self._scratch = Scratch(**layout, **{name: (dtype, ()) for name, dtype in _SHARED_SCRATCH.items()})
+        shared = {**_SHARED_SCRATCH, **(_CHROMA_SCRATCH if self.needs_chroma else {})}
+        self._scratch = Scratch(**layout, **{name: (dtype, ()) for name, dtype in shared.items()})
         self._pairs = 0  # frame pairs seen by the CPU model
         self._device_shape: tuple[int, ...] | None = None
         self._device_pairs = 0
@@ -724,11 +740,8 @@ class GaussianBackground(Filter):
         1.8x with two bands.
         """
         mask = out[rows]
-        frame_grey = mean_grey = None
-        if chroma is not None:  # grey pixels have no colour to compare (the class docstring)
-            frame_grey = grey_chroma(chroma[:, rows])
-            mean_grey = grey_chroma((self._chroma_mean[:, rows] + (1 << 15)) >> 16)
-            shared["colourless"] = frame_grey | mean_grey
+        if chroma is not None:
+            self._find_grey(chroma, rows, shared)
         planes = self._classify(src, chroma, mask, rows, per_plane, shared)
         cv2.LUT(mask, rates[0], dst=shared["rate"])
         cv2.LUT(mask, rates[1], dst=shared["vrate"])
@@ -742,16 +755,42 @@ class GaussianBackground(Filter):
             np.copyto(shared["rate"], 0.0, where=moved)
         self._learn(*planes[0], shared["rate"], shared["vrate"])
         if chroma is not None:
-            colourless = shared["colourless"]
-            rate, vrate = np.where(colourless, 0.0, shared["rate"]), np.where(colourless, 0.0, shared["vrate"])
+            rate, vrate, coloured = shared["chroma_rate"], shared["chroma_vrate"], shared["coloured"]
+            np.multiply(shared["rate"], coloured, out=rate)  # grey pixels learn no chroma
+            np.multiply(shared["vrate"], coloured, out=vrate)
             for mean, var, buffers in planes[1:]:
                 self._learn(mean, var, buffers, rate, vrate)
-            # Grey means (none known yet) take the frame's colours where its grey level is background.
-            take = mean_grey & ~frame_grey & ~shared["grey_foreground"]
-            for p in range(2):
-                self._chroma_mean[p][rows][take] = chroma[p][rows][take].astype(np.int32) << 16
+            # Grey means (none known yet) take the frame's colours where its grey level is
+            # background: means grey (255), frame not (0), and no grey-level foreground.
+            take = coloured  # free after the learning
+            np.greater(shared["mean_grey"], shared["frame_grey"], out=take)
+            np.greater(take, shared["grey_foreground"], out=take)
+            for p in range(2 if take.any() else 0):
+                # mean += (chroma << 16 - mean) * take, in the plane's int32 d (free after the
+                # learning): a blend by 0 or 1, faster than a masked copy.
+                mean, step = self._chroma_mean[p][rows], per_plane[1 + p][0]
+                np.left_shift(chroma[p][rows], 16, out=step, dtype=np.int32)
+                step -= mean
+                step *= take
+                mean += step
         if self.params["still_frames"]:
             self._absorb_still(src[rows], None if chroma is None else chroma[:, rows], mask, rows, shared)
+
+    def _find_grey(self, chroma, rows: slice, shared: dict) -> None:
+        """The grey pixels of rows ``rows`` (the class docstring) into ``shared``: ``frame_grey``
+        and ``mean_grey`` 255 where the frame's Cb and Cr, or the chroma means rounded, are both
+        within :data:`GREY_CHROMA` of 128, and ``colour`` (255) and ``coloured`` (bool) where
+        neither is: the chroma is compared and learns there. ``flag`` is scratch."""
+        frame, means, other, colour = shared["frame_grey"], shared["mean_grey"], shared["flag"], shared["colour"]
+        cv2.LUT(chroma[0][rows], _GREY_LEVELS, dst=frame)
+        cv2.LUT(chroma[1][rows], _GREY_LEVELS, dst=other)
+        cv2.bitwise_and(frame, other, dst=frame)
+        cv2.inRange(self._chroma_mean[0][rows], *_GREY_MEANS, dst=means)
+        cv2.inRange(self._chroma_mean[1][rows], *_GREY_MEANS, dst=other)
+        cv2.bitwise_and(means, other, dst=means)
+        cv2.bitwise_or(frame, means, dst=colour)
+        cv2.bitwise_not(colour, dst=colour)
+        np.not_equal(colour, 0, out=shared["coloured"])
 
     def _classify(self, src, chroma, mask, rows: slice, per_plane: list, shared: dict) -> list[tuple]:
         """Fill ``mask`` (rows ``rows`` of the output) with the union of each plane's
@@ -763,13 +802,13 @@ class GaussianBackground(Filter):
         cv2.compare(per_plane[0][3], per_plane[0][4], cv2.CMP_GT, dst=mask)  # 255 where d**2 > limit
         planes = [(self._mean[rows], self._var[rows], per_plane[0])]
         if chroma is not None:
-            shared["grey_foreground"] = mask != 0
+            np.not_equal(mask, 0, out=shared["grey_foreground"])
             flag = shared["flag"]
             for p in range(2):
                 mean, var = self._chroma_mean[p][rows], self._chroma_var[p][rows]
                 self._compare(chroma[p][rows], mean, var, c["chroma_min_var_q8"], per_plane[1 + p], None)
                 cv2.compare(per_plane[1 + p][3], per_plane[1 + p][4], cv2.CMP_GT, dst=flag)
-                np.copyto(flag, 0, where=shared["colourless"])
+                cv2.bitwise_and(flag, shared["colour"], dst=flag)  # grey pixels: no colour to compare
                 cv2.bitwise_or(mask, flag, dst=mask)
                 planes.append((mean, var, per_plane[1 + p]))
         return planes
@@ -792,7 +831,7 @@ class GaussianBackground(Filter):
         if steady.any():
             self._mean[rows][steady] = x[steady].astype(np.int32) << 16
             if chroma is not None:
-                coloured = steady & ~grey_chroma(chroma)  # a grey frame keeps the colours known
+                coloured = steady & (shared["frame_grey"] == 0)  # a grey frame keeps the colours known
                 for p in range(2):
                     self._chroma_mean[p][rows][coloured] = chroma[p][coloured].astype(np.int32) << 16
             still[steady] = 0
