@@ -222,3 +222,11 @@ def test_evaluate_fps_rescales_its_detectors(tmp_path, monkeypatch, capsys):
     assert evaluate_module.main([str(folder), "--backend", "cpu", "--skip", "0", "-q"]) == 0
     assert [(e["still_frames"], e["bootstrap"]) for e in seen] == [(4, 12), (7, 24)]
     assert "motiondetect (cpu)" in capsys.readouterr().out
+
+
+def test_an_entry_value_is_the_entrys_or_the_parameters_default():
+    entry = {"filter": "gaussian_background", "alpha": 0.05}
+    assert GaussianBackground.entry_value(entry, "alpha") == 0.05
+    assert GaussianBackground.entry_value(entry, "still_frames") == GaussianBackground.param("still_frames").default == 7
+    with pytest.raises(KeyError, match="no parameter 'nonesuch'"):
+        GaussianBackground.param("nonesuch")

@@ -436,7 +436,7 @@ def _run_one(
             "device": cuda.device_name if cuda else None,
             "decoder": decoder,
             "config": config,
-            "rescaled": rescaled_values(config, model_config),  # where they follow the frame rate
+            "rescaled": rescaled_values(config, model_config),  # where they follow the frame rate or codec
         }
         frames = ahead if ahead is not None else window(video, start, stop)
         if ahead is not None:

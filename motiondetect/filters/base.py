@@ -155,6 +155,24 @@ class Filter(ABC):
         self.params = {name: p.type(params.get(name, p.default)) for name, p in known.items()}
         self.serial = next(_SERIALS)
 
+    @classmethod
+    def param(cls, name: str) -> Param:
+        """The :class:`Param` called ``name``.
+
+        Raises:
+            KeyError: the filter has no such parameter.
+        """
+        for param in cls.PARAMS:
+            if param.name == name:
+                return param
+        raise KeyError(f"{cls.NAME} has no parameter {name!r}")
+
+    @classmethod
+    def entry_value(cls, entry: dict[str, Any], name: str) -> Any:
+        """Parameter ``name`` of a config's pipeline entry for this filter (``{"filter": NAME,
+        ...}``, validated): the entry's value, or the default where it leaves the parameter out."""
+        return entry[name] if name in entry else cls.param(name).default
+
     def __repr__(self) -> str:
         args = [f"{k}={v!r}" for k, v in self.params.items()]
         if self.engine != "kernel":

@@ -43,9 +43,8 @@ def for_coding(config: dict[str, Any], inter_coded: bool) -> dict[str, Any]:
     changed = False
     for entry in swapped["pipeline"]:
         cls = REGISTRY[entry["filter"]]
-        defaults = {p.name: p.default for p in cls.PARAMS}
         for name, inter in cls.INTER_CODED.items():
-            value = entry.get(inter, defaults[inter])
-            changed |= value != entry.get(name, defaults[name])
+            value = cls.entry_value(entry, inter)
+            changed |= value != cls.entry_value(entry, name)
             entry[name] = value
     return swapped if changed else config

@@ -116,11 +116,10 @@ def at_frame_rate(config: dict[str, Any], fps: float) -> tuple[dict[str, Any], f
     config = copy.deepcopy(config)
     for entry in config["pipeline"]:
         cls = REGISTRY[entry["filter"]]
-        params = {p.name: p for p in cls.PARAMS}
         for name in cls.LEARNING_RATES:
-            entry[name] = rescaled_rate(float(entry.get(name, params[name].default)), k)
+            entry[name] = rescaled_rate(float(cls.entry_value(entry, name)), k)
         for name in cls.FRAME_COUNTS:
-            entry[name] = rescaled_count(int(entry.get(name, params[name].default)), k, int(params[name].maximum))
+            entry[name] = rescaled_count(int(cls.entry_value(entry, name)), k, int(cls.param(name).maximum))
     return config, k
 
 
@@ -157,8 +156,7 @@ def model_values(config: dict[str, Any]) -> dict[str, float | int]:
     values: dict[str, float | int] = {}
     for entry in config["pipeline"]:
         cls = REGISTRY[entry["filter"]]
-        defaults = {p.name: p.default for p in cls.PARAMS}
-        values.update({f"{cls.NAME}.{name}": entry.get(name, defaults[name]) for name in cls.LEARNING_RATES + cls.FRAME_COUNTS})
+        values.update({f"{cls.NAME}.{name}": cls.entry_value(entry, name) for name in cls.LEARNING_RATES + cls.FRAME_COUNTS})
     return values
 
 
