@@ -34,6 +34,7 @@ import numpy as np
 
 from motiondetect.apps.cli import main as motiondetect_main
 from motiondetect.core.picture import as_bgr
+from motiondetect.filters.ghosts import tested_until
 from motiondetect.gpu.platform import cuda_device_error
 from motiondetect.outputs.writer import VideoWriter
 from motiondetect.pipeline.config import build_filters, default_config, load_config
@@ -132,7 +133,8 @@ def pcie_limit(cuda, shape, repeats: int) -> float:
 
 def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None = None) -> float:
     """Frames per second of a pipeline's kernels (``config``, the default's when None), one frame
-    at a time, on BGR frames already on the device."""
+    at a time, on BGR frames already on the device, after the stream's start (its first 16
+    frames, and the frames a model tests for ghosts)."""
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
@@ -173,8 +175,11 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None 
                 mask = image
         queue_mask_stats(cuda, mask)
 
-    for frame in device_frames:
-        run_once(frame)
+    # Warm up past the stream's start, which a model may run at another pace (the Gaussian
+    # model's ghost test waits for each of its first frames: ghost_frames after the bootstrap).
+    start = tested_until(filters)
+    for n in range(max(len(device_frames), start + 1)):
+        run_once(device_frames[n % len(device_frames)])
     rates = []
     for _ in range(repeats):
         start.record(cuda.stream)

@@ -6,7 +6,7 @@ scores the anchors in the worker processes too, and keeps every score in a cache
 a rerun, a grown grid or more clips compute only what is missing::
 
     python benchmarks/tune_loo.py samples/dev/*/ ../shared/samples/cdnet_highway ../shared/samples/cdnet_fall \\
-        [-c CONFIG] [--grid small|tiny|shadow|chroma|morph|rates|still|light|subsense] [--jobs N] [--cache .data/tune_loo.json] [--skip 50] [--json OUT]
+        [-c CONFIG] [--grid small|tiny|shadow|chroma|morph|rates|still|light|ghost|subsense] [--jobs N] [--cache .data/tune_loo.json] [--skip 50] [--json OUT]
 
 Scores come from the CPU reference (the GPU backend gives the same masks); the first ``--skip``
 frames of each clip are not scored. Every failure the command refuses prints one line.

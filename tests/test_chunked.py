@@ -126,7 +126,8 @@ def test_warmup_frames_follow_the_learning_rates():
     assert warmup_frames(default) == round(1 / slowest) == 500
     assert warmup_frames([GaussianBackground(warmup=900)]) == 901  # the model's start-up is longer
     fast = dict.fromkeys(("alpha", "alpha_foreground", "variance_alpha", "variance_alpha_foreground"), 0.1)  # 10 frames
-    assert warmup_frames([GaussianBackground(**fast, warmup=0, bootstrap=24)]) == 25  # its bootstrap is later
+    assert warmup_frames([GaussianBackground(**fast, warmup=0, bootstrap=24, ghost_frames=0)]) == 25  # its bootstrap is later
+    assert warmup_frames([GaussianBackground(**fast, warmup=0, bootstrap=24)]) == 125  # and its ghost test's 100 pairs
     assert warmup_frames([RunningAverage(alpha=0.04)]) == 25
     assert warmup_frames([RunningAverage(alpha=1.0)]) == 1  # the previous frame itself
     assert warmup_frames([RunningAverage(alpha=0.0)]) is None  # never forgets: not split

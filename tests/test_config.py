@@ -79,6 +79,7 @@ def test_default_config_contents():
             "light_field": 0.0,
             "warmup": 50,
             "bootstrap": 24,
+            "ghost_frames": 100,
         },
         {"filter": "median", "kernel_size": 9},
         {"filter": "erosion", "kernel_size": 3, "iterations": 1},

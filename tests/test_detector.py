@@ -531,20 +531,25 @@ def test_bgr_chroma_is_the_jfif_conversion(rng):
     assert bgr_chroma(np.array([[[255, 0, 0], [0, 0, 255], [90, 90, 90]]], np.uint8)).tolist() == [[[255, 85, 128]], [[107, 255, 128]]]
 
 
-@pytest.mark.parametrize("still_frames", [7, 0])
-def test_default_pipeline_drops_the_ghost_of_what_stood_at_the_start(rng, still_frames):
+@pytest.mark.parametrize(("still_frames", "ghost_frames"), [(7, 0), (0, 0), (0, 100)])
+def test_default_pipeline_drops_the_ghost_of_what_stood_at_the_start(rng, still_frames, ghost_frames):
     # A box stands in view from the first frame, past the 50-frame warm-up, then goes: the
-    # background it uncovers is a ghost. With the default (still_frames 7) the model takes it in
-    # after 7 still frames and the frame is quiet from then on; with 0 the selective update keeps it.
+    # background it uncovers is a ghost. The still count (7) takes it in after 7 still frames
+    # and the frame is quiet from then on; the ghost test of the first frames (ghost_frames 100,
+    # pairs 25..124) after its 3 tests, still or noisy; with neither the selective update keeps it.
     scene = rng.integers(40, 200, (240, 320, 3), dtype=np.uint8)
     box = scene.copy()
     box[80:160, 100:200] = rng.integers(0, 256, (80, 100, 3), dtype=np.uint8)
     config = default_config()
     config["pipeline"][3]["still_frames"] = still_frames
+    config["pipeline"][3]["ghost_frames"] = ghost_frames
     detector = MotionDetector(build_filters(config), annotate=False)
     fractions = [detector.process(frame).motion_fraction for frame in [box] * 61 + [scene] * 30]
     assert fractions[:61] == [0.0] * 61
     after = fractions[61:]
+    if ghost_frames:
+        assert min(after[:3]) > 0.1 and after[3:] == [0.0] * 27  # the ghost on 3 tests in a row
+        return
     assert min(after[:8]) > 0.1  # the ghost: 80 x 100 pixels, 10 % of the frame, dilated
     if still_frames:
         assert after[8:] == [0.0] * 22  # the change, then 7 still frames

@@ -147,6 +147,35 @@ def test_batches_equal_through_night_mode(cuda, batch, night):
 
 
 @pytest.mark.parametrize("batch", [1, 7, 32])
+def test_batches_equal_through_a_bootstrap_ghost(cuda, batch):
+    """A dark box stands in the plaza through the bootstrap (frames 0-39) and is gone from frame
+    40, on frames with +-1 level of noise (so the still count cannot take the ghost): the ghost
+    test (ghost_frames: one frame a launch on the device, the blobs asked on the host) takes it as
+    the CPU does, in batches of any K; without the test the ghost stays."""
+    rng = np.random.default_rng(0)
+
+    def noisy(picture, boxed):
+        bgr = picture.to_bgr().astype(np.int16)
+        if boxed:
+            bgr[150:210, 100:150] = (30, 40, 50)
+        bgr += rng.integers(-1, 2, bgr.shape, dtype=np.int16)
+        return Picture.from_bgr(np.clip(bgr, 0, 255).astype(np.uint8))
+
+    frames = [noisy(p, i < 40) for i, p in enumerate(pictures(h264(H264[0]), 90))]
+    fractions = default_batches_equal(cuda, batch, frames)
+    assert max(fractions[20:]) < 0.2
+    cfg = default_config()
+    for entry in cfg["pipeline"]:
+        if entry["filter"] == "gaussian_background":
+            entry["ghost_frames"] = 0
+    without = MotionDetector(build_filters(cfg))
+    default = MotionDetector(build_filters(default_config()))
+    kept = [float((without.process(p).mask[150:210, 100:150] > 0).mean()) for p in frames]
+    taken = [float((default.process(p).mask[150:210, 100:150] > 0).mean()) for p in frames]
+    assert np.mean(kept[60:]) > 0.5 and max(taken[60:]) == 0.0
+
+
+@pytest.mark.parametrize("batch", [1, 7, 32])
 def test_batches_equal_through_an_exposure_ramp(cuda, batch):
     """The camera's exposure falls to 0.6 over frames 30-39 (4-5 % a frame, no light switch) and
     stays: the default model follows the gain (the frame stays quiet, not flooded), and batches

@@ -104,6 +104,11 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "alpha_foreground"): [0.0, 0.0005, 0.001, 0.002],
         ("gaussian_background", "variance_alpha_foreground"): [0.0006, 0.00125, 0.0025],
     },
+    # The Gaussian model's ghost test: frame pairs after the bootstrap on which whole blobs are
+    # tested for ghosts (0: off; docs/evaluation.md, "Ghosts"), 5 points.
+    "ghost": {
+        ("gaussian_background", "ghost_frames"): [0, 16, 40, 64, 100],
+    },
     # The gate on the means' foreground learning (255: every foreground frame), for
     # benchmarks/long_run_study.py (docs/evaluation.md, "Long runs"), 6 points.
     "quiet": {
@@ -158,6 +163,7 @@ _SHORT = {
     "gaussian_background.still_tolerance": "tol",
     "gaussian_background.bootstrap": "boot",
     "gaussian_background.quiet_tolerance": "quiet",
+    "gaussian_background.ghost_frames": "ghost",
 }
 
 

@@ -266,7 +266,7 @@ class Filter(ABC):
             0 for a filter without state; for one with ``LEARNING_RATES``, its slowest time
             constant ``ceil(1 / a)`` frames for the smallest rate ``a`` (an exponential average
             forgets its start as ``(1 - a)**n``), and at least its own ``warmup`` and
-            ``bootstrap`` parameters + 1 (the frame pairs its start changes);
+            ``bootstrap`` + ``ghost_frames`` parameters + 1 (the frame pairs its start changes);
             ``None`` when a rate is 0 (its state keeps the stream's first frame for good).
             Filters whose state forgets otherwise override this.
         """
@@ -275,7 +275,7 @@ class Filter(ABC):
         rates = [float(self.params[name]) for name in self.LEARNING_RATES]
         if min(rates) <= 0:
             return None
-        start = max(int(self.params.get("warmup", 0)), int(self.params.get("bootstrap", 0)))
+        start = max(int(self.params.get("warmup", 0)), int(self.params.get("bootstrap", 0)) + int(self.params.get("ghost_frames", 0)))
         return max(math.ceil(1 / min(rates) - 1e-9), start + 1)
 
     def state_key(self, name: str) -> tuple:
@@ -339,6 +339,14 @@ def planes(image, kind: Kind = Kind.GRAY) -> tuple[int, int, int]:
     if kind is Kind.BGR:
         shape = shape[:-1]
     return (1, *shape) if len(shape) == 2 else shape
+
+
+def frames_view(array, start: int, stop: int):
+    """A device view of images ``start:stop`` of a batch (K, ...) GPUArray (no copy)."""
+    import pycuda.gpuarray as gpuarray
+
+    per = math.prod(array.shape[1:]) * array.dtype.itemsize
+    return gpuarray.GPUArray((stop - start, *array.shape[1:]), array.dtype, gpudata=int(array.gpudata) + start * per, base=array)
 
 
 def element_count(image) -> np.int32:

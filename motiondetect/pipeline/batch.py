@@ -34,7 +34,6 @@ One synchronisation per batch; device buffers are allocated once (memory stays f
 
 from __future__ import annotations
 
-import math
 import os
 import queue
 import threading
@@ -48,6 +47,7 @@ import numpy as np
 from motiondetect.core.picture import Picture, chroma_shape, unpack_planes
 from motiondetect.core.types import Frame, FrameResult
 from motiondetect.filters import Filter, Upscale
+from motiondetect.filters.base import frames_view
 from motiondetect.gpu.registered_buffers import RegisteredBuffers
 from motiondetect.pipeline.detector import (
     Geometry,
@@ -102,14 +102,6 @@ def auto_batch(size: tuple[int, int], host_decoded: bool = False) -> int:
     width, height = size
     most, pixels = (HOST_BATCH, HOST_BATCH_PIXELS) if host_decoded else (DEFAULT_BATCH, BATCH_PIXELS)
     return max(1, min(most, pixels // max(1, width * height)))
-
-
-def frames_view(array, start: int, stop: int):
-    """A device view of images ``start:stop`` of a batch (K, ...) GPUArray (no copy)."""
-    import pycuda.gpuarray as gpuarray
-
-    per = math.prod(array.shape[1:]) * array.dtype.itemsize
-    return gpuarray.GPUArray((stop - start, *array.shape[1:]), array.dtype, gpudata=int(array.gpudata) + start * per, base=array)
 
 
 class _Lease:

@@ -34,6 +34,7 @@ from helpers import (
 )
 
 from motiondetect.filters import GaussianBackground, RunningAverage
+from motiondetect.filters.ghosts import GhostWindow
 
 SHAPES = [(1, 1), (3, 5), (16, 21)]
 
@@ -146,6 +147,7 @@ def naive_gaussian(
     bootstrap=0,
     quiet_tolerance=255,
     still_frames_inter=None,  # the pipeline's to swap in for an inter-coded video; the model never reads it
+    ghost_frames=0,
     chromas=None,
     followed=None,
 ):
@@ -168,8 +170,11 @@ def naive_gaussian(
     (its variances still learn). A grey pixel (the frame's Cb and Cr, or the rounded chroma
     means, both within 3 of 128) compares and learns no chroma; restarts set the chroma means only
     where the frame's chroma is not grey; grey means take a coloured frame's chroma where the grey
-    level is background. Returns the masks, the grey level's mean and variance and the chroma
-    planes' (``None`` without)."""
+    level is background; with ``ghost_frames``, on frames max(N, 1)..max(N, 1) + ghost_frames the
+    whole-blob ghost test (motiondetect/filters/ghosts.py, tested on its own in
+    tests/filters/test_ghosts.py) names the pixels whose means, chroma (where the frame has colour)
+    and still count restart, cleared from the mask. Returns the masks, the grey level's mean and
+    variance and the chroma planes' (``None`` without)."""
     assert light_field == 0, "the light field changes only the output: tests/filters/test_light_field.py checks it"
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
     height, width = frames[0].shape
@@ -181,6 +186,7 @@ def naive_gaussian(
         c_var = [[[chroma_var] * width for _ in range(height)] for _ in range(2)]
     still = [[0] * width for _ in range(height)]
     masks = []
+    ghosts, first_tested = GhostWindow(), max(bootstrap, 1)
 
     def grey(cb, cr) -> bool:
         return abs(cb - 128) <= 3 and abs(cr - 128) <= 3
@@ -279,6 +285,14 @@ def naive_gaussian(
                             for p in range(2):
                                 c_mean[p][y][x] = planes[1 + p][0]
                         still[y][x] = 0
+        if ghost_frames and first_tested <= t <= first_tested + ghost_frames:
+            take = ghosts.take(frame, np.array(mean, np.int32), mask)
+            for y, x in zip(*np.nonzero(take)) if take is not None else ():
+                mean[y][x] = int(frame[y, x]) << 16
+                if chroma:
+                    take_colours(t, y, x)
+                still[y][x] = 0
+                mask[y, x] = 0
         masks.append(mask)
     if chroma:
         return masks, mean, var, (c_mean, c_var)
@@ -814,3 +828,22 @@ def test_what_moves_while_it_stays_is_not_learnt_and_what_is_quiet_is():
     assert all((mask[parked] == 0).all() for mask in ungated[-10:])
     # Without the gate the mover drew its mean up to it: it goes unseen on half of its frames.
     assert sum((mask[moving] == 0).all() for mask in ungated[-10:]) >= 5
+
+
+def test_gaussian_ghost_test_matches_naive_fixed_point(rng):
+    """The whole-blob ghost test (ghost_frames) through the model: an object stands through the
+    bootstrap and leaves; the CPU model takes its ghost as the naive model does, in the same frame
+    and pixels, means, chroma and still counts included."""
+    base = cv2.resize(rng.integers(60, 200, (6, 8), dtype=np.uint8), (64, 48), interpolation=cv2.INTER_NEAREST)
+    frames = []
+    for t in range(20):
+        frame = base.astype(np.int16) + rng.integers(-1, 2, base.shape)
+        if t < 7:
+            frame[16:32, 24:40] = 20
+        frames.append(np.clip(frame, 0, 255).astype(np.uint8))
+    params = {"bootstrap": 4, "ghost_frames": 12}
+    assert_gaussian_matches_naive(frames, params)
+    # The test did take the ghost: without it the place stays foreground.
+    with_test = run_filter(GaussianBackground(**params), frames, [chroma_for(GaussianBackground(), f) for f in frames])
+    without = run_filter(GaussianBackground(**{**params, "ghost_frames": 0}), frames, [chroma_for(GaussianBackground(), f) for f in frames])
+    assert (without[-1][16:32, 24:40] == 255).mean() > 0.9 and not with_test[-1].any()
