@@ -28,6 +28,18 @@ SHARED_SAMPLES = _shared_samples()
 SHARED_VIDEOS = SHARED_SAMPLES / "videos" if (SHARED_SAMPLES / "videos").is_dir() else None
 
 
+def benchmark_module(name: str):
+    """Import ``benchmarks/<name>.py`` as a module (the scripts are not a package)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
 def square_frames(count=8, height=48, width=64, step=6) -> list[np.ndarray]:
     """``count`` BGR frames (height, width, 3), uint8: a 16-pixel green square on grey 40 that
     moves ``step`` pixels right each frame. At the default 6 the strips a step changes are wider

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,18 +11,14 @@ from motiondetect.evaluation.tuning import score_config
 from motiondetect.pipeline.config import build_filters, load_config
 from motiondetect.pipeline.detector import MotionDetector
 from tests.filters.test_ghosts import ghost_scene
-from tests.helpers import make_folder
+from tests.helpers import benchmark_module, make_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def study():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return importlib.import_module("ghost_study")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    return benchmark_module("ghost_study")
 
 
 def test_settings_parse_and_refuse_in_one_line(study):

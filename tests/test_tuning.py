@@ -21,7 +21,7 @@ from motiondetect.evaluation.scoring import load_folder
 from motiondetect.evaluation.tuning import leave_one_out
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector
-from tests.helpers import SEED_YAML, make_folder, one_line_error, run_cli
+from tests.helpers import SEED_YAML, benchmark_module, make_folder, one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = {("gaussian_background", "sigmas"): [2.0, 3.0], ("median", "kernel_size"): [7, 9]}
@@ -401,11 +401,7 @@ def test_benchmark_tune_loo_prints_the_table_and_caches(three_clips, tmp_path, m
 
 
 def _long_run_study():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return importlib.import_module("long_run_study")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    return benchmark_module("long_run_study")
 
 
 def test_long_run_ping_pong_plays_the_clip_back_and_forth_and_scores_its_last_pass(tmp_path):
