@@ -110,7 +110,8 @@ def ghost_pixels(
 def majority(mask: np.ndarray, size: int) -> np.ndarray:
     """The binary median of ``mask`` ((H, W) uint8, 0 or 255) over ``size`` x ``size`` windows,
     replicated borders: 255 where more than half the window is set, as ``cv2.medianBlur`` gives
-    on such a mask, by a box sum (a fifth of its time at 7 x 7)."""
+    on such a mask, by a box sum (a fifth of its time at 7 x 7). ``size``: odd, at most 15 (the
+    count fits a byte)."""
     counts = cv2.boxFilter(mask >> 7, -1, (size, size), normalize=False, borderType=cv2.BORDER_REPLICATE)
     return np.where(counts > size * size // 2, np.uint8(255), np.uint8(0))
 
