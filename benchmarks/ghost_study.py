@@ -7,7 +7,7 @@ and the frame there is still (:mod:`motiondetect.filters.ghosts`). It runs that 
 kernel keeps each pixel in registers through a batch of frames and cannot ask a whole-blob
 question between frames, so over those frames it runs one frame a launch and tests on the host.
 
-This study runs the same test (:func:`~motiondetect.filters.ghosts.ghost_pixels`) from a subclass
+This study runs the same test (:class:`~motiondetect.filters.ghosts.GhostWindow`) from a subclass
 of the model's CPU reference, with the test's constants as settings and on every frame if asked:
 ``ratio`` (the mean's border gradient over the frame's, at least), ``checks`` (tests in a row),
 ``stillness`` (times the frame's median change, plus one grey level), ``lag`` (frames between a
@@ -43,7 +43,7 @@ from motiondetect.core.errors import MotionDetectError  # noqa: E402
 from motiondetect.evaluation.scoring import DEFAULT_SKIP  # noqa: E402
 from motiondetect.evaluation.tuning import leave_one_out, score_config  # noqa: E402
 from motiondetect.filters.gaussian_background import GaussianBackground, take_ghosts  # noqa: E402
-from motiondetect.filters.ghosts import ghost_pixels  # noqa: E402
+from motiondetect.filters.ghosts import GhostWindow  # noqa: E402
 from motiondetect.pipeline.config import load_config  # noqa: E402
 
 
@@ -82,39 +82,33 @@ class Setting:
 
 
 class GhostTestedBackground(GaussianBackground):
-    """``gaussian_background``'s CPU reference with the ghost test after it (:data:`SETTING`)."""
+    """``gaussian_background``'s CPU reference with the ghost test after it (:data:`SETTING`):
+    the model's own :class:`~motiondetect.filters.ghosts.GhostWindow` at the setting's values,
+    on every pair after the bootstrap or its ``window``, acting ``lag`` pairs later."""
 
     SETTING: Setting | None = None
 
     def reset(self) -> None:
         super().reset()
-        self._ghost_runs = self._tested = None
+        setting = self.SETTING
+        self._study = None if setting is None else GhostWindow(setting.ratio, setting.stillness, setting.checks)
         self._due: dict[int, np.ndarray] = {}
 
     def reference(self, src, side=None, chroma=None):
         out = super().reference(src, side, chroma)
         setting = self.SETTING
-        if setting is None or self._boot_grey is not None:  # not before the bootstrap's median
-            return out
-        if self._tested is None or self._tested.shape != src.shape:
-            self._ghost_runs, self._tested, self._due = np.zeros(src.shape, np.int32), src.copy(), {}
+        if self._study is None or setting is None or self._boot_grey is not None:  # not before the bootstrap's median
             return out
         due = self._due.pop(self._pairs, None)
         if due is not None:
             take_ghosts(due, src, chroma, self._mean, self._chroma_mean, self._still, out)
         if setting.window is not None and self._pairs > self.params["bootstrap"] + setting.window:
             return out
-        mean = ((self._mean + (1 << 15)) >> 16).astype(np.uint8)
-        ghost = ghost_pixels(src, self._tested, mean, out, setting.ratio, setting.stillness)
-        self._tested = src.copy()
-        self._ghost_runs = np.where(ghost, self._ghost_runs + 1, 0).astype(np.int32)
-        take = self._ghost_runs >= setting.checks
-        if take.any():
-            self._ghost_runs[take] = 0
-            if setting.lag:
-                self._due[self._pairs + setting.lag] = take
-            else:
-                take_ghosts(take, src, chroma, self._mean, self._chroma_mean, self._still, out)
+        take = self._study.take(src, self._mean, out)  # the first call keeps the frame only
+        if take is not None and setting.lag:
+            self._due[self._pairs + setting.lag] = take
+        elif take is not None:
+            take_ghosts(take, src, chroma, self._mean, self._chroma_mean, self._still, out)
         return out
 
 

@@ -120,10 +120,13 @@ class GhostWindow:
     """One stream's ghost test: the previous frame and each pixel's run of ghost tests.
 
     :meth:`take` is called on each frame pair the test covers, in order; the first call only
-    keeps its frame (the stillness needs the frame before).
+    keeps its frame (the stillness needs the frame before). ``ratio``, ``stillness`` and
+    ``checks`` are the test's (:func:`ghost_pixels`, :data:`CHECKS`); the model uses the
+    defaults, ``benchmarks/ghost_study.py`` others.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, ratio: float = RATIO, stillness: float = STILLNESS, checks: int = CHECKS) -> None:
+        self.ratio, self.stillness, self.checks = ratio, stillness, checks
         self.previous: np.ndarray | None = None  # (H, W) uint8
         self.runs: np.ndarray | None = None  # (H, W) int32, ghost tests in a row
 
@@ -136,17 +139,17 @@ class GhostWindow:
             mask: (H, W) uint8 the model's raw mask of the frame, 0 or 255.
 
         Returns:
-            (H, W) bool, the pixels in a ghost blob on :data:`CHECKS` tests in a row (their runs
+            (H, W) bool, the pixels in a ghost blob on ``checks`` tests in a row (their runs
             restart), or ``None`` when there are none.
         """
         if self.previous is None or self.previous.shape != frame.shape:
             self.previous, self.runs = frame.copy(), np.zeros(frame.shape, np.int32)
             return None
         mean = ((mean_q16 + (1 << 15)) >> 16).astype(np.uint8)
-        ghost = ghost_pixels(frame, self.previous, mean, mask)
+        ghost = ghost_pixels(frame, self.previous, mean, mask, self.ratio, self.stillness)
         np.copyto(self.previous, frame)
         self.runs = np.where(ghost, self.runs + 1, 0).astype(np.int32)
-        take = self.runs >= CHECKS
+        take = self.runs >= self.checks
         if not take.any():
             return None
         self.runs[take] = 0
