@@ -119,7 +119,8 @@ __global__ void md_subsense_classify_u8(const unsigned char* __restrict__ src,
                                         int width, int height, int samples, int min_matches, int pair,
                                         int tr_q16, int color_r0, int lbsp_r0, int alpha_q16, int alpha_st_q16,
                                         int t_lower_q16, int t_upper_q16, int t_incr_q16, int t_decr_q16,
-                                        int v_incr_q16, int v_decr_q16, int v_max_q16, int r_var_q16, int blink_dmin_q16)
+                                        int v_incr_q16, int v_decr_q16, int v_decay_q16, int v_max_q16, int r_var_q16,
+                                        int blink_dmin_q16)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
@@ -183,9 +184,10 @@ __global__ void md_subsense_classify_u8(const unsigned char* __restrict__ src,
     long long tn = foreground ? (long long)tt + ((long long)t_incr_q16 << 32) / (dsafe * vv)
                               : (long long)tt - ((long long)t_decr_q16 * vv) / dsafe;
     tn = tn < t_lower_q16 ? t_lower_q16 : (tn > t_upper_q16 ? t_upper_q16 : tn);
-    // v(x): up by v_incr on a blink (the raw decision changed) where D_min > blink_dmin, else down.
+    // v(x): up by v_incr on a blink (the raw decision changed) where D_min > blink_dmin, else down
+    // by v_decay (per frame: it follows the frame rate), never below v_decr.
     int blink = foreground != (last[i] != 0) && dd > blink_dmin_q16;
-    vv = blink ? min(vv + v_incr_q16, v_max_q16) : max(vv - v_decr_q16, v_decr_q16);
+    vv = blink ? min(vv + v_incr_q16, v_max_q16) : max(vv - v_decay_q16, v_decr_q16);
     // R(x): up by r_var (v - v_decr) while below (1 + 2 D_min)^2, else down by r_var / v, >= 1.
     long long bound = ((long long)(MD_SUBSENSE_Q16 + 2 * dd) * (long long)(MD_SUBSENSE_Q16 + 2 * dd)) >> 16;
     if (rr < bound)

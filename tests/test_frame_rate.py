@@ -18,7 +18,16 @@ import motiondetect.apps.evaluate as evaluate_module
 from motiondetect.filters import GaussianBackground
 from motiondetect.outputs.writer import VideoWriter
 from motiondetect.pipeline.config import build_filters, default_config, validate
-from motiondetect.pipeline.frame_rate import at_frame_rate, for_source, fps_arg, frames_per_frame, rescaled_count, rescaled_rate
+from motiondetect.pipeline.frame_rate import (
+    at_frame_rate,
+    for_source,
+    fps_arg,
+    frames_per_frame,
+    rescaled_count,
+    rescaled_period,
+    rescaled_rate,
+    rescaled_step,
+)
 from motiondetect.scaleout.chunks import warmup_frames
 
 
@@ -113,6 +122,55 @@ def test_running_average_alpha_is_a_rate_too():
     config = {**default_config(), "pipeline": [{"filter": "gray"}, {"filter": "running_average"}, {"filter": "threshold"}]}
     (_, entry, threshold) = at_frame_rate(config, 5.0)[0]["pipeline"]
     assert entry["alpha"] == pytest.approx(1 - 0.99**5) and threshold == {"filter": "threshold"}
+
+
+def subsense_config(**params) -> dict:
+    return {**default_config(), "pipeline": [{"filter": "gray"}, {"filter": "subsense", **params}, {"filter": "median"}]}
+
+
+def test_subsense_half_rate_values_by_hand():
+    """A sample model's time constants by their kind: update periods halve (an update a second
+    as often as before), the D_min window halves as a count, and the steps added each frame
+    double; the thresholds and shares stay."""
+    rescaled, k = at_frame_rate(subsense_config(), 12.5)
+    (_, entry, median) = rescaled["pipeline"]
+    assert k == 2.0
+    assert (entry["t_lower"], entry["t_upper"], entry["dmin_frames"]) == (1.0, 128.0, 50)
+    assert entry["blink_decay"] == pytest.approx(0.2) and entry["threshold_step"] == pytest.approx(0.02)
+    assert {k: v for k, v in entry.items() if k not in ("t_lower", "t_upper", "dmin_frames", "blink_decay", "threshold_step")} == {
+        "filter": "subsense"
+    }
+    assert median == {"filter": "median"}
+    fast = at_frame_rate(subsense_config(t_lower=4.0), 60.0)[0]["pipeline"][1]
+    assert (fast["t_lower"], fast["t_upper"], fast["dmin_frames"]) == (8.0, 512.0, 200)
+    assert fast["blink_decay"] == pytest.approx(0.05)
+
+
+def test_periods_and_steps_stay_in_their_parameters_ranges():
+    assert rescaled_period(2.0, 5.0, 1.0, 4096.0) == 1.0  # at most one update a frame
+    assert rescaled_period(256.0, 0.01, 1.0, 4096.0) == 4096.0
+    assert rescaled_step(0.1, 5.0, 0.0, 16.0) == pytest.approx(0.5) and rescaled_step(0.5, 1000.0, 0.0, 1.0) == 1.0
+    for fps in (0.5, 1.0, 5.0, 60.0, 1000.0):
+        assert validate(at_frame_rate(subsense_config(), fps)[0]) == []
+
+
+def test_subsense_rescaled_steps_keep_the_blink_count_per_second():
+    """v(x) falls by blink_decay on each frame without a blink: over the same second of a still
+    scene it falls as far at 12.5 frames/s, rescaled, as at 25 (the CPU reference's state; the
+    Q16 roundings of 0.1 and 0.2 differ by one unit a frame)."""
+    from motiondetect.filters.subsense import Q16, V_INIT, Subsense
+
+    frames = [np.full((8, 8), 100, np.uint8)] * 25
+    ends = []
+    for fps, step in ((25.0, 1), (12.5, 2)):
+        (_, entry, _) = at_frame_rate(subsense_config(), fps)[0]["pipeline"]
+        model = Subsense(**{k: v for k, v in entry.items() if k != "filter"})
+        for i in range(step, len(frames), step):
+            model.reference(frames[i], frames[i - step])
+        ends.append(int(model.model["v"][0, 0]))
+    assert ends[0] == V_INIT - 24 * 6554  # 10 - 24 x 0.1 = 7.6, in Q16
+    assert abs(ends[1] - ends[0]) <= 12 and ends[1] != V_INIT - 12 * 6554  # rescaled, not per frame
+    assert ends[0] / Q16 == pytest.approx(7.6, abs=1e-3)
 
 
 def test_chunk_warm_up_follows_the_rescaled_rates():

@@ -23,8 +23,13 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESET = ROOT / "configs" / "subsense.yaml"
-#: Parameters: the preset's, and fast-changing ones (short windows, frequent ghosts and spreads).
-PARAMS = [{}, {"samples": 20, "t_upper": 8.0, "ghost_share": 0.5, "ghost_distance": 0.1, "dmin_frames": 8}]
+#: Parameters: the preset's, fast-changing ones (short windows, frequent ghosts and spreads), and
+#: the defaults as a 5 frames/s source gets them (tuned_fps: periods / 5, steps x 5).
+PARAMS = [
+    {},
+    {"samples": 20, "t_upper": 8.0, "ghost_share": 0.5, "ghost_distance": 0.1, "dmin_frames": 8},
+    {"t_lower": 1.0, "t_upper": 51.2, "dmin_frames": 20, "blink_decay": 0.5, "threshold_step": 0.05},
+]
 
 
 def clip_greys(path, count: int | None = None) -> list[np.ndarray]:

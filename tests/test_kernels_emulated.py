@@ -154,8 +154,8 @@ void md_subsense_init_u8_launch(const u8* ref, u8* col, u16* des, int* r, int* t
     grid2d(w, h, 1, [&] { md_subsense_init_u8(ref, col, des, r, t, v, dm, sa, dl, last, lc, desc, w, h, n, tr, tl, vi); }); }
 void md_subsense_classify_u8_launch(const u8* s, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc,
                                     u8* push, u8* d, int w, int h, int n, int mm, int pair, int tr, int cr, int lr, int a, int ast, int tl, int tu,
-                                    int ti, int td, int vi, int vd, int vm, int rv, int bd) {
-    grid2d(w, h, 1, [&] { md_subsense_classify_u8(s, col, des, r, t, v, dm, sa, dl, last, lc, desc, push, d, w, h, n, mm, pair, tr, cr, lr, a, ast, tl, tu, ti, td, vi, vd, vm, rv, bd); }); }
+                                    int ti, int td, int vi, int vd, int vy, int vm, int rv, int bd) {
+    grid2d(w, h, 1, [&] { md_subsense_classify_u8(s, col, des, r, t, v, dm, sa, dl, last, lc, desc, push, d, w, h, n, mm, pair, tr, cr, lr, a, ast, tl, tu, ti, td, vi, vd, vy, vm, rv, bd); }); }
 void md_subsense_spread_u8_launch(const u8* s, const u16* desc, const u8* push, const int* sa, const int* dl, u8* col, u16* des, int w, int h, int n, int pair, int gs, int gd) {
     grid2d(w, h, 1, [&] { md_subsense_spread_u8(s, desc, push, sa, dl, col, des, w, h, n, pair, gs, gd); }); }
 // The light field's kernels launched on the grid a caller asks for (width x height threads in
@@ -174,8 +174,8 @@ void subsense_init(const u8* ref, u8* col, u16* des, int* r, int* t, int* v, int
     grid2d(w, h, 1, [&] { md_subsense_init_u8(ref, col, des, r, t, v, dm, sa, dl, last, lc, desc, w, h, n, tr, tl, vi); }); }
 void subsense_frame(const u8* s, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc, u8* push, u8* d,
                     int gs, int gd, int w, int h, int n, int mm, int pair, int tr, int cr, int lr, int a, int ast, int tl, int tu, int ti, int td,
-                    int vi, int vd, int vm, int rv, int bd) {
-    grid2d(w, h, 1, [&] { md_subsense_classify_u8(s, col, des, r, t, v, dm, sa, dl, last, lc, desc, push, d, w, h, n, mm, pair, tr, cr, lr, a, ast, tl, tu, ti, td, vi, vd, vm, rv, bd); });
+                    int vi, int vd, int vy, int vm, int rv, int bd) {
+    grid2d(w, h, 1, [&] { md_subsense_classify_u8(s, col, des, r, t, v, dm, sa, dl, last, lc, desc, push, d, w, h, n, mm, pair, tr, cr, lr, a, ast, tl, tu, ti, td, vi, vd, vy, vm, rv, bd); });
     grid2d(w, h, 1, [&] { md_subsense_spread_u8(s, desc, push, sa, dl, col, des, w, h, n, pair, gs, gd); }); }
 }
 """
@@ -867,6 +867,8 @@ SUBSENSE_PARAMS = [
         "dmin_frames": 3,
         "ghost_share": 0.5,
         "ghost_distance": 0.2,
+        "blink_decay": 0.3,  # the steps a source at a third of the tuned rate gets (tuned_fps)
+        "threshold_step": 0.03,
     },
     {"samples": 2, "min_matches": 1, "color_threshold": 255, "lbsp_threshold": 1.0, "lbsp_offset": 16, "t_lower": 1.0, "t_upper": 1.0},
     {

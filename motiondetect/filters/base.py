@@ -136,6 +136,13 @@ class Filter(ABC):
     #: still, how long a warm-up lasts). With ``LEARNING_RATES`` they are rescaled to a source's
     #: frame rate (:func:`motiondetect.pipeline.frame_rate.at_frame_rate`).
     FRAME_COUNTS: ClassVar[tuple[str, ...]] = ()
+    #: Parameters that are real-valued periods in frames (something happens with probability
+    #: 1 / period each frame, as a sample model's update). Rescaled with the others, to
+    #: ``period / k`` (:func:`motiondetect.pipeline.frame_rate.rescaled_period`).
+    FRAME_PERIODS: ClassVar[tuple[str, ...]] = ()
+    #: Parameters that are amounts added each frame (a count's decay, a threshold's drift),
+    #: rescaled to ``step * k`` (:func:`motiondetect.pipeline.frame_rate.rescaled_step`).
+    FRAME_STEPS: ClassVar[tuple[str, ...]] = ()
     #: Parameters whose value for an inter-coded video (H.264, HEVC...) another parameter gives,
     #: ``{"still_frames": "still_frames_inter"}``: that codec's skip blocks repeat still pixels
     #: exactly (:func:`motiondetect.pipeline.coding.for_coding`).

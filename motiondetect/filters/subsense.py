@@ -47,8 +47,9 @@ _DIST_MAX = 8160
 
 #: Feedback constants of the paper's authors (their implementation, SuBSENSE 1.0, shipped in
 #: bgslibrary as BackgroundSubtractorSuBSENSE), as Q16 integers: v(x) rises by V_INCR = 1 on a
-#: blink and falls by V_DECR = 0.1 otherwise, never below V_DECR, starting at V_INIT = 10;
-#: R(x) moves by R_VAR = 0.01 times (v - V_DECR) up, or 0.01 / v down; T(x) rises by
+#: blink and falls by V_DECR = 0.1 otherwise (``blink_decay``, per frame), never below V_DECR,
+#: starting at V_INIT = 10; R(x) moves by R_VAR = 0.01 (``threshold_step``, per frame) times
+#: (v - V_DECR) up, or R_VAR / v down; T(x) rises by
 #: T_INCR / (D_min v) = 0.5 / (D_min v) and falls by T_DECR v / D_min = 0.25 v / D_min; a
 #: blink counts only where D_min > BLINK_DMIN = 0.1. V_MAX = 256 bounds v so the Q16 state fits
 #: 32 bits (the authors' float has no bound).
@@ -142,9 +143,10 @@ class Subsense(Filter):
       ``1 / min(t, dmin_frames)`` on frame pair t, of d_t(x), the smallest normalised distance
       ``(|I - B_n| / 255 + hamming / 16) / 2`` to any sample.
     - v(x), the blink accumulator: + 1 where the raw decision blinked (changed since the last frame) and
-      D_min > 0.1, else - 0.1, at least 0.1 (starts at 10).
-    - R(x), the distance threshold factor: while ``R < (1 + 2 D_min)**2`` it grows by ``0.01 (v - 0.1)``, else it
-      shrinks by ``0.01 / v``, never below 1 (starts at 1).
+      D_min > 0.1, else - ``blink_decay`` (0.1), at least 0.1 (starts at 10).
+    - R(x), the distance threshold factor: while ``R < (1 + 2 D_min)**2`` it grows by
+      ``threshold_step (v - 0.1)`` (0.01), else it shrinks by ``threshold_step / v``, never below 1
+      (starts at 1).
     - T(x), the update period: ``+ 0.5 / (D_min v)`` where foreground, ``- 0.25 v / D_min``
       where background, within ``[t_lower, t_upper]`` (starts at ``t_lower``).
     - Update (conservative, as ViBe's): a background pixel replaces one of its own
@@ -157,7 +159,10 @@ class Subsense(Filter):
       ``dmin_frames / 4`` frames) is foreground yet static, and takes its neighbours' spread
       values at the higher rate 1 / t_lower, so a ghost melts from its edges.
 
-    The feedback constants (v's steps, R's and T's rates) are the authors' (module constants);
+    The feedback constants (v's rise, T's rates) are the authors' (module constants), and so are
+    the defaults of ``blink_decay`` and ``threshold_step``; those two, ``t_lower``, ``t_upper`` and
+    ``dmin_frames`` follow the source's frame rate (``tuned_fps``,
+    :mod:`motiondetect.pipeline.frame_rate`);
     the paper's defaults N = 50, #min = 2, R0_lbsp = 3, T_lower = 2, T_upper = 256 are the
     parameters' defaults. The paper's colour threshold R0_color = 30 is for RGB; its authors'
     grey-image path halves it, hence ``color_threshold`` 15 here, and divides the LBSP
@@ -197,6 +202,11 @@ class Subsense(Filter):
     INPUT = Kind.GRAY
     OUTPUT = Kind.MASK
     SIDE_INPUT = "reference"
+    # Rescaled to the source's frame rate (motiondetect.pipeline.frame_rate); the feedback steps
+    # of R, T and v stay per frame.
+    FRAME_COUNTS = ("dmin_frames",)
+    FRAME_PERIODS = ("t_lower", "t_upper")
+    FRAME_STEPS = ("blink_decay", "threshold_step")
     PARAMS = (
         Param("samples", int, 50, 2, 100, "samples", "background samples per pixel, N; 50 is the paper's default"),
         Param(
@@ -270,6 +280,25 @@ class Subsense(Filter):
             "frames",
             "window of the running mean D_min(x): rate 1/min(t, dmin_frames); 100 is the authors' long-term window",
         ),
+        Param(
+            "blink_decay",
+            float,
+            0.1,
+            0.0,
+            16.0,
+            "per frame",
+            "how much the blink count v(x) falls on a frame without a blink (it rises by 1 on one); 0.1 is the paper's v_decr",
+        ),
+        Param(
+            "threshold_step",
+            float,
+            0.01,
+            0.0,
+            1.0,
+            "per frame",
+            "R_var, the step of the distance threshold factor R(x) each frame: up by threshold_step (v - 0.1), "
+            "or down by threshold_step / v; 0.01 is the paper's",
+        ),
     )
 
     def __init__(self, **params) -> None:
@@ -304,6 +333,8 @@ class Subsense(Filter):
             "t_upper_q16": max(t_lower, to_q16(p["t_upper"])),
             "ghost_s_q16": to_q16(p["ghost_share"]),
             "ghost_d_q16": to_q16(p["ghost_distance"]),
+            "v_decay_q16": to_q16(p["blink_decay"]),
+            "r_var_q16": to_q16(p["threshold_step"]),
         }
 
     def rate(self, pair: int, window: int | None = None) -> int:
@@ -337,8 +368,9 @@ class Subsense(Filter):
             T_DECR,
             V_INCR,
             V_DECR,
+            c["v_decay_q16"],
             V_MAX,
-            R_VAR,
+            c["r_var_q16"],
             BLINK_DMIN,
         )
 
@@ -459,10 +491,10 @@ class Subsense(Filter):
         down = t - (np.int64(T_DECR) * v) // dsafe
         t = np.clip(np.where(foreground, up, down), c["t_lower_q16"], c["t_upper_q16"])
         blink = (foreground != (m["last"].reshape(-1) != 0)) & (d > BLINK_DMIN)
-        v = np.where(blink, np.minimum(v + V_INCR, V_MAX), np.maximum(v - V_DECR, V_DECR))
+        v = np.where(blink, np.minimum(v + V_INCR, V_MAX), np.maximum(v - c["v_decay_q16"], V_DECR))
         bound = ((Q16 + 2 * d) * (Q16 + 2 * d)) >> 16
-        grow = r + ((R_VAR * (v - V_DECR) + 32768) >> 16)
-        shrink = np.maximum(r - (np.int64(R_VAR) << 16) // v, Q16)
+        grow = r + ((c["r_var_q16"] * (v - V_DECR) + 32768) >> 16)
+        shrink = np.maximum(r - (np.int64(c["r_var_q16"]) << 16) // v, Q16)
         r = np.where(r < bound, grow, shrink)
         for name, value in (("r", r), ("t", t), ("v", v), ("dmin", d), ("savg", savg), ("dlast", dlast)):
             m[name] = value.astype(np.int32).reshape(height, width)
@@ -546,7 +578,7 @@ class Subsense(Filter):
                 np.int32(V_INIT),
             )
             self._device_pairs = 0
-        classify = cuda.function(self.KERNEL, "md_subsense_classify_u8", "P" * 14 + "i" * 19)
+        classify = cuda.function(self.KERNEL, "md_subsense_classify_u8", "P" * 14 + "i" * 20)
         spread = cuda.function(self.KERNEL, "md_subsense_spread_u8", "P" * 7 + "i" * 6)
         arguments = [np.int32(x) for x in self.frame_arguments(1)]  # per frame only the pair (2) and the rates (6, 7) change
         size = (np.int32(width), np.int32(height))

@@ -16,8 +16,13 @@ and 0.750 while OpenCV's KNN + median held its own; with the values rescaled as 
 is how many frames at the tuned rate one source frame stands for: ``clamp(fps, low, high) / fps``
 for the config's ``tuned_fps: [low, high]``, so a source inside the range keeps the values
 exactly (and the GPU and CPU backends, given the same config, still agree bit for bit).
-``gaussian_background`` and ``running_average`` declare theirs; ``subsense``'s update periods and
-feedback steps stay per frame (not measured at other rates).
+``FRAME_PERIODS`` (a sample model's update periods: probability 1 / period each frame) go to
+``period / k`` (:func:`rescaled_period`) and ``FRAME_STEPS`` (amounts added each frame) to
+``step * k`` (:func:`rescaled_step`), both within the parameter's range.
+``gaussian_background`` and ``running_average`` declare rates and counts; ``subsense`` its
+update periods ``t_lower``, ``t_upper``, its window ``dmin_frames`` and its feedback steps
+``blink_decay`` and ``threshold_step``. T(x)'s own steps stay as they are: T is a period in
+frames, so its bounds shrink by k while k tuned frames' steps would move it k times as far.
 """
 
 from __future__ import annotations
@@ -92,6 +97,20 @@ def rescaled_count(count: int, k: float, maximum: int) -> int:
     return int(min(maximum, max(min(count, 2), math.floor(count / k + 0.5))))
 
 
+def rescaled_period(period: float, k: float, minimum: float, maximum: float) -> float:
+    """A period in frames (an update with probability ``1 / period`` each frame) for frames that
+    stand for ``k`` tuned ones: ``period / k``, the same updates per second, within the
+    parameter's ``[minimum, maximum]`` (a minimum of 1: at most one update a frame)."""
+    return min(maximum, max(minimum, period / k))
+
+
+def rescaled_step(step: float, k: float, minimum: float, maximum: float) -> float:
+    """An amount added each frame (a count's decay, a threshold's drift) for frames that stand for
+    ``k`` tuned ones: ``step * k``, the same change per second, within the parameter's
+    ``[minimum, maximum]``."""
+    return min(maximum, max(minimum, step * k))
+
+
 def at_frame_rate(config: dict[str, Any], fps: float) -> tuple[dict[str, Any], float]:
     """The config with every pipeline filter's per-frame values rescaled for a ``fps`` source.
 
@@ -103,8 +122,9 @@ def at_frame_rate(config: dict[str, Any], fps: float) -> tuple[dict[str, Any], f
 
     Returns:
         ``(config, k)``: ``config`` itself when ``k`` (:func:`frames_per_frame`) is 1, else a copy
-        whose filters' ``LEARNING_RATES`` and ``FRAME_COUNTS`` parameters are rescaled
-        (:func:`rescaled_rate`, :func:`rescaled_count`; parameters the entry leaves out are taken
+        whose filters' ``LEARNING_RATES``, ``FRAME_COUNTS``, ``FRAME_PERIODS`` and ``FRAME_STEPS``
+        parameters are rescaled (:func:`rescaled_rate`, :func:`rescaled_count`,
+        :func:`rescaled_period`, :func:`rescaled_step`; parameters the entry leaves out are taken
         at their defaults first).
 
     Raises:
@@ -120,6 +140,12 @@ def at_frame_rate(config: dict[str, Any], fps: float) -> tuple[dict[str, Any], f
             entry[name] = rescaled_rate(float(cls.entry_value(entry, name)), k)
         for name in cls.FRAME_COUNTS:
             entry[name] = rescaled_count(int(cls.entry_value(entry, name)), k, int(cls.param(name).maximum))
+        for name in cls.FRAME_PERIODS:
+            param = cls.param(name)
+            entry[name] = rescaled_period(float(cls.entry_value(entry, name)), k, float(param.minimum), float(param.maximum))
+        for name in cls.FRAME_STEPS:
+            param = cls.param(name)
+            entry[name] = rescaled_step(float(cls.entry_value(entry, name)), k, float(param.minimum), float(param.maximum))
     return config, k
 
 
@@ -156,7 +182,12 @@ def model_values(config: dict[str, Any]) -> dict[str, float | int]:
     values: dict[str, float | int] = {}
     for entry in config["pipeline"]:
         cls = REGISTRY[entry["filter"]]
-        values.update({f"{cls.NAME}.{name}": cls.entry_value(entry, name) for name in cls.LEARNING_RATES + cls.FRAME_COUNTS})
+        values.update(
+            {
+                f"{cls.NAME}.{name}": cls.entry_value(entry, name)
+                for name in cls.LEARNING_RATES + cls.FRAME_COUNTS + cls.FRAME_PERIODS + cls.FRAME_STEPS
+            }
+        )
     return values
 
 
