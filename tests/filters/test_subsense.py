@@ -194,3 +194,40 @@ def test_waving_tree_long_stretch_is_quiet():
         assert len(masks) == 248
         flagged[name] = sum(m.mean() >= 0.001 for m in masks[50:240])
     assert flagged["subsense"] == 0 < flagged["default"]
+
+
+def test_preset_registers_a_shaking_camera(rng):
+    """configs/subsense.yaml registers each frame before the model. A still scene of smooth blobs
+    (texture at a 16-pixel scale) shaken by up to 4 pixels, with a square 40 grey levels brighter
+    than what it covers crossing it from frame 40: without ``register`` the samples learn the
+    shake as a dynamic background (R(x) grows) and much of the square is missed (recall 0.58);
+    with it the square is found (0.98). The reference is the square's pixels moved by each
+    frame's shift."""
+    from helpers import jitter
+
+    noise = rng.integers(0, 256, (15, 20, 3), dtype=np.uint8)
+    scene = cv2.resize(noise, (320 + 16, 240 + 16), interpolation=cv2.INTER_CUBIC)
+    frames, truths = [], []
+    for i in range(80):
+        frame, truth = scene.copy(), np.zeros(scene.shape[:2], np.uint8)
+        if i >= 40:
+            x = 40 + 5 * (i - 40)
+            frame[100:148, x : x + 48] = cv2.add(frame[100:148, x : x + 48], 40)  # 40 grey levels brighter
+            truth[100:148, x : x + 48] = 255
+        frames.append(frame)
+        truths.append(cv2.cvtColor(truth, cv2.COLOR_GRAY2BGR))
+    moved, shifts = jitter(frames, amp=4, seed=5)
+    moved_truths = [t[..., 0] for t in jitter(truths, amp=4, seed=5)[0]]
+    assert sum(s != (0, 0) for s in shifts) > 70
+    config = load_config(PRESET)
+    assert [e["filter"] for e in config["pipeline"]][2:4] == ["register", "subsense"]
+    unregistered = {**config, "pipeline": [e for e in config["pipeline"] if e["filter"] != "register"]}
+
+    def recall(cfg):
+        detector = MotionDetector(build_filters(cfg), annotate=False)
+        masks = [detector.process(f).mask for f in moved]
+        found = sum(int(np.count_nonzero(m[t > 0])) for m, t in zip(masks[45:], moved_truths[45:]))
+        return found / sum(int(np.count_nonzero(t)) for t in moved_truths[45:])
+
+    assert recall(config) > 0.9
+    assert recall(unregistered) < 0.75
