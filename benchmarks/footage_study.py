@@ -16,6 +16,12 @@ captures at 15), and noisy at night. Each clip is written again with one change 
 - ``dusk``, ``dawn``: a camera's switch to night (infrared) mode: the frames from the middle
   one on (``dusk``), or up to it (``dawn``), grey (each BGR channel the frame's BT.601 luma, so
   the grey level does not change and only the colour goes).
+- ``rain``, ``snow``: bad weather drawn over every frame (seeded, new on each frame; CDnet's
+  badWeather labels falling snow as background, so the labels stay), sized to the frame so that
+  every clip looks alike at 240 rows (s = rows / 240, rounded, at least 1): heavy rain as streaks
+  s pixels wide and 1/24 to 1/12 of the height long, slanted by 0.15, one per 400 s^2 pixels,
+  30 % of the way to white; heavy snow as flakes of radius s to 2 s pixels, one per 300 s^2
+  pixels, 80 % of the way to white.
 
 The labels stay as they are. Methods: the default pipeline (``configs/default.yaml``) as image
 sequences get it; on ``fN`` and ``cQ`` clips also as a video gets it (on ``fN`` clips, a video at
@@ -101,12 +107,41 @@ def _through_x264(images: list[np.ndarray], crf: int) -> list[np.ndarray]:
     return decoded
 
 
+def weathered(images: list[np.ndarray], kind: str, seed: int = 3) -> list[np.ndarray]:
+    """``images`` ((H, W, 3) uint8 BGR) with ``kind`` (``rain`` or ``snow``, see the module's
+    docstring) drawn over each, a new draw on every frame (seeded)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for image in images:
+        height, width = image.shape[:2]
+        scale = max(1, round(height / 240))
+        layer = np.zeros((height, width), np.uint8)
+        if kind == "rain":
+            for _ in range(height * width // (400 * scale * scale)):
+                x, y = int(rng.integers(0, width)), int(rng.integers(0, height))
+                length = int(rng.integers(height // 24, height // 12 + 1))
+                cv2.line(layer, (x, y), (x + round(0.15 * length), y + length), 255, scale)
+            strength = 0.3
+        else:
+            for _ in range(height * width // (300 * scale * scale)):
+                x, y = int(rng.integers(0, width)), int(rng.integers(0, height))
+                cv2.circle(layer, (x, y), int(rng.integers(1, 3)) * scale, 255, -1)
+            strength = 0.8
+        drawn = layer[..., None] > 0
+        whiter = image + strength * (255.0 - image)
+        out.append(np.where(drawn, np.round(whiter), image).astype(np.uint8))
+    return out
+
+
 def changed(src: Path, dst: Path, change: str) -> Path:
-    """Write ``src`` (CDnet layout) with ``change`` (``fN``, ``cQ``, ``nS``, ``dusk`` or ``dawn``, see the module's
+    """Write ``src`` (CDnet layout) with ``change`` (``fN``, ``cQ``, ``nS``, ``dusk``, ``dawn``, ``rain`` or ``snow``, see the module's
     docstring) into ``dst``, labels, ROI and temporal ROI kept; return ``dst``."""
     folder = load_folder(src)
     _copy_layout(src, dst)
     frames = folder.frames
+    if change in ("rain", "snow"):
+        images = [cv2.imread(str(image_path), cv2.IMREAD_COLOR) for _, image_path, _ in frames]
+        return _written(dst, frames, weathered(images, change))
     if change in ("dusk", "dawn"):
         images = [cv2.imread(str(image_path), cv2.IMREAD_COLOR) for _, image_path, _ in frames]
         middle = len(images) // 2
@@ -126,7 +161,7 @@ def changed(src: Path, dst: Path, change: str) -> Path:
         rng = np.random.default_rng(1)
         images = [np.clip(image + rng.normal(0, value, image.shape), 0, 255).round().astype(np.uint8) for image in images]
     elif kind != "f":
-        raise ValueError(f"unknown change {change!r}: expected fN, cQ, nS, dusk or dawn")
+        raise ValueError(f"unknown change {change!r}: expected fN, cQ, nS, dusk, dawn, rain or snow")
     return _written(dst, frames, images)
 
 
@@ -163,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument(
-        "--changes", default="f2,f3,c23,c35,n6", help="fN frame rate / N, cQ x264 CRF Q, nS noise S grey levels, dusk/dawn night mode"
+        "--changes",
+        default="f2,f3,c23,c35,n6",
+        help="fN frame rate / N, cQ x264 CRF Q, nS noise S grey levels, dusk/dawn night mode, rain/snow bad weather",
     )
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     args = parser.parse_args(argv)

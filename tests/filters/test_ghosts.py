@@ -68,6 +68,44 @@ def test_the_stillness_is_measured_against_the_frames_noise():
     assert ghost_pixels(frame, previous, with_object, box, stillness=1.5)[box > 0].mean() > 0.9
 
 
+def test_snow_over_a_ghost_leaves_it_still_and_a_moving_leaf_stays_kept():
+    """Flakes that cross a ghost change a few percent of its pixels by a hundred grey levels: the
+    blob's trimmed mean (its largest tenth left out) stays still, where the plain mean (trim 0)
+    is moved past the limit; the leaf of the test above, which changes across its whole blob,
+    is kept either way."""
+    rng = np.random.default_rng(2)
+    background, box = texture(), square()
+    with_object = background.copy()
+    with_object[box > 0] = 20
+    previous, frame = background.copy(), background.copy()
+    for image in (previous, frame):  # a new 6 % of the pixels whitened on each frame
+        flakes = rng.random(background.shape) < 0.06
+        image[flakes] = 240
+    assert ghost_pixels(frame, previous, with_object, box)[box > 0].mean() > 0.9
+    assert not ghost_pixels(frame, previous, with_object, box, trim=0).any()
+
+    def leaf_at(left: int) -> np.ndarray:
+        leaf = cv2.GaussianBlur(square(left=left), (0, 0), 3).astype(np.float32) / 255
+        return (background * (1 - leaf) + 128 * leaf).astype(np.uint8)
+
+    assert not ghost_pixels(leaf_at(40), leaf_at(34), background, box).any()
+
+
+def test_trimmed_sums_leave_out_each_labels_largest_values():
+    from motiondetect.filters.ghosts import _trimmed_sums
+
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 5, 500).astype(np.int32)
+    values = rng.integers(0, 256, 500).astype(np.uint8)
+    counts = np.bincount(labels, minlength=5).astype(np.int64)
+    for trim in (0, 10, 3):
+        sums, kept = _trimmed_sums(labels, values, counts, trim)
+        for label in range(5):
+            ordered = np.sort(values[labels == label]).astype(int)
+            n = len(ordered) - (len(ordered) // trim if trim else 0)
+            assert (kept[label], sums[label]) == (n, ordered[:n].sum())
+
+
 def test_small_blobs_and_an_empty_mask_are_not_tested():
     background = texture()
     small = square(size=3)
