@@ -47,14 +47,14 @@ _DIST_MAX = 8160
 
 #: Feedback constants of the paper's authors (their implementation, SuBSENSE 1.0, shipped in
 #: bgslibrary as BackgroundSubtractorSuBSENSE), as Q16 integers: v(x) rises by V_INCR = 1 on a
-#: blink and falls by V_DECR = 0.1 otherwise (``blink_decay``, per frame), never below V_DECR,
-#: starting at V_INIT = 10; R(x) moves by R_VAR = 0.01 (``threshold_step``, per frame) times
-#: (v - V_DECR) up, or R_VAR / v down; T(x) rises by
+#: blink and falls by the parameter ``blink_decay`` (their v_decr, 0.1) otherwise, never below
+#: V_DECR = 0.1, starting at V_INIT = 10; R(x) moves by the parameter ``threshold_step`` (their
+#: R_var, 0.01) times (v - V_DECR) up, or by ``threshold_step`` / v down; T(x) rises by
 #: T_INCR / (D_min v) = 0.5 / (D_min v) and falls by T_DECR v / D_min = 0.25 v / D_min; a
 #: blink counts only where D_min > BLINK_DMIN = 0.1. V_MAX = 256 bounds v so the Q16 state fits
 #: 32 bits (the authors' float has no bound).
 V_INCR, V_DECR, V_INIT, V_MAX = Q16, 6554, 10 * Q16, 256 * Q16
-R_VAR, T_INCR, T_DECR, BLINK_DMIN = 655, Q16 // 2, Q16 // 4, 6554
+T_INCR, T_DECR, BLINK_DMIN = Q16 // 2, Q16 // 4, 6554
 
 
 def to_q16(value: float) -> int:
@@ -202,8 +202,8 @@ class Subsense(Filter):
     INPUT = Kind.GRAY
     OUTPUT = Kind.MASK
     SIDE_INPUT = "reference"
-    # Rescaled to the source's frame rate (motiondetect.pipeline.frame_rate); the feedback steps
-    # of R, T and v stay per frame.
+    # Rescaled to the source's frame rate (motiondetect.pipeline.frame_rate). T(x)'s own steps
+    # stay per frame: its bounds shrink with the period, which makes up for them.
     FRAME_COUNTS = ("dmin_frames",)
     FRAME_PERIODS = ("t_lower", "t_upper")
     FRAME_STEPS = ("blink_decay", "threshold_step")
