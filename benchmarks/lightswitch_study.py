@@ -5,7 +5,9 @@ labelled clips.
 From the middle frame of a clip on, every frame is changed the same way (seeded nothing: the
 change is deterministic): ``+N`` adds N grey levels to each BGR channel, ``xG`` multiplies them by
 G (``cv2.convertScaleAbs``, saturating), as a light switched on (``+40``) or off (``x0.6``) does,
-and ``rG`` ramps the gain from 1 to G over ten frames, as a camera's auto-exposure does; the
+``rG`` ramps the gain from 1 to G over ten frames, as a camera's auto-exposure does, and ``fA@H``
+makes it flicker by A % either way at H Hz, as mains lighting beating with the frame rate
+(100 Hz light, 30 frames/s: 10 Hz) or a hunting auto-exposure does; the
 labels stay as they are, since the objects do not change. Each clip is scored as it is and with
 each change, with the default pipeline at each value of ``--param`` (``lightswitch`` or
 ``exposure``), by the same CDnet scorer as ``motiondetect evaluate`` (first 50 frames of the
@@ -20,6 +22,7 @@ means and the clips that move. Usage::
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 import tempfile
@@ -45,10 +48,14 @@ RAMP_FRAMES = 10
 
 
 def change(step: str, frame: int = RAMP_FRAMES):
-    """``(gain, offset)`` of a step written ``+N`` (N grey levels added), ``xG`` (gain G) or ``rG``
-    (gain G reached over RAMP_FRAMES frames), ``frame`` frames after its start (0: the first)."""
+    """``(gain, offset)`` of a step written ``+N`` (N grey levels added), ``xG`` (gain G), ``rG``
+    (gain G reached over RAMP_FRAMES frames) or ``fA@H`` (flicker: the gain swings by A % either
+    way at H Hz, frames read at 25 frames/s), ``frame`` frames after its start (0: the first)."""
     if step.startswith("+"):
         return 1.0, float(step[1:])
+    if step.startswith("f"):
+        amplitude, hertz = (float(v) for v in step[1:].split("@"))
+        return 1 + amplitude / 100 * math.sin(2 * math.pi * hertz * frame / 25), 0.0
     gain = float(step[1:])
     if step.startswith("r"):
         gain = 1 + (gain - 1) * min(frame + 1, RAMP_FRAMES) / RAMP_FRAMES
@@ -92,7 +99,9 @@ def score_clip(clip: Path, steps: list[str], values: list[float], param: str = "
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path)
-    parser.add_argument("--steps", default="+40,x0.6", help="changes from the middle frame on: +N grey levels or xG gain [+40,x0.6]")
+    parser.add_argument(
+        "--steps", default="+40,x0.6", help="changes from the middle frame on: +N grey levels, xG gain, rG ramp, fA@H flicker [+40,x0.6]"
+    )
     parser.add_argument(
         "--param", default="lightswitch", choices=["lightswitch", "exposure"], help="the gaussian_background parameter varied"
     )

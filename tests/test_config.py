@@ -75,7 +75,7 @@ def test_default_config_contents():
             "still_tolerance": 0,
             "quiet_tolerance": 0,
             "lightswitch": 0.7,
-            "exposure": 1.5,
+            "exposure": 1.25,
             "light_field": 0.0,
             "warmup": 50,
             "bootstrap": 24,
