@@ -193,7 +193,9 @@ def test_batches_equal_through_a_clouds_shadow(cuda, batch):
     """A cloud's shadow (a gain falling from 1 at the left edge to 0.6 at the right) darkens the
     plaza over frames 30-39 and stays. With ``light_field`` 12 the model's compared means and the
     light field's kernels, batches of any K, equal K = 1 and the CPU; the field clears most of
-    the flood that the model without it reports."""
+    the flood that the model without it reports beyond the people the unshaded clip shows (the
+    frame-wide gain of ``exposure`` 1.25 follows part of the shadow on its own: 0.83 of flooded
+    frame shares over frames 35-79 against 2.62 at the 1.5 before it; the field leaves 0.06)."""
     from motiondetect.evaluation.tuning import config_for
 
     def shaded(picture, t):
@@ -202,12 +204,19 @@ def test_batches_equal_through_a_clouds_shadow(cuda, batch):
         gain = 1 - depth * np.linspace(0, 1, bgr.shape[1])[None, :, None]
         return Picture.from_bgr(np.clip(bgr * gain + 0.5, 0, 255).astype(np.uint8))
 
-    frames = [shaded(p, t) for t, p in enumerate(pictures(h264(H264[0]), 80))]
+    unshaded = pictures(h264(H264[0]), 80)
+    frames = [shaded(p, t) for t, p in enumerate(unshaded)]
     cfg = config_for(default_config(), {("gaussian_background", "light_field"): 12.0})
     with_field = default_batches_equal(cuda, batch, frames, cfg)
+
+    def flood(fractions):  # shares beyond the unshaded clip's, frames 35-79
+        detector = MotionDetector(build_filters(default_config()))
+        people = [detector.process(p).motion_fraction for p in unshaded]
+        return sum(fractions[35:]) - sum(people[35:])
+
     detector = MotionDetector(build_filters(default_config()))
     plain = [detector.process(p).motion_fraction for p in frames]
-    assert sum(plain[35:]) > 2 * sum(with_field[35:])
+    assert flood(plain) > 0.5 and flood(plain) > 5 * flood(with_field)
 
 
 def test_batches_with_a_roi_and_without_outputs(cuda):
