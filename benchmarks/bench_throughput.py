@@ -177,8 +177,8 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None 
 
     # Warm up past the stream's start, which a model may run at another pace (the Gaussian
     # model's ghost test waits for each of its first frames: ghost_frames after the bootstrap).
-    start = tested_until(filters)
-    for n in range(max(len(device_frames), start + 1)):
+    warm_until = tested_until(filters)
+    for n in range(max(len(device_frames), warm_until + 1)):
         run_once(device_frames[n % len(device_frames)])
     rates = []
     for _ in range(repeats):
