@@ -140,12 +140,10 @@ def at_frame_rate(config: dict[str, Any], fps: float) -> tuple[dict[str, Any], f
             entry[name] = rescaled_rate(float(cls.entry_value(entry, name)), k)
         for name in cls.FRAME_COUNTS:
             entry[name] = rescaled_count(int(cls.entry_value(entry, name)), k, int(cls.param(name).maximum))
-        for name in cls.FRAME_PERIODS:
-            param = cls.param(name)
-            entry[name] = rescaled_period(float(cls.entry_value(entry, name)), k, float(param.minimum), float(param.maximum))
-        for name in cls.FRAME_STEPS:
-            param = cls.param(name)
-            entry[name] = rescaled_step(float(cls.entry_value(entry, name)), k, float(param.minimum), float(param.maximum))
+        for names, rescaled in ((cls.FRAME_PERIODS, rescaled_period), (cls.FRAME_STEPS, rescaled_step)):
+            for name in names:
+                param = cls.param(name)
+                entry[name] = rescaled(float(cls.entry_value(entry, name)), k, float(param.minimum), float(param.maximum))
     return config, k
 
 
