@@ -139,16 +139,27 @@ def changed(src: Path, dst: Path, change: str) -> Path:
     folder = load_folder(src)
     _copy_layout(src, dst)
     frames = folder.frames
+    kind, value = change[0], int(change[1:]) if change[1:].isdigit() else None
+    if kind == "f" and value:
+        # The phase that keeps the most labelled frames (a clip may label one frame in many).
+        labelled = [i % value for i, (_, _, label) in enumerate(frames) if label is not None]
+        frames = frames[max(range(value), key=labelled.count) :: value]
+    images = [cv2.imread(str(image_path), cv2.IMREAD_COLOR) for _, image_path, _ in frames]
     if change in ("rain", "snow"):
-        images = [cv2.imread(str(image_path), cv2.IMREAD_COLOR) for _, image_path, _ in frames]
-        return _written(dst, frames, weathered(images, change))
-    if change in ("dusk", "dawn"):
-        images = [cv2.imread(str(image_path), cv2.IMREAD_COLOR) for _, image_path, _ in frames]
+        images = weathered(images, change)
+    elif change in ("dusk", "dawn"):
         middle = len(images) // 2
         for i, image in enumerate(images):
             if (i >= middle) == (change == "dusk"):
                 images[i] = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
-        return _written(dst, frames, images)
+    elif kind == "c" and value is not None:
+        images = _through_x264(images, value)
+    elif kind == "n" and value is not None:
+        rng = np.random.default_rng(1)
+        images = [np.clip(image + rng.normal(0, value, image.shape), 0, 255).round().astype(np.uint8) for image in images]
+    elif not (kind == "f" and value):
+        raise ValueError(f"unknown change {change!r}: expected fN, cQ, nS, dusk, dawn, rain or snow")
+    return _written(dst, frames, images)
     kind, value = change[0], int(change[1:])
     if kind == "f":
         # The phase that keeps the most labelled frames (a clip may label one frame in many).
