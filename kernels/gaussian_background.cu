@@ -65,10 +65,9 @@ __device__ bool md_grey_chroma(int cb, int cr)
 // frame's values, the variance stays, the still count restarts. md_light_change_count_u8 fills
 // light_counts for the whole batch first: the decision needs every pixel of the frame, which the
 // model's threads, each one pixel through the batch, cannot wait for.
-// With exposure_q8 > 0, a frame that is no light switch scales the means by the exposure's gain
-// ratios[k] (Q8, from md_exposure_histogram_u8) when it is not 256 and it explains more pixels than no
-// change by the margin: light_counts[4k + 2] * 256 > exposure_q8 * light_counts[4k + 3]. The chroma
-// means' distances from 128 scale too. light_counts holds 4 counts a frame.
+// With `gains` (not NULL: the exposure on), a frame that is no light switch scales the means by
+// gains[k] (Q8, from md_exposure_gains) when it is not 256. The chroma means' distances from 128
+// scale too. light_counts holds 4 counts a frame.
 // `last` (when not NULL) keeps the previous grey level between launches, for all three and for
 // quiet_tolerance: the means learn from a foreground pixel (at alpha_fg_q16) only on a frame whose
 // grey level is within quiet_tolerance of the previous frame's (255, or `last` NULL: every frame),
@@ -119,8 +118,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int still_frames, int still_tolerance,
                                           const unsigned int* __restrict__ light_counts,
                                           int light_count,
-                                          const int* __restrict__ ratios,
-                                          int exposure_q8,
+                                          const int* __restrict__ gains,
                                           unsigned char* __restrict__ compared,
                                           unsigned char* __restrict__ history,
                                           int bootstrap,
@@ -167,9 +165,9 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         if (light_count > 0 && max(light[0], light[1]) >= (unsigned int)light_count) {
             take_frame(at, x);
             cancelled = true;
-        } else if (exposure_q8 > 0 && ratios[k] != 256 && (long long)light[2] * 256 > (long long)exposure_q8 * light[3]) {
+        } else if (gains != NULL && gains[k] != 256) {
             cancelled = true;
-            const long long r = ratios[k];
+            const long long r = gains[k];
             m = (int)min(((long long)m * r + 128) >> 8, 255LL << 16);
             if (colour) {
                 for (int p = 0; p < 2; ++p) {
@@ -313,6 +311,40 @@ __global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
             if (lane == 0 && sum) atomicAdd(&counts[4 * k + j], sum);
         }
     }
+}
+
+// The exposure's gains of a batch (GaussianBackground.exposure_gain, which documents the rule):
+// one thread walks the `frames` frames in order, from each frame's light counts (counts[4k..4k+3]:
+// brighter, darker, explained, unchanged) and median ratio ratios[k], carrying the drift (Q16)
+// from batch to batch in drift[0] (1.0 on the stream's first pair), and writes gains[k]: 0 for a
+// light switch, else the Q8 gain the means are scaled by (256: none). The drift depends on every
+// frame before, so it is walked in order after the counts, which need every pixel; the model's
+// threads then read one gain a frame.
+__global__ void md_exposure_gains(const unsigned int* __restrict__ counts, const int* __restrict__ ratios,
+                                  int frames, int first_pair, int light_count, int exposure_q8, int alpha_q16,
+                                  int* drift_state, int* gains)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const long long one = 65536, low = 256, high = 1023LL << 8;
+    long long drift = first_pair == 1 ? one : drift_state[0];
+    for (int k = 0; k < frames; ++k) {
+        const unsigned int* c = counts + 4 * k;
+        const long long ratio = ratios[k];
+        int gain = 256;
+        if (light_count > 0 && max(c[0], c[1]) >= (unsigned int)light_count) {
+            gain = 0;
+            drift = one;
+        } else if (ratio != 256 && (long long)c[2] * 256 > (long long)exposure_q8 * c[3]) {
+            drift = min(max((drift * ratio + 128) >> 8, low), high);
+            gain = (int)((drift + 128) >> 8);
+            drift = (drift * 256 + gain / 2) / gain;
+        } else {
+            if (c[2] > c[3]) drift = min(max((drift * ratio + 128) >> 8, low), high);
+            drift = one + (((drift - one) * (65536 - alpha_q16) + 32768) >> 16);
+        }
+        gains[k] = gain;
+    }
+    drift_state[0] = (int)drift;
 }
 
 // The exposure's gain of frame k from its histogram h (1024 bins, Q8 ratios), by a whole block

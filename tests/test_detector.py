@@ -580,25 +580,24 @@ def test_default_pipeline_restarts_when_a_light_is_switched(lightswitch):
         assert min(fractions[150:160]) > 0.8
 
 
-@pytest.mark.parametrize("exposure, flooded", [(1.25, False), (1.5, True)])
-def test_default_pipeline_follows_a_flickering_light(exposure, flooded):
-    # Lights flickering by 5 % at 10 Hz (100 Hz mains light at 30 frames/s) over a dim textured
-    # scene with a bright square crossing it. With the default margin every frame's gain is
-    # followed and the square alone moves; at the 1.5 before it, only some of the swings were,
-    # the means ratcheted away from the scene and it flooded (docs/evaluation.md, "Exposure").
+@pytest.mark.parametrize("amplitude", [0.02, 0.03, 0.05])
+def test_default_pipeline_follows_a_flickering_light(amplitude):
+    # Lights flickering at 10 Hz (100 Hz mains light at 30 frames/s) over a dim textured scene
+    # with a bright square crossing it. The margin follows some swings and misses others; the
+    # exposure's drift takes the missed ones with the next, so the means stay with the scene and
+    # the square alone moves. Without the drift (before 2026-11-26) 2 % and 3 % flooded (largest
+    # mask share after frame 100: 0.07 and 0.45; docs/evaluation.md, "Exposure").
     rng = np.random.default_rng(3)
     scene = cv2.resize(rng.integers(30, 140, (15, 20, 3), dtype=np.uint8), (320, 240), interpolation=cv2.INTER_CUBIC)
     frames = []
     for i in range(200):
-        frame = scene * (1 + 0.05 * math.sin(2 * math.pi * 10 * max(i - 80, 0) / 25))
+        frame = scene * (1 + amplitude * math.sin(2 * math.pi * 10 * max(i - 80, 0) / 25))
         frame[100:140, 20 + 2 * i % 260 :][:, :40] = 200
         frames.append(np.clip(frame + rng.normal(0, 1.5, frame.shape), 0, 255).round().astype(np.uint8))
-    config = default_config()
-    config["pipeline"][3]["exposure"] = exposure
-    detector = MotionDetector(build_filters(config), annotate=False)
+    detector = MotionDetector(build_filters(default_config()), annotate=False)
     fractions = [detector.process(f).motion_fraction for f in frames]
     assert 0.015 < max(fractions[40:80]) < 0.03  # the square (40 x 40 of 320 x 240: 0.021)
-    assert (max(fractions[100:]) > 0.5) == flooded
+    assert 0.015 < max(fractions[100:]) < 0.03
 
 
 @pytest.mark.parametrize("exposure", [1.25, 0.0])

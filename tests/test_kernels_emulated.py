@@ -62,6 +62,7 @@ from motiondetect.filters import (
     Subsense,
     Upscale,
 )
+from motiondetect.filters.gaussian_background import DRIFT_ONE
 from motiondetect.filters.gray import bgr_chroma
 from motiondetect.filters.light_field import explained, queue_light_field
 from motiondetect.gpu.kernel_sources import kernel_dir
@@ -126,9 +127,11 @@ void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s,
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
               const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
-              const int* ratios, int eq8, u8* compared, u8* hist, int boot, int quiet) {
+              const int* gains, u8* compared, u8* hist, int boot, int quiet) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
-                                              last, still, sf, st, lc, lcount, ratios, eq8, compared, hist, boot, quiet); }); }
+                                              last, still, sf, st, lc, lcount, gains, compared, hist, boot, quiet); }); }
+void exposure_gains(const unsigned* counts, const int* ratios, int frames, int first_pair, int lcount, int eq8, int a, int* drift, int* gains) {
+    grid1d(1, [&] { md_exposure_gains(counts, ratios, frames, first_pair, lcount, eq8, a, drift, gains); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -313,8 +316,8 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
     then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
     counts, passed whatever ``still_frames`` is) and parameters, then the light's measures
-    (``light``: :func:`light_counts`' counts and gains, NULL without), the light switch's
-    threshold and the exposure's margin, then ``compared`` (uint8 like the frames: the means
+    (``light``: :func:`light_counts`' counts and gains, NULL without) and the light switch's
+    threshold, then ``compared`` (uint8 like the frames: the means
     each frame is compared with, for the light field; NULL without), then the bootstrap's history
     (:func:`history_state`; NULL without), ``bootstrap`` and ``quiet_tolerance``."""
     c = flt.constants
@@ -322,12 +325,11 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
     pixels = still_state[0].size
-    counts, ratios = (None, None) if light is None else light
+    counts, gains = (None, None) if light is None else light
     measures = (
         ptr(counts),
         flt.light_count(pixels),
-        ptr(ratios),
-        c["exposure_q8"],
+        ptr(gains),
         ptr(compared),
         ptr(history),
         flt.params["bootstrap"],
@@ -341,15 +343,18 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     return (*constants, ptr(planes), ctypes.c_longlong(plane), ptr(mean), ptr(var), c["chroma_min_var_q8"], *still)
 
 
-def light_counts(lib, flt, batch, before):
-    """The light's measures of ``batch`` ((K, H, W) or (H, W) uint8; ``before`` the frame before
-    its first) from the emulated md_light_change_count_u8 (uint32 (K, 4)) and, with ``exposure``
-    on, md_exposure_histogram_u8 (int32 (K,), else ``None``); ``None`` with
-    neither ``lightswitch`` nor ``exposure``. Checked against :meth:`GaussianBackground.light_measures`."""
+def light_counts(lib, flt, batch, before, first_pair, drift):
+    """The light's measures of ``batch`` ((K, H, W) or (H, W) uint8, frame pairs ``first_pair``..;
+    ``before`` the frame before its first) from the emulated md_light_change_count_u8 (uint32
+    (K, 4)) and, with ``exposure`` on, the gains md_exposure_gains takes from the ratios of
+    md_exposure_histogram_u8 (int32 (K,), else ``None``), carrying the exposure's drift in
+    ``drift`` (int32 (1,), the device state between launches); ``None`` with neither
+    ``lightswitch`` nor ``exposure``. Checked against :meth:`GaussianBackground.light_measures`
+    and :meth:`GaussianBackground.exposure_gain` walked from the drift before the launch."""
     if not flt.follows_light:
         return None
     frames = batch.reshape(-1, *before.shape)
-    ratios = None
+    ratios = gains = None
     counts = np.zeros((len(frames), 4), np.uint32)
     if flt.constants["exposure_q8"]:
         hist, ratios = np.zeros((len(frames), 1024), np.uint32), np.full(len(frames), -1, np.int32)
@@ -365,7 +370,25 @@ def light_counts(lib, flt, batch, before):
     np.testing.assert_array_equal(counts, [(b, d, e, u) for b, d, _, e, u in want])
     if ratios is not None:
         np.testing.assert_array_equal(ratios, [r for _, _, r, _, _ in want])
-    return counts, ratios
+        gains = exposure_gains(lib, flt, counts, ratios, first_pair, drift, before.size)
+    return counts, gains
+
+
+def exposure_gains(lib, flt, counts, ratios, first_pair, drift, pixels):
+    """The emulated md_exposure_gains on a batch's light ``counts`` ((K, 4) uint32) and ``ratios``
+    ((K,) int32), the drift carried in ``drift`` ((1,) int32; any value before pair 1), checked
+    against :meth:`GaussianBackground.exposure_gain` walked in Python: the gains (int32 (K,))."""
+    need = flt.light_count(pixels)
+    walked, expected = DRIFT_ONE if first_pair == 1 else int(drift[0]), []
+    for (brighter, darker, matched, unchanged), ratio in zip(counts.tolist(), ratios.tolist()):
+        gain, walked = flt.exposure_gain(walked, brighter, darker, ratio, matched, unchanged, need)
+        expected.append(gain)
+    gains = np.full(len(ratios), -1, np.int32)
+    c = flt.constants
+    lib.exposure_gains(ptr(counts), ptr(ratios), len(ratios), first_pair, need, c["exposure_q8"], c["alpha_q16"], ptr(drift), ptr(gains))
+    np.testing.assert_array_equal(gains, expected)
+    assert drift[0] == walked
+    return gains
 
 
 def compared_means(flt, shape):
@@ -465,6 +488,7 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
     still, history = still_state(size), history_state(device, size)
+    drift = np.full(1, -7, np.int32)  # poisoned: pair 1 starts it
     colour = device.needs_chroma
     for i in range(1, len(frames)):
         out, compared = poisoned(size), compared_means(device, size)
@@ -484,7 +508,7 @@ def test_gaussian_background_sequence(lib, rng, size, params):
                 (chromas[i], frames[i].size) if colour else None,
                 chroma_state,
                 still,
-                light_counts(lib, device, frames[i], frames[i - 1]),
+                light_counts(lib, device, frames[i], frames[i - 1], i, drift),
                 compared,
                 history,
             ),
@@ -546,11 +570,11 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
             if want is not None:
                 np.testing.assert_array_equal(have.astype(np.int64), want)
 
-    single_state, single, single_history = state(7), [], history_state(flt, size)
+    single_state, single, single_history, single_drift = state(7), [], history_state(flt, size), np.full(1, 7, np.int32)
     for t in range(1, len(frames)):
         out, compared = poisoned(size), compared_means(flt, size)
         chroma = (chromas[t], n) if colour else None
-        light = light_counts(lib, flt, frames[t], frames[t - 1])
+        light = light_counts(lib, flt, frames[t], frames[t - 1], t, single_drift)
         args = (
             flt.params["warmup"],
             *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light, compared, single_history),
@@ -560,7 +584,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         single.append(out)
         check_state(models[t], single_state)
 
-    batch_state, batch_history = state(12345), history_state(flt, size, 0x5A)
+    batch_state, batch_history, batch_drift = state(12345), history_state(flt, size, 0x5A), np.full(1, 12345, np.int32)
     first = 1
     for k in splits:
         batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
@@ -569,7 +593,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         # Only pair 1 reads the reference (the stream's first frame); later launches get poison,
         # and the light switch's counts start from the kernel's own previous frame, as on the GPU.
         reference = frames[0] if first == 1 else poisoned(size)
-        light = light_counts(lib, flt, batch, frames[0] if first == 1 else batch_state[4])
+        light = light_counts(lib, flt, batch, frames[0] if first == 1 else batch_state[4], first, batch_drift)
         compared = compared_means(flt, (k, *size))
         args = (
             flt.params["warmup"],
@@ -585,6 +609,33 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
             assert_same(out[j], expected[first - 1 + j])
         check_state(models[first + k - 1], batch_state)
         first += k
+
+
+@pytest.mark.parametrize("splits", [(60,), (1,) * 60, (7, 23, 30)], ids=str)
+def test_exposure_gains_carry_the_drift(lib, rng, splits):
+    """md_exposure_gains on made-up light counts and ratios equals the CPU's exposure_gain walked
+    frame by frame, the drift carried between launches: light switches, gains taken, swings the
+    margin misses (explained more often than no change), moving objects' ratios (explained less),
+    and ratios at the bins' ends that drive the drift to its bounds."""
+    flt = GaussianBackground(lightswitch=0.5, exposure=1.25)
+    pixels, total = 1000, sum(splits)
+    ratios = rng.choice([256, 250, 262, 240, 1, 1023], total).astype(np.int32)
+    ratios[20:30] = 1023  # missed swings up to the drift's upper bound, then taken
+    unchanged = rng.integers(1, pixels, total)
+    explained = np.minimum(unchanged * rng.choice([0.5, 1.0, 1.1, 1.3, 3.0], total), pixels).astype(np.int64)
+    unchanged[20:30], explained[20:29], explained[29] = 400, 440, 900  # 1.1 times: missed; 2.25: taken
+    switch = rng.random(total) < 0.05
+    counts = np.stack([np.where(switch, 600, rng.integers(0, 100, total)), rng.integers(0, 100, total), explained, unchanged], axis=1)
+    counts = np.ascontiguousarray(counts.astype(np.uint32))
+    drift, gains, first = np.full(1, -99, np.int32), [], 1
+    for k in splits:
+        batch = slice(first - 1, first - 1 + k)
+        gains.extend(
+            exposure_gains(lib, flt, np.ascontiguousarray(counts[batch]), np.ascontiguousarray(ratios[batch]), first, drift, pixels)
+        )
+        first += k
+    assert 0 in gains and 256 in gains and 1023 in gains  # a switch, no gain, the drift at its bound
+    assert len(set(gains) - {0, 256, 1023}) > 3
 
 
 def sunlit_scene(rng, size, count=12):

@@ -27,6 +27,9 @@ LIGHT_COUNT_BLOCKS = 512
 #: not measured. A pixel is explained by a gain when the previous frame's grey level times the
 #: gain lies within EXPOSURE_TOLERANCE grey levels of its own (compression noise is 1-3 levels).
 EXPOSURE_BINS, EXPOSURE_ONE, EXPOSURE_DARK, EXPOSURE_TOLERANCE = 1024, 256, 16, 3
+#: The exposure's drift (:meth:`GaussianBackground.exposure_gain`) in Q16: 1.0, and its bounds
+#: (the gains a bin can hold, 1/256 to 1023/256).
+DRIFT_ONE, DRIFT_MIN, DRIFT_MAX = 1 << 16, 1 << 8, (EXPOSURE_BINS - 1) << 8
 
 
 def grey_chroma(chroma: np.ndarray) -> np.ndarray:
@@ -203,7 +206,13 @@ class GaussianBackground(Filter):
     times the pixels no change did, and following the few above 1.5 lost no clip anything.
     These are the "time of day" and gradual "light switch" problems of Wallflower (Toyama et al.,
     ICCV 1999), met with one frame-wide gain, estimated by a median so that moving objects do not
-    sway it.
+    sway it. The gain taken is not the frame pair's alone but the scene's since the model last
+    matched it (:meth:`exposure_gain`): the frame pairs' gains the model did not follow, when
+    each explained more pixels than no change, are kept as a drift, which fades as the
+    means learn (at ``alpha``) and is taken with the next followed gain. Lights that flicker
+    (mains light beating with the frame rate, an auto-exposure that hunts) are followed on some
+    swings and not on the swings back; without the drift the means ratcheted away from the scene
+    and the frame flooded (docs/evaluation.md, "Exposure").
 
     Light field (``light_field`` > 0; off by default): a change of light that is uneven over the
     picture (a cloud's shadow crossing a sunlit scene) is no one gain. The frame's gain over the
@@ -568,6 +577,7 @@ class GaussianBackground(Filter):
         self._boot_grey: np.ndarray | None = None
         self._boot_chroma: np.ndarray | None = None
         self._boot_cancelled = False
+        self._drift = DRIFT_ONE  # the exposure's drift (exposure_gain), Q16
         planes = 3 if self.needs_chroma else 1
         layout = {f"{name}{p}": (dtype, ()) for p in range(planes) for name, dtype in _PLANE_SCRATCH.items()}
         shared = {**_SHARED_SCRATCH, **(_CHROMA_SCRATCH if self.needs_chroma else {})}
@@ -642,6 +652,7 @@ class GaussianBackground(Filter):
             if self.params["still_frames"]:
                 self._still = np.zeros(src.shape, np.int32)
             self._start_bootstrap(side)
+            self._drift = DRIFT_ONE
             self._pairs = 0
             self._ghosts = GhostWindow()
         if self.follows_light:
@@ -762,10 +773,10 @@ class GaussianBackground(Filter):
     def _follow_light(self, src, chroma) -> None:
         """Follow the change of light from the previous frame to ``src`` (:meth:`light_measures`):
         restart the model from ``src`` (and ``chroma``) on a light switch, else scale its means by
-        an exposure's gain (the class docstring)."""
-        brighter, darker, ratio, explained, unchanged = self.light_measures(src, self._last)
-        need = self.light_count(src.size)
-        if need and max(brighter, darker) >= need:
+        the exposure's gain (:meth:`exposure_gain`; the class docstring)."""
+        measures = self.light_measures(src, self._last)
+        gain, self._drift = self.exposure_gain(self._drift, *measures, self.light_count(src.size))
+        if gain == 0:
             self._boot_cancelled = True
             np.left_shift(src, 16, out=self._mean, dtype=np.int32)
             if self._chroma_mean is not None:
@@ -773,14 +784,46 @@ class GaussianBackground(Filter):
                 self._chroma_mean[:, coloured] = chroma[:, coloured].astype(np.int32) << 16
             if self._still is not None:
                 self._still[...] = 0
-        elif self.follows_gain(ratio, explained, unchanged):
+        elif gain != EXPOSURE_ONE:
             self._boot_cancelled = True
             mean = self._mean.astype(np.int64)
-            self._mean[...] = np.minimum((mean * ratio + 128) >> 8, 255 << 16)
+            self._mean[...] = np.minimum((mean * gain + 128) >> 8, 255 << 16)
             if self._chroma_mean is not None:
                 # Cb and Cr are differences from grey (128): a gain scales their distance from it.
                 centred = self._chroma_mean.astype(np.int64) - (128 << 16)
-                self._chroma_mean[...] = np.clip(((centred * ratio + 128) >> 8) + (128 << 16), 0, 255 << 16)
+                self._chroma_mean[...] = np.clip(((centred * gain + 128) >> 8) + (128 << 16), 0, 255 << 16)
+
+    def exposure_gain(
+        self, drift: int, brighter: int, darker: int, ratio: int, explained: int, unchanged: int, need: int
+    ) -> tuple[int, int]:
+        """What the model does with one frame's change of light, and the exposure's drift after it,
+        in integers both backends compute (``md_exposure_gains`` walks a batch's frames so).
+
+        Args:
+            drift: Q16 (65536 is 1.0), the scene's gain since the model's means last matched it
+                that the model has not taken: 1.0 when a stream starts.
+            brighter, darker, ratio, explained, unchanged: the frame's :meth:`light_measures`.
+            need: pixels that make a light switch (:meth:`light_count`; 0: off).
+
+        Returns:
+            ``(gain, drift)``: ``gain`` 0 restarts the model from the frame (a light switch; the
+            drift becomes 1.0); else the Q8 gain to scale the means by (256: none). When
+            :meth:`follows_gain` takes the frame pair's ``ratio``, the gain is the drift times it,
+            rounded to Q8 and kept within the bins (1 to 1023), and the drift keeps what that
+            rounding left. A ratio not taken joins the drift when it explains more pixels
+            than no change (the swing of a flickering light the margin missed; a moving
+            object's ratio explains fewer), and the drift's distance from 1.0 then fades by the
+            means' learning rate ``alpha``, since the means learn the scene's light by themselves.
+        """
+        if need and max(brighter, darker) >= need:
+            return 0, DRIFT_ONE
+        if self.follows_gain(ratio, explained, unchanged):
+            drift = min(max((drift * ratio + 128) >> 8, DRIFT_MIN), DRIFT_MAX)
+            gain = (drift + 128) >> 8
+            return gain, (drift * 256 + gain // 2) // gain
+        if explained > unchanged:
+            drift = min(max((drift * ratio + 128) >> 8, DRIFT_MIN), DRIFT_MAX)
+        return EXPOSURE_ONE, DRIFT_ONE + (((drift - DRIFT_ONE) * (65536 - self.constants["alpha_q16"]) + 32768) >> 16)
 
     def follows_gain(self, ratio: int, explained: int, unchanged: int) -> bool:
         """Whether the model takes the exposure's gain ``ratio`` (Q8) that explains ``explained``
@@ -1004,10 +1047,12 @@ class GaussianBackground(Filter):
             self._device_ghosts = GhostWindow()
         reference = side if side is not None else src  # read only when the model starts
         light_count = self.light_count(height * width)
-        light_counts = ratios = None
+        light_counts = gains = None
         if self.follows_light:
-            light_counts, ratios = self._queue_light_measures(cuda, src, reference if first_pair == 1 else last, frames, height * width)
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPiPPii")
+            light_counts, gains = self._queue_light_measures(
+                cuda, src, reference if first_pair == 1 else last, frames, height * width, first_pair
+            )
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPPPii")
         c, p = self.constants, self.params
         history = None
         if p["bootstrap"] and first_pair <= p["bootstrap"]:  # written and read up to pair N only
@@ -1041,8 +1086,7 @@ class GaussianBackground(Filter):
             p["still_tolerance"],
             0 if light_counts is None else light_counts.gpudata,
             light_count,
-            0 if ratios is None else ratios.gpudata,
-            c["exposure_q8"],
+            0 if gains is None else gains.gpudata,
             0 if compared is None else compared.gpudata,
             0 if history is None else history.gpudata,
             p["bootstrap"],
@@ -1080,14 +1124,15 @@ class GaussianBackground(Filter):
                 device.set_async(np.ascontiguousarray(host).reshape(device.shape), stream=cuda.stream)
         cuda.stream.synchronize()  # the host arrays go out of scope
 
-    def _queue_light_measures(self, cuda, src, before, frames: int, count: int):
+    def _queue_light_measures(self, cuda, src, before, frames: int, count: int, first_pair: int):
         """Queue the measures of :meth:`light_measures` on the batch ``src`` (``before``: the grey
-        frame before its first) and return the device arrays they fill: uint32 ``(frames, 4)``
-        counts (brighter, darker, explained, unchanged; the last two with ``exposure`` on) from
-        ``md_light_change_count_u8``, and int32 ``(frames,)`` gains (Q8) from
-        ``md_exposure_histogram_u8``, or ``None`` with ``exposure`` off. That kernel leaves its
-        histogram and tickets zero (zeroed when allocated) and zeroes the counts, so with
-        ``exposure`` on no memset is queued."""
+        frame before its first; ``first_pair``: its first frame pair) and return the device arrays
+        they fill: uint32 ``(frames, 4)`` counts (brighter, darker, explained, unchanged; the last
+        two with ``exposure`` on) from ``md_light_change_count_u8``, and with ``exposure`` on the
+        int32 ``(frames,)`` gains the model takes (:meth:`exposure_gain`, Q8) from
+        ``md_exposure_gains`` on the ratios of ``md_exposure_histogram_u8``, else ``None``. The
+        histogram kernel leaves its histogram and tickets zero (zeroed when allocated) and zeroes
+        the counts, so with ``exposure`` on no memset is queued."""
         import pycuda.driver as drv
 
         ratios = None
@@ -1125,4 +1170,23 @@ class GaussianBackground(Filter):
             counts.gpudata,
             frames=frames,
         )
-        return counts, ratios
+        if ratios is None:
+            return counts, None
+        c = self.constants
+        drift = cuda.buffer(self.state_key("exposure_drift"), (1,), np.int32)
+        gains = cuda.buffer(self.state_key("exposure_gains"), (frames,), np.int32)
+        fn = cuda.function(self.KERNEL, "md_exposure_gains", "PPiiiiiPP")
+        cuda.launch_1d(
+            fn,
+            1,
+            counts.gpudata,
+            ratios.gpudata,
+            frames,
+            first_pair,
+            self.light_count(count),
+            c["exposure_q8"],
+            c["alpha_q16"],
+            drift.gpudata,
+            gains.gpudata,
+        )
+        return counts, gains

@@ -161,7 +161,9 @@ def naive_gaussian(
     and every still count to 0; with ``exposure``, a frame that is no such switch and whose median
     ratio to the previous frame (in Q8, over the pixels measured) is not 1 and predicts more pixels
     within 3 grey levels than the previous frame itself by that margin multiplies every mean by it
-    (the chroma means' distances from 128), the frame numbers appended to ``followed``; with
+    times the drift (the ratios not followed that predicted more pixels, fading at
+    ``alpha`` a frame), rounded to Q8 (the chroma means' distances from 128 too), the frame
+    numbers appended to ``followed``; with
     ``bootstrap`` (N), after frame N, where the middle one (index (n - 1) // 2) of a pixel's
     sorted values over frames 0..N (chroma: 1..N) lies beyond ``k2 * floor`` from its mean in
     one plane, every mean of the pixel becomes that middle value and its still count 0, unless
@@ -197,6 +199,7 @@ def naive_gaussian(
                 c_mean[p][y][x] = int(chromas[t][p, y, x]) << 16
 
     restarted = False  # a light switch or a followed gain on frames 1..bootstrap
+    drift = 1 << 16  # the exposure's: the scene's gain (Q16) the means have not taken
     for t, frame in enumerate(frames[1:], start=1):
         warm = q(1.0 / (t + 1), 16) if t <= warmup else 0
         rates = (q(alpha, 16), q(alpha_foreground, 16), max(q(variance_alpha, 16), warm), max(q(variance_alpha_foreground, 16), warm))
@@ -218,17 +221,27 @@ def naive_gaussian(
                             take_colours(t, y, x)
                 still = [[0] * width for _ in range(height)]
                 restarted = True
+                drift = 1 << 16
             elif exposure and gain != 256 and explained * 256 > q(exposure, 8) * unchanged:
-                restarted = True
-                mean = [[min((m * gain + 128) // 256, 255 << 16) for m in row] for row in mean]
-                if chroma:
-                    centre = 128 << 16
-                    c_mean = [
-                        [[min(max(((c - centre) * gain + 128) // 256 + centre, 0), 255 << 16) for c in row] for row in plane]
-                        for plane in c_mean
-                    ]
-                if followed is not None:
-                    followed.append(t)
+                # The scene's gain since the means last matched it: the drift times this frame's.
+                drift = min(max((drift * gain + 128) // 256, 1 << 8), 1023 << 8)
+                taken = (drift + 128) // 256
+                drift = (drift * 256 + taken // 2) // taken  # what rounding to Q8 left
+                if taken != 256:
+                    restarted = True
+                    mean = [[min((m * taken + 128) // 256, 255 << 16) for m in row] for row in mean]
+                    if chroma:
+                        centre = 128 << 16
+                        c_mean = [
+                            [[min(max(((c - centre) * taken + 128) // 256 + centre, 0), 255 << 16) for c in row] for row in plane]
+                            for plane in c_mean
+                        ]
+                    if followed is not None:
+                        followed.append(t)
+            elif exposure:
+                if explained > unchanged:  # a swing the margin missed joins the drift
+                    drift = min(max((drift * gain + 128) // 256, 1 << 8), 1023 << 8)
+                drift = (1 << 16) + ((drift - (1 << 16)) * (65536 - q(alpha, 16)) + 32768) // 65536  # the means learn it
         for y in range(height):
             for x in range(width):
                 # Each plane: (value, mean, variance, floor), the grey level first.
