@@ -39,6 +39,29 @@ __device__ bool md_grey_chroma(int cb, int cr)
     return abs(cb - 128) <= 3 && abs(cr - 128) <= 3;
 }
 
+// The exposure's step for one frame (GaussianBackground.exposure_gain, which documents the rule):
+// from the frame's light counts c (brighter, darker, explained, unchanged), its median ratio
+// (Q8) and whether it is a light switch, the gain the means are scaled by (Q8, 256: none; a
+// light switch restarts them instead) and the drift (Q16) after the frame, updated in place.
+__device__ int md_exposure_step(long long& drift, const unsigned int* c, long long ratio, bool light_switch, int exposure_q8,
+                                int alpha_q16)
+{
+    const long long one = 65536, low = 256, high = 1023LL << 8;
+    if (light_switch) {
+        drift = one;
+        return 256;
+    }
+    if (ratio != 256 && (long long)c[2] * 256 > (long long)exposure_q8 * c[3]) {
+        drift = min(max((drift * ratio + 128) >> 8, low), high);
+        const int gain = (int)((drift + 128) >> 8);
+        drift = (drift * 256 + gain / 2) / gain;  // what rounding to Q8 left
+        return gain;
+    }
+    if (c[2] > c[3]) drift = min(max((drift * ratio + 128) >> 8, low), high);  // a swing the margin missed
+    drift = one + (((drift - one) * (65536 - alpha_q16) + 32768) >> 16);      // the means learn the rest
+    return 256;
+}
+
 // Per-pixel Gaussian background (running Gaussian average, Wren et al. 1997) with selective
 // update (Koller et al. 1994): foreground where (x - mean)^2 > k^2 * max(var, min_var); the
 // mean and variance then learn at the background rates where the pixel is background and at
@@ -65,9 +88,13 @@ __device__ bool md_grey_chroma(int cb, int cr)
 // frame's values, the variance stays, the still count restarts. md_light_change_count_u8 fills
 // light_counts for the whole batch first: the decision needs every pixel of the frame, which the
 // model's threads, each one pixel through the batch, cannot wait for.
-// With `gains` (not NULL: the exposure on), a frame that is no light switch scales the means by
-// gains[k] (Q8, from md_exposure_gains) when it is not 256. The chroma means' distances from 128
-// scale too. light_counts holds 4 counts a frame.
+// With `ratios` (not NULL: the exposure on; Q8, from md_exposure_histogram_u8), a frame that is no
+// light switch scales the means by the gain md_exposure_step takes from ratios[k], the frame's
+// counts and the exposure's drift, when it is not 256. The chroma means' distances from 128 scale
+// too. light_counts holds 4 counts a frame. Every thread walks the drift through the batch alike
+// (a few integer operations a frame, no launch of its own), from drift_in[0] (1.0 on the
+// stream's first pair); thread 0 stores it in drift_out[0]. The host swaps the two between
+// launches, so no thread of a launch reads what another has written.
 // `last` (when not NULL) keeps the previous grey level between launches, for all three and for
 // quiet_tolerance: the means learn from a foreground pixel (at alpha_fg_q16) only on a frame whose
 // grey level is within quiet_tolerance of the previous frame's (255, or `last` NULL: every frame),
@@ -118,7 +145,10 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int still_frames, int still_tolerance,
                                           const unsigned int* __restrict__ light_counts,
                                           int light_count,
-                                          const int* __restrict__ gains,
+                                          const int* __restrict__ ratios,
+                                          int exposure_q8,
+                                          const int* __restrict__ drift_in,
+                                          int* __restrict__ drift_out,
                                           unsigned char* __restrict__ compared,
                                           unsigned char* __restrict__ history,
                                           int bootstrap,
@@ -156,18 +186,21 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         }
         still_count = 0;
     };
+    long long drift = ratios == NULL || first_pair == 1 ? 65536 : drift_in[0];  // Q16
     for (int k = 0; k < frames; ++k) {
         int pair = first_pair + k;
         int warm = pair <= warmup ? (131072 + pair + 1) / (2 * (pair + 1)) : 0;
         size_t at = (size_t)k * count + i;
         const int x = src[at];
         const unsigned int* light = light_counts + 4 * k;
-        if (light_count > 0 && max(light[0], light[1]) >= (unsigned int)light_count) {
+        const bool light_switch = light_count > 0 && max(light[0], light[1]) >= (unsigned int)light_count;
+        const int gain = ratios == NULL ? 256 : md_exposure_step(drift, light, ratios[k], light_switch, exposure_q8, alpha_q16);
+        if (light_switch) {
             take_frame(at, x);
             cancelled = true;
-        } else if (gains != NULL && gains[k] != 256) {
+        } else if (gain != 256) {
             cancelled = true;
-            const long long r = gains[k];
+            const long long r = gain;
             m = (int)min(((long long)m * r + 128) >> 8, 255LL << 16);
             if (colour) {
                 for (int p = 0; p < 2; ++p) {
@@ -251,6 +284,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         previous = x;
     }
     if (boot) history[flag_at] = cancelled;
+    if (ratios != NULL && i == 0) drift_out[0] = (int)drift;
     mean[i] = m;
     var[i] = v;
     if (keep_last) last[i] = (unsigned char)previous;
@@ -311,40 +345,6 @@ __global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
             if (lane == 0 && sum) atomicAdd(&counts[4 * k + j], sum);
         }
     }
-}
-
-// The exposure's gains of a batch (GaussianBackground.exposure_gain, which documents the rule):
-// one thread walks the `frames` frames in order, from each frame's light counts (counts[4k..4k+3]:
-// brighter, darker, explained, unchanged) and median ratio ratios[k], carrying the drift (Q16)
-// from batch to batch in drift[0] (1.0 on the stream's first pair), and writes gains[k]: 0 for a
-// light switch, else the Q8 gain the means are scaled by (256: none). The drift depends on every
-// frame before, so it is walked in order after the counts, which need every pixel; the model's
-// threads then read one gain a frame.
-__global__ void md_exposure_gains(const unsigned int* __restrict__ counts, const int* __restrict__ ratios,
-                                  int frames, int first_pair, int light_count, int exposure_q8, int alpha_q16,
-                                  int* drift_state, int* gains)
-{
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    const long long one = 65536, low = 256, high = 1023LL << 8;
-    long long drift = first_pair == 1 ? one : drift_state[0];
-    for (int k = 0; k < frames; ++k) {
-        const unsigned int* c = counts + 4 * k;
-        const long long ratio = ratios[k];
-        int gain = 256;
-        if (light_count > 0 && max(c[0], c[1]) >= (unsigned int)light_count) {
-            gain = 0;
-            drift = one;
-        } else if (ratio != 256 && (long long)c[2] * 256 > (long long)exposure_q8 * c[3]) {
-            drift = min(max((drift * ratio + 128) >> 8, low), high);
-            gain = (int)((drift + 128) >> 8);
-            drift = (drift * 256 + gain / 2) / gain;
-        } else {
-            if (c[2] > c[3]) drift = min(max((drift * ratio + 128) >> 8, low), high);
-            drift = one + (((drift - one) * (65536 - alpha_q16) + 32768) >> 16);
-        }
-        gains[k] = gain;
-    }
-    drift_state[0] = (int)drift;
 }
 
 // The exposure's gain of frame k from its histogram h (1024 bins, Q8 ratios), by a whole block

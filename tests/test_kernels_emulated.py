@@ -127,11 +127,9 @@ void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s,
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
               const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
-              const int* gains, u8* compared, u8* hist, int boot, int quiet) {
+              const int* ratios, int eq8, const int* drift_in, int* drift_out, u8* compared, u8* hist, int boot, int quiet) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
-                                              last, still, sf, st, lc, lcount, gains, compared, hist, boot, quiet); }); }
-void exposure_gains(const unsigned* counts, const int* ratios, int frames, int first_pair, int lcount, int eq8, int a, int* drift, int* gains) {
-    grid1d(1, [&] { md_exposure_gains(counts, ratios, frames, first_pair, lcount, eq8, a, drift, gains); }); }
+                                              last, still, sf, st, lc, lcount, ratios, eq8, drift_in, drift_out, compared, hist, boot, quiet); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -310,14 +308,15 @@ def test_equalize(lib, rng, size):
         assert_same(out, Equalize().reference(image))
 
 
-def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, light=None, compared=None, history=None):
+def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, light=None, compared=None, history=None, drift=None):
     """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
     then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
     counts, passed whatever ``still_frames`` is) and parameters, then the light's measures
-    (``light``: :func:`light_counts`' counts and gains, NULL without) and the light switch's
-    threshold, then ``compared`` (uint8 like the frames: the means
+    (``light``: :func:`light_counts`' counts and ratios, NULL without), the light switch's
+    threshold, the exposure's margin and its drift (``drift``: a :class:`Drift`; NULL without),
+    then ``compared`` (uint8 like the frames: the means
     each frame is compared with, for the light field; NULL without), then the bootstrap's history
     (:func:`history_state`; NULL without), ``bootstrap`` and ``quiet_tolerance``."""
     c = flt.constants
@@ -325,11 +324,14 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
     pixels = still_state[0].size
-    counts, gains = (None, None) if light is None else light
+    counts, ratios = (None, None) if light is None else light
+    slots = (None, None) if drift is None or ratios is None else drift.launch()
     measures = (
         ptr(counts),
         flt.light_count(pixels),
-        ptr(gains),
+        ptr(ratios),
+        c["exposure_q8"],
+        *(ptr(slot) for slot in slots),
         ptr(compared),
         ptr(history),
         flt.params["bootstrap"],
@@ -343,18 +345,15 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     return (*constants, ptr(planes), ctypes.c_longlong(plane), ptr(mean), ptr(var), c["chroma_min_var_q8"], *still)
 
 
-def light_counts(lib, flt, batch, before, first_pair, drift):
-    """The light's measures of ``batch`` ((K, H, W) or (H, W) uint8, frame pairs ``first_pair``..;
-    ``before`` the frame before its first) from the emulated md_light_change_count_u8 (uint32
-    (K, 4)) and, with ``exposure`` on, the gains md_exposure_gains takes from the ratios of
-    md_exposure_histogram_u8 (int32 (K,), else ``None``), carrying the exposure's drift in
-    ``drift`` (int32 (1,), the device state between launches); ``None`` with neither
-    ``lightswitch`` nor ``exposure``. Checked against :meth:`GaussianBackground.light_measures`
-    and :meth:`GaussianBackground.exposure_gain` walked from the drift before the launch."""
+def light_counts(lib, flt, batch, before):
+    """The light's measures of ``batch`` ((K, H, W) or (H, W) uint8; ``before`` the frame before
+    its first) from the emulated md_light_change_count_u8 (uint32 (K, 4)) and, with ``exposure``
+    on, md_exposure_histogram_u8 (int32 (K,), else ``None``); ``None`` with
+    neither ``lightswitch`` nor ``exposure``. Checked against :meth:`GaussianBackground.light_measures`."""
     if not flt.follows_light:
         return None
     frames = batch.reshape(-1, *before.shape)
-    ratios = gains = None
+    ratios = None
     counts = np.zeros((len(frames), 4), np.uint32)
     if flt.constants["exposure_q8"]:
         hist, ratios = np.zeros((len(frames), 1024), np.uint32), np.full(len(frames), -1, np.int32)
@@ -370,25 +369,25 @@ def light_counts(lib, flt, batch, before, first_pair, drift):
     np.testing.assert_array_equal(counts, [(b, d, e, u) for b, d, _, e, u in want])
     if ratios is not None:
         np.testing.assert_array_equal(ratios, [r for _, _, r, _, _ in want])
-        gains = exposure_gains(lib, flt, counts, ratios, first_pair, drift, before.size)
-    return counts, gains
+    return counts, ratios
 
 
-def exposure_gains(lib, flt, counts, ratios, first_pair, drift, pixels):
-    """The emulated md_exposure_gains on a batch's light ``counts`` ((K, 4) uint32) and ``ratios``
-    ((K,) int32), the drift carried in ``drift`` ((1,) int32; any value before pair 1), checked
-    against :meth:`GaussianBackground.exposure_gain` walked in Python: the gains (int32 (K,))."""
-    need = flt.light_count(pixels)
-    walked, expected = DRIFT_ONE if first_pair == 1 else int(drift[0]), []
-    for (brighter, darker, matched, unchanged), ratio in zip(counts.tolist(), ratios.tolist()):
-        gain, walked = flt.exposure_gain(walked, brighter, darker, ratio, matched, unchanged, need)
-        expected.append(gain)
-    gains = np.full(len(ratios), -1, np.int32)
-    c = flt.constants
-    lib.exposure_gains(ptr(counts), ptr(ratios), len(ratios), first_pair, need, c["exposure_q8"], c["alpha_q16"], ptr(drift), ptr(gains))
-    np.testing.assert_array_equal(gains, expected)
-    assert drift[0] == walked
-    return gains
+class Drift:
+    """The exposure's drift on the device: two int32 slots (poisoned) that the Gaussian kernel
+    reads from and writes to, swapped each launch as the host swaps them."""
+
+    def __init__(self, value=-7):
+        self.slots = [np.full(1, value, np.int32), np.full(1, 2 * value, np.int32)]
+
+    def launch(self):
+        """The (read, write) slots of the next launch."""
+        self.slots.reverse()
+        return self.slots[1], self.slots[0]
+
+    @property
+    def value(self) -> int:
+        """The drift the last launch stored (Q16)."""
+        return int(self.slots[0][0])
 
 
 def compared_means(flt, shape):
@@ -488,7 +487,7 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
     still, history = still_state(size), history_state(device, size)
-    drift = np.full(1, -7, np.int32)  # poisoned: pair 1 starts it
+    drift = Drift()  # poisoned: pair 1 starts it
     colour = device.needs_chroma
     for i in range(1, len(frames)):
         out, compared = poisoned(size), compared_means(device, size)
@@ -508,9 +507,10 @@ def test_gaussian_background_sequence(lib, rng, size, params):
                 (chromas[i], frames[i].size) if colour else None,
                 chroma_state,
                 still,
-                light_counts(lib, device, frames[i], frames[i - 1], i, drift),
+                light_counts(lib, device, frames[i], frames[i - 1]),
                 compared,
                 history,
+                drift,
             ),
         )
         light_field(lib, device, frames[i], compared, out)
@@ -550,11 +550,13 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     flt = GaussianBackground(**params)
     colour = flt.needs_chroma
 
-    cpu, expected, models = GaussianBackground(**params), [], {}
+    cpu, expected, models, drifts = GaussianBackground(**params), [], {}, {}
+    exposure = bool(flt.constants["exposure_q8"])
     for t in range(1, len(frames)):
         expected.append(cpu.reference(frames[t], frames[t - 1], chromas[t]) if colour else cpu.reference(frames[t], frames[t - 1]))
         # In the order of the state lists below; None where the filter keeps no chroma.
         models[t] = (*cpu.model, *(cpu.chroma_model or (None, None)), *(cpu.still_model or ()))
+        drifts[t] = cpu._drift
 
     def state(value):  # poisoned device state: means and variances, grey then chroma, then still
         return [
@@ -570,21 +572,22 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
             if want is not None:
                 np.testing.assert_array_equal(have.astype(np.int64), want)
 
-    single_state, single, single_history, single_drift = state(7), [], history_state(flt, size), np.full(1, 7, np.int32)
+    single_state, single, single_history, single_drift = state(7), [], history_state(flt, size), Drift(7)
     for t in range(1, len(frames)):
         out, compared = poisoned(size), compared_means(flt, size)
         chroma = (chromas[t], n) if colour else None
-        light = light_counts(lib, flt, frames[t], frames[t - 1], t, single_drift)
+        light = light_counts(lib, flt, frames[t], frames[t - 1])
         args = (
             flt.params["warmup"],
-            *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light, compared, single_history),
+            *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light, compared, single_history, single_drift),
         )
         lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_state[0]), ptr(single_state[1]), ptr(out), n, 1, t, *args)
         light_field(lib, flt, frames[t], compared, out)
         single.append(out)
         check_state(models[t], single_state)
+        assert not exposure or single_drift.value == drifts[t]
 
-    batch_state, batch_history, batch_drift = state(12345), history_state(flt, size, 0x5A), np.full(1, 12345, np.int32)
+    batch_state, batch_history, batch_drift = state(12345), history_state(flt, size, 0x5A), Drift(12345)
     first = 1
     for k in splits:
         batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
@@ -593,12 +596,12 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         # Only pair 1 reads the reference (the stream's first frame); later launches get poison,
         # and the light switch's counts start from the kernel's own previous frame, as on the GPU.
         reference = frames[0] if first == 1 else poisoned(size)
-        light = light_counts(lib, flt, batch, frames[0] if first == 1 else batch_state[4], first, batch_drift)
+        light = light_counts(lib, flt, batch, frames[0] if first == 1 else batch_state[4])
         compared = compared_means(flt, (k, *size))
         args = (
             flt.params["warmup"],
             *gaussian_constants(
-                flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:], light, compared, batch_history
+                flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:], light, compared, batch_history, batch_drift
             ),
         )
         out = poisoned((k, *size))
@@ -608,31 +611,42 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
             assert_same(out[j], single[first - 1 + j])
             assert_same(out[j], expected[first - 1 + j])
         check_state(models[first + k - 1], batch_state)
+        assert not exposure or batch_drift.value == drifts[first + k - 1]
         first += k
 
 
 @pytest.mark.parametrize("splits", [(60,), (1,) * 60, (7, 23, 30)], ids=str)
-def test_exposure_gains_carry_the_drift(lib, rng, splits):
-    """md_exposure_gains on made-up light counts and ratios equals the CPU's exposure_gain walked
-    frame by frame, the drift carried between launches: light switches, gains taken, swings the
-    margin misses (explained more often than no change), moving objects' ratios (explained less),
-    and ratios at the bins' ends that drive the drift to its bounds."""
-    flt = GaussianBackground(lightswitch=0.5, exposure=1.25)
-    pixels, total = 1000, sum(splits)
+def test_exposure_drift_through_the_model_kernel(lib, rng, splits):
+    """The Gaussian kernel's exposure drift (md_exposure_step, carried between launches in two
+    slots) equals the CPU's exposure_gain walked frame by frame, on made-up light counts and
+    ratios: light switches, gains taken, swings the margin misses (explained more often than no
+    change), moving objects' ratios (explained less), and ratios at the bins' ends that drive
+    the drift to its bounds."""
+    flt = GaussianBackground(lightswitch=0.5, exposure=1.25, chroma_min_sigma=0.0)
+    size, total = (25, 40), sum(splits)
+    pixels, need = 1000, flt.light_count(1000)
     ratios = rng.choice([256, 250, 262, 240, 1, 1023], total).astype(np.int32)
     ratios[20:30] = 1023  # missed swings up to the drift's upper bound, then taken
     unchanged = rng.integers(1, pixels, total)
     explained = np.minimum(unchanged * rng.choice([0.5, 1.0, 1.1, 1.3, 3.0], total), pixels).astype(np.int64)
     unchanged[20:30], explained[20:29], explained[29] = 400, 440, 900  # 1.1 times: missed; 2.25: taken
     switch = rng.random(total) < 0.05
-    counts = np.stack([np.where(switch, 600, rng.integers(0, 100, total)), rng.integers(0, 100, total), explained, unchanged], axis=1)
-    counts = np.ascontiguousarray(counts.astype(np.uint32))
-    drift, gains, first = np.full(1, -99, np.int32), [], 1
+    counts = np.stack([np.where(switch, need, rng.integers(0, 100, total)), rng.integers(0, 100, total), explained, unchanged], axis=1)
+    counts = counts.astype(np.uint32)
+    frames = [rng.integers(0, 256, size, dtype=np.uint8) for _ in range(total + 1)]
+    mean, var, still, drift = np.zeros(size, np.int32), np.zeros(size, np.int32), still_state(size), Drift()
+    walked, gains, first = DRIFT_ONE, [], 1
     for k in splits:
         batch = slice(first - 1, first - 1 + k)
-        gains.extend(
-            exposure_gains(lib, flt, np.ascontiguousarray(counts[batch]), np.ascontiguousarray(ratios[batch]), first, drift, pixels)
-        )
+        light = (np.ascontiguousarray(counts[batch]), np.ascontiguousarray(ratios[batch]))
+        args = (flt.params["warmup"], *gaussian_constants(flt, None, [None, None], still, light, None, None, drift))
+        out = poisoned((k, *size))
+        stack = np.ascontiguousarray(np.stack(frames[first : first + k]))
+        lib.gaussian(ptr(stack), ptr(frames[0]), ptr(mean), ptr(var), ptr(out), frames[0].size, k, first, *args)
+        for (brighter, darker, matched, same), ratio in zip(light[0].tolist(), light[1].tolist()):
+            gain, walked = flt.exposure_gain(walked, brighter, darker, ratio, matched, same, need)
+            gains.append(gain)
+        assert drift.value == walked
         first += k
     assert 0 in gains and 256 in gains and 1023 in gains  # a switch, no gain, the drift at its bound
     assert len(set(gains) - {0, 256, 1023}) > 3

@@ -587,6 +587,7 @@ class GaussianBackground(Filter):
         self._device_ghosts = GhostWindow()  # the device model's
         self._device_shape: tuple[int, ...] | None = None
         self._device_pairs = 0
+        self._drift_slot = 0  # the device's exposure drift: the slot the next launch reads
 
     def rates(self, pair: int) -> tuple[int, int, int, int]:
         """The Q16 learning rates (mean, mean foreground, variance, variance foreground) for the
@@ -797,7 +798,7 @@ class GaussianBackground(Filter):
         self, drift: int, brighter: int, darker: int, ratio: int, explained: int, unchanged: int, need: int
     ) -> tuple[int, int]:
         """What the model does with one frame's change of light, and the exposure's drift after it,
-        in integers both backends compute (``md_exposure_gains`` walks a batch's frames so).
+        in integers both backends compute (``md_exposure_step`` in the model's kernel).
 
         Args:
             drift: Q16 (65536 is 1.0), the scene's gain since the model's means last matched it
@@ -1047,12 +1048,15 @@ class GaussianBackground(Filter):
             self._device_ghosts = GhostWindow()
         reference = side if side is not None else src  # read only when the model starts
         light_count = self.light_count(height * width)
-        light_counts = gains = None
+        light_counts = ratios = None
         if self.follows_light:
-            light_counts, gains = self._queue_light_measures(
-                cuda, src, reference if first_pair == 1 else last, frames, height * width, first_pair
-            )
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPPPii")
+            light_counts, ratios = self._queue_light_measures(cuda, src, reference if first_pair == 1 else last, frames, height * width)
+        drift_in = drift_out = 0  # the exposure's drift, two slots swapped each launch (NULL: never read)
+        if ratios is not None:
+            drift = cuda.buffer(self.state_key("exposure_drift"), (2,), np.int32)
+            self._drift_slot = 0 if first_pair == 1 else 1 - self._drift_slot
+            drift_in, drift_out = (int(drift.gpudata) + 4 * slot for slot in (self._drift_slot, 1 - self._drift_slot))
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiPPiiPiPiPPPPii")
         c, p = self.constants, self.params
         history = None
         if p["bootstrap"] and first_pair <= p["bootstrap"]:  # written and read up to pair N only
@@ -1086,7 +1090,10 @@ class GaussianBackground(Filter):
             p["still_tolerance"],
             0 if light_counts is None else light_counts.gpudata,
             light_count,
-            0 if gains is None else gains.gpudata,
+            0 if ratios is None else ratios.gpudata,
+            c["exposure_q8"],
+            drift_in,
+            drift_out,
             0 if compared is None else compared.gpudata,
             0 if history is None else history.gpudata,
             p["bootstrap"],
@@ -1124,15 +1131,15 @@ class GaussianBackground(Filter):
                 device.set_async(np.ascontiguousarray(host).reshape(device.shape), stream=cuda.stream)
         cuda.stream.synchronize()  # the host arrays go out of scope
 
-    def _queue_light_measures(self, cuda, src, before, frames: int, count: int, first_pair: int):
+    def _queue_light_measures(self, cuda, src, before, frames: int, count: int):
         """Queue the measures of :meth:`light_measures` on the batch ``src`` (``before``: the grey
-        frame before its first; ``first_pair``: its first frame pair) and return the device arrays
-        they fill: uint32 ``(frames, 4)`` counts (brighter, darker, explained, unchanged; the last
-        two with ``exposure`` on) from ``md_light_change_count_u8``, and with ``exposure`` on the
-        int32 ``(frames,)`` gains the model takes (:meth:`exposure_gain`, Q8) from
-        ``md_exposure_gains`` on the ratios of ``md_exposure_histogram_u8``, else ``None``. The
-        histogram kernel leaves its histogram and tickets zero (zeroed when allocated) and zeroes
-        the counts, so with ``exposure`` on no memset is queued."""
+        frame before its first) and return the device arrays they fill: uint32 ``(frames, 4)``
+        counts (brighter, darker, explained, unchanged; the last two with ``exposure`` on) from
+        ``md_light_change_count_u8``, and int32 ``(frames,)`` ratios (Q8) from
+        ``md_exposure_histogram_u8``, or ``None`` with ``exposure`` off; the model's kernel takes
+        the gains from them (:meth:`exposure_gain`). That kernel leaves its histogram and tickets
+        zero (zeroed when allocated) and zeroes the counts, so with ``exposure`` on no memset is
+        queued."""
         import pycuda.driver as drv
 
         ratios = None
@@ -1170,23 +1177,4 @@ class GaussianBackground(Filter):
             counts.gpudata,
             frames=frames,
         )
-        if ratios is None:
-            return counts, None
-        c = self.constants
-        drift = cuda.buffer(self.state_key("exposure_drift"), (1,), np.int32)
-        gains = cuda.buffer(self.state_key("exposure_gains"), (frames,), np.int32)
-        fn = cuda.function(self.KERNEL, "md_exposure_gains", "PPiiiiiPP")
-        cuda.launch_1d(
-            fn,
-            1,
-            counts.gpudata,
-            ratios.gpudata,
-            frames,
-            first_pair,
-            self.light_count(count),
-            c["exposure_q8"],
-            c["alpha_q16"],
-            drift.gpudata,
-            gains.gpudata,
-        )
-        return counts, gains
+        return counts, ratios
