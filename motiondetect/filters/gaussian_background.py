@@ -819,12 +819,12 @@ class GaussianBackground(Filter):
         """
         if need and max(brighter, darker) >= need:
             return 0, DRIFT_ONE
+        chained = min(max((drift * ratio + 128) >> 8, DRIFT_MIN), DRIFT_MAX)  # the drift times this ratio
         if self.follows_gain(ratio, explained, unchanged):
-            drift = min(max((drift * ratio + 128) >> 8, DRIFT_MIN), DRIFT_MAX)
-            gain = (drift + 128) >> 8
-            return gain, (drift * 256 + gain // 2) // gain
+            gain = (chained + 128) >> 8
+            return gain, (chained * 256 + gain // 2) // gain
         if explained > unchanged:
-            drift = min(max((drift * ratio + 128) >> 8, DRIFT_MIN), DRIFT_MAX)
+            drift = chained
         return EXPOSURE_ONE, DRIFT_ONE + (((drift - DRIFT_ONE) * (65536 - self.constants["alpha_q16"]) + 32768) >> 16)
 
     def follows_gain(self, ratio: int, explained: int, unchanged: int) -> bool:
