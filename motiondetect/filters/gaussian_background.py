@@ -254,6 +254,8 @@ class GaussianBackground(Filter):
     frame pairs seen; with ``still_frames``, ``lightswitch``, ``exposure`` or ``quiet_tolerance`` below 255, the
     previous grey frame (first the reference); with ``still_frames``, each pixel's count of still foreground frames (int32),
     reset to 0 by a frame that is not both, when the pixel is absorbed and by a light switch; with
+    ``exposure``, its drift (an int, Q16; on the device two int32 slots, one read and one written
+    by each launch); with
     ``bootstrap``, until pair N, the history of grey levels ``(N + 1, H, W)`` and chroma
     ``(N, 2, H, W)``, uint8; with ``ghost_frames``, on the host, the ghost test's previous frame
     and runs (:class:`~motiondetect.filters.ghosts.GhostWindow`).
