@@ -39,6 +39,18 @@ __device__ bool md_grey_chroma(int cb, int cr)
     return abs(cb - 128) <= 3 && abs(cr - 128) <= 3;
 }
 
+// A frame's pixel has no colour to compare or learn (motiondetect.filters.gaussian_background.
+// no_colour): its chroma is grey, or one of R, G, B made back from y, cb and cr (the JFIF inverse
+// in Q16, each product floored) reaches 250 (CLIPPED): a clipped channel moves the chroma, not
+// the colour.
+__device__ bool md_no_colour(int y, int cb, int cr)
+{
+    if (md_grey_chroma(cb, cr)) return true;
+    const int b = cb - 128, r = cr - 128;
+    const int top = max(max(y + ((91881 * r) >> 16), y + ((116130 * b) >> 16)), y - ((22554 * b + 46802 * r) >> 16));
+    return top >= 250;
+}
+
 // The exposure's step for one frame (GaussianBackground.exposure_gain, which documents the rule):
 // from the frame's light counts c (brighter, darker, explained, unchanged), its median ratio
 // (Q8) and whether it is a light switch, the gain the means are scaled by (Q8, 256: none; a
@@ -115,7 +127,8 @@ __device__ int md_exposure_step(long long& drift, const unsigned int* c, long lo
 // N sets the flag, which cancels the restart: frames before it no longer describe the background.
 //
 // Grey pixels have no colour to compare: where the frame's Cb and Cr, or the chroma means
-// (rounded), are both within 3 of 128 (md_grey_chroma), the chroma neither flags nor learns, and
+// (rounded), are both within 3 of 128 (md_grey_chroma), or the frame's colour is clipped
+// (md_no_colour), the chroma neither flags nor learns, and
 // a restart (light switch, still foreground) keeps the chroma means where the frame is grey;
 // where the means are grey and the frame is not, they take the frame's Cb and Cr when the grey
 // level is background.
@@ -181,7 +194,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
     // values, the variances stay, the still count restarts.
     auto take_frame = [&](size_t at, int x) {
         m = x << 16;
-        if (colour && !md_grey_chroma(chroma[at], chroma[chroma_plane + at])) {  // a grey frame keeps the colours known
+        if (colour && !md_no_colour(x, chroma[at], chroma[chroma_plane + at])) {  // a grey or clipped frame keeps the colours known
             for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
         }
         still_count = 0;
@@ -223,7 +236,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         int cd[2] = {0, 0};
         long long cd2[2] = {0, 0}, climit[2] = {0, 0};
         // Grey pixels have no colour to compare: a grey frame (night mode) or grey means (none known).
-        const bool frame_grey = colour && md_grey_chroma(chroma[at], chroma[chroma_plane + at]);
+        const bool frame_grey = colour && md_no_colour(x, chroma[at], chroma[chroma_plane + at]);
         const bool mean_grey = colour && md_grey_chroma((cm[0] + 32768) >> 16, (cm[1] + 32768) >> 16);
         const bool compare_colour = colour && !frame_grey && !mean_grey;
         if (compare_colour) {

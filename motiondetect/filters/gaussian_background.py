@@ -38,15 +38,42 @@ def grey_chroma(chroma: np.ndarray) -> np.ndarray:
     return np.logical_and(_GREY_LEVELS[chroma[0]], _GREY_LEVELS[chroma[1]])
 
 
+def clipped(grey: np.ndarray, chroma: np.ndarray) -> np.ndarray:
+    """Where a frame's colour is clipped: one of R, G, B, made back from the grey level ``grey``
+    ``(...)`` uint8 and ``chroma`` ``(2, ...)`` uint8 (full-range BT.601 Cb, Cr; the JFIF
+    inverse in Q16, ``R = Y + 1.402 (Cr - 128)``, ``G = Y - 0.344136 (Cb - 128) - 0.714136 (Cr -
+    128)``, ``B = Y + 1.772 (Cb - 128)``, each product floored), reaches :data:`CLIPPED`. A
+    clipped channel no longer follows the light, so its chroma says little about the colour
+    (the kernel's ``md_no_colour`` computes the same). Returns a bool array of ``grey``'s shape."""
+    pairs = np.left_shift(chroma[0], 8, dtype=np.uint16)
+    pairs |= chroma[1]
+    return grey >= _CLIPPED_FROM[pairs]
+
+
+def _clipped_from() -> np.ndarray:
+    """The grey level from which a pixel of each (Cb, Cr), indexed ``Cb * 256 + Cr``, is
+    :func:`clipped`: each channel is the grey level plus an offset of the chroma alone, so the
+    channel that clips first has the largest offset. int16."""
+    cb, cr = np.meshgrid(np.arange(256) - 128, np.arange(256) - 128, indexing="ij")
+    offsets = np.stack([(91881 * cr) >> 16, -((22554 * cb + 46802 * cr) >> 16), (116130 * cb) >> 16])  # R, G, B
+    return (CLIPPED - offsets.max(axis=0)).astype(np.int16).ravel()
+
+
+def no_colour(grey: np.ndarray, chroma: np.ndarray) -> np.ndarray:
+    """Where a frame has no colour to compare or learn: its chroma is grey (:func:`grey_chroma`,
+    a camera's night mode) or clipped (:func:`clipped`, a highlight). Bool, ``grey``'s shape."""
+    return grey_chroma(chroma) | clipped(grey, chroma)
+
+
 def take_ghosts(take, src, chroma, mean, chroma_mean, still, mask) -> None:
     """Take the ghost pixels ``take`` ((H, W) bool) into the background, in place: the mean
     becomes the frame ``src`` (grey levels * 2**16), the chroma means the frame's ``chroma``
-    ((2, H, W) Cb, Cr) where it has colour (:func:`grey_chroma`: a grey frame keeps the colours
-    known), the still count (``still``, or ``None``) restarts and ``mask`` is cleared there. The
+    ((2, H, W) Cb, Cr) where it has colour (:func:`no_colour`: a grey or clipped frame keeps the
+    colours known), the still count (``still``, or ``None``) restarts and ``mask`` is cleared there. The
     arrays are the CPU model's, or host copies of the device model's (both backends run this)."""
     mean[take] = src[take].astype(np.int32) << 16
     if chroma is not None and chroma_mean is not None:
-        coloured = take & ~grey_chroma(chroma)
+        coloured = take & ~no_colour(src, chroma)
         for p in range(2):
             chroma_mean[p][coloured] = chroma[p][coloured].astype(np.int32) << 16
     if still is not None:
@@ -85,6 +112,12 @@ EXPOSURE_BLOCKS = 64
 #: flood of 21 % of the frame there, 3 none. The dev clips' scores did not fall (docs/evaluation.md,
 #: "Night mode").
 GREY_CHROMA = 3
+#: A frame's R, G or B at or above this (grey levels, made back from Y, Cb and Cr) is clipped, and
+#: the pixel's chroma is not compared (:func:`clipped`): a camera saturates highlights, and a
+#: brightening that clips a channel moves the chroma, not the colour. 250: within the rounding
+#: of the conversion and of 4:2:0 chroma (one sample per 2 x 2 pixels) of 255.
+CLIPPED = 250
+_CLIPPED_FROM = _clipped_from()
 #: 255 for the Cb or Cr levels within GREY_CHROMA of 128, else 0 (a cv2.LUT table).
 _GREY_LEVELS = np.where(np.abs(np.arange(256) - 128) <= GREY_CHROMA, 255, 0).astype(np.uint8)
 #: The Q16 chroma means that round ((m + 2**15) >> 16) to a level within GREY_CHROMA of 128.
@@ -784,7 +817,7 @@ class GaussianBackground(Filter):
             self._boot_cancelled = True
             np.left_shift(src, 16, out=self._mean, dtype=np.int32)
             if self._chroma_mean is not None:
-                coloured = ~grey_chroma(chroma)  # a grey frame keeps the colours known
+                coloured = ~no_colour(src, chroma)  # a grey or clipped frame keeps the colours known
                 self._chroma_mean[:, coloured] = chroma[:, coloured].astype(np.int32) << 16
             if self._still is not None:
                 self._still[...] = 0
@@ -848,7 +881,7 @@ class GaussianBackground(Filter):
         """
         mask = out[rows]
         if chroma is not None:
-            self._find_grey(chroma, rows, shared)
+            self._find_grey(src, chroma, rows, shared)
         planes = self._classify(src, chroma, mask, rows, per_plane, shared)
         cv2.LUT(mask, rates[0], dst=shared["rate"])
         cv2.LUT(mask, rates[1], dst=shared["vrate"])
@@ -883,15 +916,17 @@ class GaussianBackground(Filter):
         if self.params["still_frames"]:
             self._absorb_still(src[rows], None if chroma is None else chroma[:, rows], mask, rows, shared)
 
-    def _find_grey(self, chroma, rows: slice, shared: dict) -> None:
-        """The grey pixels of rows ``rows`` (the class docstring) into ``shared``: ``frame_grey``
-        and ``mean_grey`` 255 where the frame's Cb and Cr, or the chroma means rounded, are both
-        within :data:`GREY_CHROMA` of 128, and ``colour`` (255) and ``coloured`` (bool) where
+    def _find_grey(self, src, chroma, rows: slice, shared: dict) -> None:
+        """The pixels of rows ``rows`` without colour (the class docstring) into ``shared``:
+        ``frame_grey`` 255 where the frame has none (:func:`no_colour`: its Cb and Cr both within
+        :data:`GREY_CHROMA` of 128, or a channel clipped), ``mean_grey`` 255 where the chroma
+        means rounded are both within it, and ``colour`` (255) and ``coloured`` (bool) where
         neither is: the chroma is compared and learns there. ``flag`` is scratch."""
         frame, means, other, colour = shared["frame_grey"], shared["mean_grey"], shared["flag"], shared["colour"]
         cv2.LUT(chroma[0][rows], _GREY_LEVELS, dst=frame)
         cv2.LUT(chroma[1][rows], _GREY_LEVELS, dst=other)
         cv2.bitwise_and(frame, other, dst=frame)
+        frame[clipped(src[rows], chroma[:, rows])] = 255
         cv2.inRange(self._chroma_mean[0][rows], *_GREY_MEANS, dst=means)
         cv2.inRange(self._chroma_mean[1][rows], *_GREY_MEANS, dst=other)
         cv2.bitwise_and(means, other, dst=means)

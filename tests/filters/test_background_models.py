@@ -193,8 +193,13 @@ def naive_gaussian(
     def grey(cb, cr) -> bool:
         return abs(cb - 128) <= 3 and abs(cr - 128) <= 3
 
+    def colourless(t, y, x) -> bool:  # the frame's chroma is grey, or an RGB channel clipped
+        luma, cb, cr = int(frames[t][y, x]), int(chromas[t][0, y, x]) - 128, int(chromas[t][1, y, x]) - 128
+        red, green, blue = luma + 91881 * cr // 65536, luma - (22554 * cb + 46802 * cr) // 65536, luma + 116130 * cb // 65536
+        return grey(cb + 128, cr + 128) or max(red, green, blue) >= 250
+
     def take_colours(t, y, x) -> None:  # a restart: the frame's chroma, where it has colour
-        if not grey(int(chromas[t][0, y, x]), int(chromas[t][1, y, x])):
+        if not colourless(t, y, x):
             for p in range(2):
                 c_mean[p][y][x] = int(chromas[t][p, y, x]) << 16
 
@@ -248,7 +253,7 @@ def naive_gaussian(
                 planes = [(int(frame[y, x]), mean[y][x], var[y][x], min_var)]
                 frame_grey = mean_grey = False
                 if chroma:
-                    frame_grey = grey(int(chromas[t][0, y, x]), int(chromas[t][1, y, x]))
+                    frame_grey = colourless(t, y, x)
                     mean_grey = grey((c_mean[0][y][x] + 32768) // 65536, (c_mean[1][y][x] + 32768) // 65536)
                     if not (frame_grey or mean_grey):
                         planes += [(int(chromas[t][p, y, x]), c_mean[p][y][x], c_var[p][y][x], chroma_var) for p in range(2)]
