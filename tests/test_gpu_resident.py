@@ -176,13 +176,15 @@ def test_batches_equal_through_a_bootstrap_ghost(cuda, batch):
 
 
 @pytest.mark.parametrize("batch", [1, 7, 32])
-def test_batches_equal_through_an_exposure_ramp(cuda, batch):
-    """The camera's exposure falls to 0.6 over frames 30-39 (4-5 % a frame, no light switch) and
-    stays: the default model follows the gain (the frame stays quiet, not flooded), and batches
-    of any K equal K = 1 and the CPU, whichever batch the ramp falls in."""
+@pytest.mark.parametrize("target", [0.6, 1.5])
+def test_batches_equal_through_an_exposure_ramp(cuda, batch, target):
+    """The camera's exposure falls to 0.6 (or rises to 1.5, clipping the highlights, whose colour
+    is then not compared) over frames 30-39 (4-5 % a frame, no light switch) and stays: the
+    default model follows the gain (the frame stays quiet, not flooded), and batches of any K
+    equal K = 1 and the CPU, whichever batch the ramp falls in."""
     import cv2
 
-    gains = [1.0 - 0.04 * min(max(i - 29, 0), 10) for i in range(80)]
+    gains = [1.0 + (target - 1.0) * min(max(i - 29, 0), 10) / 10 for i in range(80)]
     frames = [Picture.from_bgr(cv2.convertScaleAbs(p.to_bgr(), alpha=g)) for p, g in zip(pictures(h264(H264[0]), 80), gains)]
     fractions = default_batches_equal(cuda, batch, frames)
     assert max(fractions[30:]) < 0.2  # people walking, not the whole frame
