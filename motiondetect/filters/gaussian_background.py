@@ -273,7 +273,11 @@ class GaussianBackground(Filter):
     (infrared) mode sends grey frames: the chroma then keeps the day's colours instead of flooding
     every coloured pixel, and a stream that starts at night learns the colours when they come (on
     the 20 dev clips turned grey from their middle frame on, mean pixel F 0.495 -> 0.789; grey up
-    to it, 0.513 -> 0.781; as they are, 0.7995 -> 0.8001). The chroma planes come with the frame (:meth:`needs_chroma`): from a
+    to it, 0.513 -> 0.781; as they are, 0.7995 -> 0.8001). A frame pixel whose colour is clipped
+    (:func:`clipped`: its R, G or B, made back from Y, Cb and Cr, at :data:`CLIPPED` or above) has
+    no colour to compare either: a brightening that saturates highlights moves their chroma while
+    their colour stays (on the 20 dev clips brightened to 1.5 times over ten frames, mean pixel F
+    0.635 -> 0.693; as they are, 0.8040 -> 0.8041). The chroma planes come with the frame (:meth:`needs_chroma`): from a
     decoder's 4:2:0 planes (:meth:`Picture.chroma <motiondetect.core.picture.Picture.chroma>`) or
     a BGR frame (:func:`~motiondetect.filters.gray.bgr_chroma`), through the same downscale and
     registration as the grey image.
