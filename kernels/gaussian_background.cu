@@ -129,7 +129,8 @@ __device__ int md_exposure_step(long long& drift, const unsigned int* c, long lo
 // Grey pixels have no colour to compare: where the frame's Cb and Cr, or the chroma means
 // (rounded), are both within 3 of 128 (md_grey_chroma), or the frame's colour is clipped
 // (md_no_colour), the chroma neither flags nor learns, and
-// a restart (light switch, still foreground) keeps the chroma means where the frame is grey;
+// a restart (light switch, still foreground) keeps the chroma means where the frame is grey or
+// clipped;
 // where the means are grey and the frame is not, they take the frame's Cb and Cr when the grey
 // level is background.
 //

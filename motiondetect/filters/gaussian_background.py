@@ -38,16 +38,19 @@ def grey_chroma(chroma: np.ndarray) -> np.ndarray:
     return np.logical_and(_GREY_LEVELS[chroma[0]], _GREY_LEVELS[chroma[1]])
 
 
-def clipped(grey: np.ndarray, chroma: np.ndarray) -> np.ndarray:
+def clipped(grey: np.ndarray, chroma: np.ndarray, out: np.ndarray | None = None, scratch: tuple | None = None) -> np.ndarray:
     """Where a frame's colour is clipped: one of R, G, B, made back from the grey level ``grey``
     ``(...)`` uint8 and ``chroma`` ``(2, ...)`` uint8 (full-range BT.601 Cb, Cr; the JFIF
     inverse in Q16, ``R = Y + 1.402 (Cr - 128)``, ``G = Y - 0.344136 (Cb - 128) - 0.714136 (Cr -
     128)``, ``B = Y + 1.772 (Cb - 128)``, each product floored), reaches :data:`CLIPPED`. A
     clipped channel no longer follows the light, so its chroma says little about the colour
-    (the kernel's ``md_no_colour`` computes the same). Returns a bool array of ``grey``'s shape."""
-    pairs = np.left_shift(chroma[0], 8, dtype=np.uint16)
+    (the kernel's ``md_no_colour`` computes the same). Returns a bool array of ``grey``'s shape,
+    into ``out`` when given; ``scratch``: a uint16 and an int16 array of that shape to work in
+    (the model's every frame allocates nothing)."""
+    pairs, limits = scratch or (None, None)
+    pairs = np.left_shift(chroma[0], 8, out=pairs, dtype=np.uint16)
     pairs |= chroma[1]
-    return grey >= _CLIPPED_FROM[pairs]
+    return np.greater_equal(grey, np.take(_CLIPPED_FROM, pairs, out=limits), out=out)
 
 
 def _clipped_from() -> np.ndarray:
@@ -139,6 +142,8 @@ _CHROMA_SCRATCH = {
     "grey_foreground": np.bool_,
     "chroma_rate": np.float64,
     "chroma_vrate": np.float64,
+    "chroma_pairs": np.uint16,  # clipped()'s (Cb, Cr) index and grey level it clips from
+    "clips_from": np.int16,
 }
 
 
@@ -930,7 +935,9 @@ class GaussianBackground(Filter):
         cv2.LUT(chroma[0][rows], _GREY_LEVELS, dst=frame)
         cv2.LUT(chroma[1][rows], _GREY_LEVELS, dst=other)
         cv2.bitwise_and(frame, other, dst=frame)
-        frame[clipped(src[rows], chroma[:, rows])] = 255
+        clip = shared["coloured"]  # free until the end: the clipped pixels
+        clipped(src[rows], chroma[:, rows], out=clip, scratch=(shared["chroma_pairs"], shared["clips_from"]))
+        np.copyto(frame, 255, where=clip)
         cv2.inRange(self._chroma_mean[0][rows], *_GREY_MEANS, dst=means)
         cv2.inRange(self._chroma_mean[1][rows], *_GREY_MEANS, dst=other)
         cv2.bitwise_and(means, other, dst=means)
