@@ -168,6 +168,37 @@ def test_tune_scores_every_point_as_a_hand_count_and_chooses_without_the_clip(th
     assert again.scores == result.scores and again.chosen == result.chosen
 
 
+def test_the_cache_scores_again_after_a_code_change_and_keys_the_anchors_by_what_decides_them(three_clips, tmp_path, monkeypatch):
+    monkeypatch.setitem(tuning.GRIDS, "test", {("gaussian_background", "sigmas"): [2.0, 3.0]})
+    paths, cache = [str(r) for r in three_clips[:2]], tmp_path / "cache.json"
+    first = tuning.tune(paths, default_config(), grid="test", skip=4, jobs=1, anchors=True, cache_path=cache)
+    runs = []
+    real = tuning._score
+    monkeypatch.setattr(tuning, "_score", lambda *a: runs.append(a[1] is None) or real(*a))
+    # The same code: nothing is scored again.
+    tuning.tune(paths, default_config(), grid="test", skip=4, jobs=1, anchors=True, cache_path=cache)
+    assert runs == []
+    # Another package source (the model changed): every point is scored again, the anchors are
+    # not, and the old code's point scores leave the cache.
+    monkeypatch.setattr(tuning, "code_digest", lambda: "0123456789abcdef")
+    again = tuning.tune(paths, default_config(), grid="test", skip=4, jobs=1, anchors=True, cache_path=cache)
+    assert runs == [False] * 4 and again.scores == first.scores and again.anchors == first.anchors
+    stored = json.loads(cache.read_text())
+    for slot in stored.values():
+        points = [entry for entry in slot if not entry.startswith("anchors@")]
+        assert len(points) == 2 and all(entry.endswith("@0123456789abcdef") for entry in points)
+    # Another set of anchors (here: pybgs found) is scored anew, not answered from the old one.
+    runs.clear()
+    before = tuning.anchors_entry()
+    monkeypatch.setattr(tuning.importlib.util, "find_spec", lambda name: object() if name == "pybgs" else None)
+    assert tuning.anchors_entry() != before
+    monkeypatch.setattr(
+        tuning, "_score", lambda path, config, *a: runs.append(config is None) or (real(path, config, *a) if config else [])
+    )
+    tuning.tune(paths, default_config(), grid="test", skip=4, jobs=1, anchors=True, cache_path=cache)
+    assert runs == [True, True]
+
+
 def test_worker_processes_give_the_same_scores(three_clips, monkeypatch):
     small = {("gaussian_background", "sigmas"): [2.5, 3.0]}
     monkeypatch.setitem(tuning.GRIDS, "test", small)

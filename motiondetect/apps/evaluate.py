@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--loo-cache",
         metavar="FILE",
-        help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing)",
+        help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing; a change to the code scores again)",
     )
     parser.add_argument(
         "--plot",

@@ -16,7 +16,9 @@ and a larger default worker count for long runs).
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -28,6 +30,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
+
+import cv2
 
 from motiondetect.core.errors import UsageError
 from motiondetect.pipeline.config import build_filters
@@ -265,6 +269,50 @@ def pipeline_digest(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config["pipeline"], sort_keys=True).encode()).hexdigest()[:16]
 
 
+@functools.cache
+def code_digest() -> str:
+    """A 16-hex-digit digest of this package's Python sources (names and bytes, in path order).
+
+    The masks and scores depend on the code as much as on the pipeline, so every cached score
+    is stored under both: after a change to the model, a filter or the scorer, a score of the
+    code before it is never taken for one of today's.
+    """
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def point_entry(config: dict[str, Any]) -> str:
+    """The cache entry of a grid point's score: ``PIPELINE@CODE`` (:func:`pipeline_digest`, :func:`code_digest`)."""
+    return f"{pipeline_digest(config)}@{code_digest()}"
+
+
+def anchors_entry() -> str:
+    """The cache entry of the anchors' scores: ``anchors@`` and a digest of what decides them here.
+
+    That is the anchors available (:func:`~motiondetect.evaluation.scoring.anchor_factories`, and
+    bgslibrary's where ``pybgs`` imports), OpenCV's version and the scorer's source, so scores made
+    without ``pybgs`` or with another OpenCV are not reused for a run that has them.
+    """
+    from motiondetect.evaluation import scoring
+
+    names = [name for name, _ in scoring.anchor_factories()]
+    if importlib.util.find_spec("pybgs") is not None:
+        names += list(scoring.BGSLIBRARY_ANCHORS)
+    source = Path(scoring.__file__).read_bytes()
+    key = json.dumps([cv2.__version__, names]).encode() + source
+    return "anchors@" + hashlib.sha256(key).hexdigest()[:16]
+
+
+def _prune(slot: dict[str, Any]) -> None:
+    """Drop a clip's point scores made by other code (their entries can never match again)."""
+    suffix = "@" + code_digest()
+    for entry in [e for e in slot if not e.startswith("anchors") and not e.endswith(suffix)]:
+        del slot[entry]
+
+
 # -- scoring (in worker processes) ---------------------------------------------------------------
 
 _CLIPS: dict[str, tuple] = {}  # per process: folder path -> (GroundTruthFolder, decoded frames)
@@ -414,8 +462,9 @@ def tune(
         jobs: worker processes (1: in this process). Each decodes the clips it is given once.
         anchors: also score the anchors of ``evaluate --baselines`` on each clip.
         cache_path: a JSON file of scores to reuse and extend (keyed by the clip's resolved path,
-            ``skip``, ``min_area`` and the pipeline's :func:`pipeline_digest`), or ``None``.
-            It is written every 50 runs, and on the way out when interrupted.
+            ``skip``, ``min_area`` and :func:`point_entry`: the pipeline and the package's code;
+            the anchors by :func:`anchors_entry`), or ``None``. Scores of other code are
+            dropped from it. It is written every 50 runs, and on the way out when interrupted.
         progress: called with 1 after each run (a tqdm bar's ``update``), or ``None``.
 
     Returns:
@@ -443,12 +492,15 @@ def tune(
     points = grid_points(axes)
     keys = [point_key(p) for p in points]
     configs = {key: config_for(base, p) for key, p in zip(keys, points)}
-    digests = {key: pipeline_digest(c) for key, c in configs.items()}
+    digests = {key: point_entry(c) for key, c in configs.items()}
+    anchors_key = anchors_entry()
     cache = json.loads(cache_path.read_text()) if cache_path is not None and cache_path.is_file() else {}
     slots = {path: cache.setdefault(f"{Path(path).resolve()}|skip={skip}|min_area={min_area}", {}) for path in paths}
+    for slot in slots.values():
+        _prune(slot)
     todo = []  # (path, cache entry, config or None for the anchors); grouped by clip
     for path in paths:
-        todo += [(path, "anchors", None)] if anchors and "anchors" not in slots[path] else []
+        todo += [(path, anchors_key, None)] if anchors and anchors_key not in slots[path] else []
         todo += [(path, digests[k], configs[k]) for k in keys if digests[k] not in slots[path]]
     log.info(
         "leave-one-out: %d clips x %d grid points, %d runs to do (%d worker%s)", len(paths), len(points), len(todo), jobs, "s" * (jobs != 1)
@@ -480,7 +532,7 @@ def tune(
         keys=keys,
         base=point_key({axis: _entry(base, axis[0])[axis[1]] for axis in axes}),
         scores=scores,
-        anchors={name: slots[path].get("anchors", []) if anchors else [] for name, path in zip(names, paths)},
+        anchors={name: slots[path].get(anchors_key, []) if anchors else [] for name, path in zip(names, paths)},
         chosen=chosen,
     )
 
