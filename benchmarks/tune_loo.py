@@ -6,7 +6,8 @@ scores the anchors in the worker processes too, and keeps every score in a cache
 a rerun, a grown grid or more clips compute only what is missing::
 
     python benchmarks/tune_loo.py samples/dev/*/ ../shared/samples/cdnet_highway ../shared/samples/cdnet_fall \\
-        [-c CONFIG] [--grid small|tiny|shadow|chroma|morph|rates|still|light|ghost|subsense] [--jobs N] [--cache .data/tune_loo.json] [--skip 50] [--json OUT]
+        [-c CONFIG] [--grid small|tiny|shadow|chroma|morph|rates|still|light|ghost|subsense] [--jobs N] [--cache .data/tune_loo.json] [--skip 50] \\
+        [--no-frame-f1-guard] [--json OUT]
 
 Scores come from the CPU reference (the GPU backend gives the same masks); the first ``--skip``
 frames of each clip are not scored. Every failure the command refuses prints one line.
@@ -34,6 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes [default: all cores]")
     parser.add_argument("--cache", type=Path, default=Path(".data/tune_loo.json"), help="score cache (JSON) [default: .data/tune_loo.json]")
     parser.add_argument("--skip", type=int, default=DEFAULT_SKIP, help=f"frames at the start not scored [default: {DEFAULT_SKIP}]")
+    parser.add_argument(
+        "--frame-f1-guard",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="let a fold choose only points that keep each of its clips at frame F1 0.95, or at the config's where lower [default: on]",
+    )
     parser.add_argument("--json", type=Path, help="also write the result (JSON) here")
     args = parser.parse_args(argv)
     try:
@@ -49,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             jobs=args.jobs,
             anchors=True,
             cache_path=args.cache,
+            guard=args.frame_f1_guard,
         )
     except MotionDetectError as exc:
         print(f"tune_loo: error: {exc}", file=sys.stderr)

@@ -52,6 +52,36 @@ def test_leave_one_out_chooses_each_clip_without_it():
             assert leave_one_out(changed)[clip] == chosen[clip]
 
 
+def test_leave_one_out_chooses_only_what_every_other_clip_admits():
+    scores = {
+        "a": {"p1": 1.00, "p2": 0.10, "p3": 0.20},
+        "b": {"p1": 0.50, "p2": 0.60, "p3": 0.40},
+        "c": {"p1": 0.52, "p2": 0.55, "p3": 0.50},
+        "d": {"p1": 0.10, "p2": 0.20, "p3": 0.90},
+    }
+    # Clip "c" refuses p1 (say p1 breaks its frame F1). The folds that keep c fall back to their
+    # best among p2 and p3 (by hand, from the means above); c's own fold may still take p1.
+    admissible = {clip: {"p1": clip != "c", "p2": True, "p3": True} for clip in scores}
+    assert leave_one_out(scores, admissible) == {"a": "p3", "b": "p3", "c": "p1", "d": "p2"}
+    assert leave_one_out(scores, {clip: dict.fromkeys(scores[clip], True) for clip in scores}) == leave_one_out(scores)
+    with pytest.raises(ValueError, match="without clip 'a', no parameter set is admitted by every other clip"):
+        leave_one_out(scores, {clip: dict.fromkeys(scores[clip], clip == "a") for clip in scores})
+
+
+def test_frame_f1_guard_keeps_the_target_or_the_base_where_lower():
+    def s(f1):
+        return {"pixel_f": 0.5, "frame_f1": f1}
+
+    scores = {
+        "meets": {"base": s(0.97), "same": s(0.95), "breaks": s(0.949), "better": s(1.0)},
+        "misses": {"base": s(0.90), "same": s(0.90), "breaks": s(0.899), "better": s(0.93)},
+    }
+    assert tuning.frame_f1_guard(scores, "base") == {
+        "meets": {"base": True, "same": True, "breaks": False, "better": True},
+        "misses": {"base": True, "same": True, "breaks": False, "better": True},
+    }
+
+
 def test_leave_one_out_ties_and_errors():
     assert leave_one_out({"a": {(1, 2): 0.5, (3, 4): 0.5}, "b": {(1, 2): 0.5, (3, 4): 0.5}}) == {"a": (1, 2), "b": (1, 2)}
     with pytest.raises(ValueError, match="at least 2 clips; got 1"):
@@ -161,7 +191,11 @@ def test_tune_scores_every_point_as_a_hand_count_and_chooses_without_the_clip(th
                 assert result.scores[root.name][key]["pixel_f"] == pytest.approx(
                     hand_pixel_f(hand_config(sigmas, median), root, 4), abs=1e-12
                 )
-    assert result.chosen == leave_one_out({c: {k: v["pixel_f"] for k, v in by_key.items()} for c, by_key in result.scores.items()})
+    pixel_f = {c: {k: v["pixel_f"] for k, v in by_key.items()} for c, by_key in result.scores.items()}
+    assert result.guarded and result.chosen == leave_one_out(pixel_f, tuning.frame_f1_guard(result.scores, result.base))
+    unguarded = tuning.tune([str(r) for r in three_clips], default_config(), grid="test", skip=4, jobs=1, cache_path=cache, guard=False)
+    assert unguarded.chosen == leave_one_out(pixel_f) and "frame F1" not in unguarded.criterion
+    assert "among points that keep each of them at frame F1 0.95" in tuning.format_loo_table(result).splitlines()[0]
     # A second run takes every score from the cache.
     monkeypatch.setattr(tuning, "_score", lambda *a: pytest.fail("scored again despite the cache"))
     again = tuning.tune([str(r) for r in three_clips], default_config(), grid="test", skip=4, jobs=1, cache_path=cache)
@@ -332,6 +366,7 @@ def test_cli_evaluate_loo_table_and_json(three_clips, tmp_path, monkeypatch, cap
         (["--loo"], "--loo needs at least 2 ground-truth folders"),
         (["--grid", "tiny"], "--grid only apply with --loo"),
         (["--jobs", "2", "--loo-cache", "c.json"], "--jobs, --loo-cache only apply with --loo"),
+        (["--no-frame-f1-guard"], "--frame-f1-guard only apply with --loo"),
     ],
 )
 def test_cli_loo_usage_errors_are_one_line(three_clips, tmp_path, monkeypatch, capsys, extra, fragment):

@@ -77,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=jobs_arg, metavar="N", help="worker processes for the --loo grid, or auto [default: auto, all cores]"
     )
     parser.add_argument(
+        "--frame-f1-guard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --loo, let a fold choose only grid points that keep each of its clips at frame F1 0.95 (or at the config's, "
+        "where lower); --no-frame-f1-guard chooses by mean pixel F alone [default: on]",
+    )
+    parser.add_argument(
         "--loo-cache",
         metavar="FILE",
         help="JSON file of --loo scores to reuse and extend (a rerun or a grown grid computes only what is missing; a change to the code scores again)",
@@ -166,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--loo-cache {str(cache_path)!r} must be a file in an existing folder")
     else:
         jobs = None if plot_path is not None else args.jobs  # --plot's sweep runs on --jobs too
-        given = [flag for flag, value in (("--grid", args.grid), ("--jobs", jobs), ("--loo-cache", args.loo_cache)) if value is not None]
+        flags = (("--grid", args.grid), ("--jobs", jobs), ("--frame-f1-guard", args.frame_f1_guard), ("--loo-cache", args.loo_cache))
+        given = [flag for flag, value in flags if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} only apply with --loo" + (" or --plot" if given == ["--jobs"] else ""))
     results: list[Evaluation] = []
@@ -202,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
                     jobs=args.jobs,
                     cache_path=cache_path,
                     progress=bar.update,
+                    guard=args.frame_f1_guard is not False,
                 )
             finally:
                 bar.close()

@@ -171,7 +171,9 @@ _SHORT = {
 }
 
 
-def leave_one_out(scores: dict[str, dict[Hashable, float]]) -> dict[str, Hashable]:
+def leave_one_out(
+    scores: dict[str, dict[Hashable, float]], admissible: dict[str, dict[Hashable, bool]] | None = None
+) -> dict[str, Hashable]:
     """For each clip, the parameter set with the best mean score over all the *other* clips.
 
     The honest way to report tuned parameters: each clip is scored with parameters chosen
@@ -181,13 +183,17 @@ def leave_one_out(scores: dict[str, dict[Hashable, float]]) -> dict[str, Hashabl
         scores: ``scores[clip][params]``, the score of each parameter set on each clip (higher
             is better: pixel F-measure here). Every clip must hold the same parameter sets;
             ``params`` is any hashable key.
+        admissible: optional ``admissible[clip][params]``: whether that clip lets the parameter
+            set be chosen (:func:`frame_f1_guard`). A fold chooses only among the sets that
+            every one of its clips admits; the held-out clip has no say. ``None``: all are.
 
     Returns:
         ``{clip: params}``, in the order of ``scores``. Ties go to the parameter set that comes
         first in the first clip's order.
 
     Raises:
-        ValueError: fewer than two clips, or the clips hold different parameter sets.
+        ValueError: fewer than two clips, the clips hold different parameter sets, or a fold's
+            clips admit none.
 
     Example:
         >>> leave_one_out({"a": {1: 0.9, 2: 0.1}, "b": {1: 0.2, 2: 0.8}, "c": {1: 0.3, 2: 0.6}})
@@ -203,8 +209,33 @@ def leave_one_out(scores: dict[str, dict[Hashable, float]]) -> dict[str, Hashabl
     chosen = {}
     for held_out in clips:
         others = [c for c in clips if c != held_out]
-        chosen[held_out] = max(candidates, key=lambda params: sum(scores[c][params] for c in others) / len(others))
+        allowed = [p for p in candidates if admissible is None or all(admissible[c][p] for c in others)]
+        if not allowed:
+            raise ValueError(f"without clip {held_out!r}, no parameter set is admitted by every other clip")
+        chosen[held_out] = max(allowed, key=lambda params: sum(scores[c][params] for c in others) / len(others))
     return chosen
+
+
+def frame_f1_guard(scores: dict[str, dict[str, dict[str, Any]]], base: str) -> dict[str, dict[str, bool]]:
+    """Which points each clip admits: those that keep its frame F1 at :data:`FRAME_F1_TARGET`, or
+    at the starting config's (``base``) where that is lower.
+
+    Issue 15 asks for both a higher mean pixel F and a frame F1 of at least 0.95 on every clip.
+    Chosen by pixel F alone, a fold can take a point that gains pixels on some clips and breaks
+    another clip's frame F1 (false frames on waving trees); with this guard it cannot on the clips
+    it sees, and the starting config, admitted everywhere, is always a choice.
+
+    Args:
+        scores: ``scores[clip][key]``, :func:`summary` of each point on each clip.
+        base: the starting config's key.
+
+    Returns:
+        ``admissible[clip][key]`` for :func:`leave_one_out`.
+    """
+    return {
+        clip: {k: s["frame_f1"] >= min(FRAME_F1_TARGET, by_key[base]["frame_f1"]) for k, s in by_key.items()}
+        for clip, by_key in scores.items()
+    }
 
 
 # -- the grid ----------------------------------------------------------------------------------
@@ -403,6 +434,7 @@ class LooResult:
         scores: ``scores[clip][key]``: :func:`summary` of each point on each clip (clip = folder name).
         anchors: ``anchors[clip]``: the anchors' summaries, or an empty list when not scored.
         chosen: ``chosen[clip]``: the key :func:`leave_one_out` chose without the clip (by pixel F).
+        guarded: whether the choice was limited by :func:`frame_f1_guard`.
     """
 
     grid: str
@@ -412,6 +444,13 @@ class LooResult:
     scores: dict[str, dict[str, dict[str, Any]]]
     anchors: dict[str, list[dict[str, Any]]]
     chosen: dict[str, str]
+    guarded: bool = False
+
+    @property
+    def criterion(self) -> str:
+        """How each fold chose, in words (the table's heading and the JSON's ``criterion``)."""
+        guard = f", among points that keep each of them at frame F1 {FRAME_F1_TARGET}, or at the config's where lower"
+        return "mean pixel F-measure over the other clips" + (guard if self.guarded else "")
 
     @property
     def in_sample_best(self) -> str:
@@ -424,7 +463,7 @@ class LooResult:
             "grid": self.grid,
             "axes": {f"{name}.{key}": values for (name, key), values in self.axes.items()},
             "points": len(self.keys),
-            "criterion": "mean pixel F-measure over the other clips",
+            "criterion": self.criterion,
             "base": self.base,
             "in_sample_best": self.in_sample_best,
             "clips": {
@@ -450,6 +489,7 @@ def tune(
     anchors: bool = False,
     cache_path: Path | None = None,
     progress: Callable[[int], Any] | None = None,
+    guard: bool = True,
 ) -> LooResult:
     """Score every grid point (and optionally the anchors) on every clip; choose leave-one-clip-out.
 
@@ -466,6 +506,7 @@ def tune(
             the anchors by :func:`anchors_entry`), or ``None``. Scores of other code are
             dropped from it. It is written every 50 runs, and on the way out when interrupted.
         progress: called with 1 after each run (a tqdm bar's ``update``), or ``None``.
+        guard: limit each fold's choice with :func:`frame_f1_guard` (``False``: pixel F alone).
 
     Returns:
         The :class:`LooResult`.
@@ -525,15 +566,18 @@ def tune(
         if todo:
             save()
     scores = {name: {k: slots[path][digests[k]] for k in keys} for name, path in zip(names, paths)}
-    chosen = leave_one_out({clip: {k: scores[clip][k]["pixel_f"] for k in keys} for clip in scores})
+    base_key = point_key({axis: _entry(base, axis[0])[axis[1]] for axis in axes})
+    admissible = frame_f1_guard(scores, base_key) if guard else None
+    chosen = leave_one_out({clip: {k: scores[clip][k]["pixel_f"] for k in keys} for clip in scores}, admissible)
     return LooResult(
         grid=grid,
         axes=axes,
         keys=keys,
-        base=point_key({axis: _entry(base, axis[0])[axis[1]] for axis in axes}),
+        base=base_key,
         scores=scores,
         anchors={name: slots[path].get(anchors_key, []) if anchors else [] for name, path in zip(names, paths)},
         chosen=chosen,
+        guarded=guard,
     )
 
 
@@ -574,7 +618,8 @@ def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
             row += [anchor["name"], f"{anchor['pixel_f']:.3f}", f"{anchor['frame_f1']:.3f}"] if anchor else ["-", "-", "-"]
         rows.append(row)
     lines = [
-        f"leave-one-clip-out over {len(result.scores)} clips, grid {result.grid!r} ({len(result.keys)} points, chosen by mean pixel F on the other clips)"
+        f"leave-one-clip-out over {len(result.scores)} clips, grid {result.grid!r} ({len(result.keys)} points, chosen by the "
+        f"{result.criterion.replace('-measure', '')})"
     ]
     lines += _table(rows, {0, 1, 8})
     series = {
