@@ -366,7 +366,8 @@ def test_cli_evaluate_loo_table_and_json(three_clips, tmp_path, monkeypatch, cap
         (["--loo"], "--loo needs at least 2 ground-truth folders"),
         (["--grid", "tiny"], "--grid only apply with --loo"),
         (["--jobs", "2", "--loo-cache", "c.json"], "--jobs, --loo-cache only apply with --loo"),
-        (["--no-frame-f1-guard"], "--frame-f1-guard only apply with --loo"),
+        (["--no-frame-f1-guard"], "--no-frame-f1-guard only apply with --loo"),
+        (["--frame-f1-guard", "--grid", "tiny"], "--grid, --frame-f1-guard only apply with --loo"),
     ],
 )
 def test_cli_loo_usage_errors_are_one_line(three_clips, tmp_path, monkeypatch, capsys, extra, fragment):

@@ -173,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--loo-cache {str(cache_path)!r} must be a file in an existing folder")
     else:
         jobs = None if plot_path is not None else args.jobs  # --plot's sweep runs on --jobs too
-        flags = (("--grid", args.grid), ("--jobs", jobs), ("--frame-f1-guard", args.frame_f1_guard), ("--loo-cache", args.loo_cache))
+        guard_flag = "--frame-f1-guard" if args.frame_f1_guard else "--no-frame-f1-guard"  # as typed
+        flags = (("--grid", args.grid), ("--jobs", jobs), (guard_flag, args.frame_f1_guard), ("--loo-cache", args.loo_cache))
         given = [flag for flag, value in flags if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} only apply with --loo" + (" or --plot" if given == ["--jobs"] else ""))
