@@ -30,15 +30,18 @@ TINY = {("gaussian_background", "sigmas"): [2.0, 3.0], ("median", "kernel_size")
 # -- leave-one-clip-out -------------------------------------------------------------------------
 
 
+# Clip "a" alone loves p1; the others prefer p2, so a is scored with p2. Clip "d" prefers p3,
+# which nobody else does.
+FOUR_CLIPS = {
+    "a": {"p1": 1.00, "p2": 0.10, "p3": 0.20},
+    "b": {"p1": 0.50, "p2": 0.60, "p3": 0.40},
+    "c": {"p1": 0.52, "p2": 0.55, "p3": 0.50},
+    "d": {"p1": 0.10, "p2": 0.20, "p3": 0.90},
+}
+
+
 def test_leave_one_out_chooses_each_clip_without_it():
-    # Clip "a" alone loves p1; the others prefer p2, so a is scored with p2. Clip "d" prefers
-    # p3, which nobody else does.
-    scores = {
-        "a": {"p1": 1.00, "p2": 0.10, "p3": 0.20},
-        "b": {"p1": 0.50, "p2": 0.60, "p3": 0.40},
-        "c": {"p1": 0.52, "p2": 0.55, "p3": 0.50},
-        "d": {"p1": 0.10, "p2": 0.20, "p3": 0.90},
-    }
+    scores = FOUR_CLIPS
     chosen = leave_one_out(scores)
     # By hand: mean over the three other clips.
     #   a: p1 0.373, p2 0.450, p3 0.600 -> p3;  b: p1 0.540, p2 0.283, p3 0.533 -> p1
@@ -53,12 +56,7 @@ def test_leave_one_out_chooses_each_clip_without_it():
 
 
 def test_leave_one_out_chooses_only_what_every_other_clip_admits():
-    scores = {
-        "a": {"p1": 1.00, "p2": 0.10, "p3": 0.20},
-        "b": {"p1": 0.50, "p2": 0.60, "p3": 0.40},
-        "c": {"p1": 0.52, "p2": 0.55, "p3": 0.50},
-        "d": {"p1": 0.10, "p2": 0.20, "p3": 0.90},
-    }
+    scores = FOUR_CLIPS
     # Clip "c" refuses p1 (say p1 breaks its frame F1). The folds that keep c fall back to their
     # best among p2 and p3 (by hand, from the means above); c's own fold may still take p1.
     admissible = {clip: {"p1": clip != "c", "p2": True, "p3": True} for clip in scores}
