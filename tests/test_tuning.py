@@ -202,6 +202,7 @@ def test_tune_scores_every_point_as_a_hand_count_and_chooses_without_the_clip(th
 
 def test_the_cache_scores_again_after_a_code_change_and_keys_the_anchors_by_what_decides_them(three_clips, tmp_path, monkeypatch):
     monkeypatch.setitem(tuning.GRIDS, "test", {("gaussian_background", "sigmas"): [2.0, 3.0]})
+    monkeypatch.setattr("motiondetect.evaluation.scoring.bgslibrary_available", lambda: False)  # as where pybgs is missing
     paths, cache = [str(r) for r in three_clips[:2]], tmp_path / "cache.json"
     first = tuning.tune(paths, default_config(), grid="test", skip=4, jobs=1, anchors=True, cache_path=cache)
     runs = []
@@ -222,7 +223,7 @@ def test_the_cache_scores_again_after_a_code_change_and_keys_the_anchors_by_what
     # Another set of anchors (here: pybgs found) is scored anew, not answered from the old one.
     runs.clear()
     before = tuning.anchors_entry()
-    monkeypatch.setattr(tuning.importlib.util, "find_spec", lambda name: object() if name == "pybgs" else None)
+    monkeypatch.setattr("motiondetect.evaluation.scoring.bgslibrary_available", lambda: True)
     assert tuning.anchors_entry() != before
     monkeypatch.setattr(
         tuning, "_score", lambda path, config, *a: runs.append(config is None) or (real(path, config, *a) if config else [])
@@ -302,6 +303,16 @@ def test_table_rows_and_means():
     assert lines[-1] == "LOO choices (clips that chose each): med=3 x2; med=5 x1"
 
 
+def test_table_says_when_bgslibrary_was_not_counted():
+    result = made_up_result()
+    lines = tuning.format_loo_table(result).splitlines()
+    note = "above best anchor: OpenCV's anchors only; bgslibrary's SuBSENSE and PAWCS are not scored: pybgs is not installed"
+    assert any(line.startswith(note) for line in lines)
+    for c in result.anchors:
+        result.anchors[c].append({"name": "bgslibrary PAWCS (defaults)", "pixel_f": 0.1, "frame_f1": 0.9})
+    assert not any("OpenCV's anchors only" in line for line in tuning.format_loo_table(result).splitlines())
+
+
 def test_table_without_anchors_counts_frame_f1_only():
     result = made_up_result()
     result.anchors = {c: [] for c in result.anchors}
@@ -356,6 +367,14 @@ def test_cli_evaluate_loo_table_and_json(three_clips, tmp_path, monkeypatch, cap
     for clip, row in rows.items():
         chosen = loo["clips"][clip]
         assert tuning.short_key(chosen["chosen"]) in row and f"{chosen['loo']['pixel_f']:.3f}" in row
+
+
+@pytest.mark.parametrize("available", [False, True])
+def test_cli_baselines_say_when_bgslibrary_is_not_scored(three_clips, tmp_path, monkeypatch, capsys, restored_logging, available):
+    monkeypatch.setattr("motiondetect.apps.evaluate.bgslibrary_available", lambda: available)
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, "evaluate", three_clips[0], "--backend", "cpu", "--skip", "4", "--baselines")
+    notices = [line for line in err.splitlines() if "SuBSENSE and PAWCS are not scored: pybgs is not installed" in line]
+    assert rc == 0 and len(notices) == (0 if available else 1) and all("notice:" in line for line in notices)
 
 
 @pytest.mark.parametrize(

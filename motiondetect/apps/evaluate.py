@@ -16,8 +16,10 @@ from pathlib import Path
 from motiondetect import __version__
 from motiondetect.core.errors import MotionDetectError, UsageError
 from motiondetect.evaluation.scoring import (
+    BGSLIBRARY_MISSING,
     DEFAULT_SKIP,
     Evaluation,
+    bgslibrary_available,
     classic_baselines,
     detector_method,
     evaluate,
@@ -178,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
         given = [flag for flag, value in flags if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} only apply with --loo" + (" or --plot" if given == ["--jobs"] else ""))
+    if args.baselines and not bgslibrary_available():
+        log.info("notice: %s", BGSLIBRARY_MISSING)
     results: list[Evaluation] = []
     loo = None
     backend = device = None

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import importlib.util
 import itertools
 import json
 import logging
@@ -34,6 +33,7 @@ from typing import Any, Callable, Hashable, Iterator
 import cv2
 
 from motiondetect.core.errors import UsageError
+from motiondetect.evaluation.scoring import BGSLIBRARY_MISSING
 from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.detector import MotionDetector
 
@@ -330,7 +330,7 @@ def anchors_entry() -> str:
     from motiondetect.evaluation import scoring
 
     names = [name for name, _ in scoring.anchor_factories()]
-    if importlib.util.find_spec("pybgs") is not None:
+    if scoring.bgslibrary_available():
         names += list(scoring.BGSLIBRARY_ANCHORS)
     source = Path(scoring.__file__).read_bytes()
     key = json.dumps([cv2.__version__, names]).encode() + source
@@ -650,6 +650,8 @@ def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
             row.append(f"{above}/{len(best_anchor)}" if i < ours else "-")
         summary_rows.append(row)
     lines += [""] + _table(summary_rows)
+    if best_anchor and not any(name.startswith("bgslibrary") for name in anchor_names):
+        lines += ["", f"above best anchor: OpenCV's anchors only; {BGSLIBRARY_MISSING}"]
     votes = Counter(result.chosen.values())
     lines += ["", "LOO choices (clips that chose each): " + "; ".join(f"{short_key(k)} x{n}" for k, n in votes.most_common())]
     return "\n".join(lines)
