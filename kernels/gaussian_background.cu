@@ -63,14 +63,14 @@ __device__ int md_exposure_step(long long& drift, const unsigned int* c, long lo
         drift = one;
         return 256;
     }
+    const long long chained = min(max((drift * ratio + 128) >> 8, low), high);  // the drift times this ratio
     if (ratio != 256 && (long long)c[2] * 256 > (long long)exposure_q8 * c[3]) {
-        drift = min(max((drift * ratio + 128) >> 8, low), high);
-        const int gain = (int)((drift + 128) >> 8);
-        drift = (drift * 256 + gain / 2) / gain;  // what rounding to Q8 left
+        const int gain = (int)((chained + 128) >> 8);
+        drift = (chained * 256 + gain / 2) / gain;  // what rounding to Q8 left
         return gain;
     }
-    if (c[2] > c[3]) drift = min(max((drift * ratio + 128) >> 8, low), high);  // a swing the margin missed
-    drift = one + (((drift - one) * (65536 - alpha_q16) + 32768) >> 16);      // the means learn the rest
+    if (c[2] > c[3]) drift = chained;                                      // a swing the margin missed
+    drift = one + (((drift - one) * (65536 - alpha_q16) + 32768) >> 16);  // the means learn the rest
     return 256;
 }
 
