@@ -33,7 +33,7 @@ from typing import Any, Callable, Hashable, Iterator
 import cv2
 
 from motiondetect.core.errors import UsageError
-from motiondetect.evaluation.scoring import BGSLIBRARY_MISSING
+from motiondetect.evaluation import scoring
 from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.detector import MotionDetector
 
@@ -327,8 +327,6 @@ def anchors_entry() -> str:
     bgslibrary's where ``pybgs`` imports), OpenCV's version and the scorer's source, so scores made
     without ``pybgs`` or with another OpenCV are not reused for a run that has them.
     """
-    from motiondetect.evaluation import scoring
-
     names = [name for name, _ in scoring.anchor_factories()]
     if scoring.bgslibrary_available():
         names += list(scoring.BGSLIBRARY_ANCHORS)
@@ -350,11 +348,9 @@ _CLIPS: dict[str, tuple] = {}  # per process: folder path -> (GroundTruthFolder,
 
 
 def _clip(path: str):
-    from motiondetect.evaluation.scoring import decoded_frames, load_folder
-
     if path not in _CLIPS:
-        folder = load_folder(path)
-        _CLIPS[path] = (folder, list(decoded_frames(folder)))
+        folder = scoring.load_folder(path)
+        _CLIPS[path] = (folder, list(scoring.decoded_frames(folder)))
     return _CLIPS[path]
 
 
@@ -371,21 +367,18 @@ def summary(method_name: str, scorer) -> dict[str, Any]:
 
 def score_config(path: str, config: dict[str, Any], skip: int, min_area: float) -> dict[str, Any]:
     """The :func:`summary` of ``config``'s pipeline on one clip (CPU backend, no annotation)."""
-    from motiondetect.evaluation.scoring import Method, evaluate
-
     folder, frames = _clip(path)
     detector = MotionDetector(build_filters(config), annotate=False)
-    method = Method("motiondetect", lambda frame: detector.process(frame).mask)
-    ((method, scorer),) = evaluate(folder, [method], skip=skip, min_area=min_area, frames=frames).scores
+    method = scoring.Method("motiondetect", lambda frame: detector.process(frame).mask)
+    ((method, scorer),) = scoring.evaluate(folder, [method], skip=skip, min_area=min_area, frames=frames).scores
     return summary(method.name, scorer)
 
 
 def score_anchors(path: str, skip: int, min_area: float) -> list[dict[str, Any]]:
     """The :func:`summary` of each anchor of ``evaluate --baselines`` on one clip."""
-    from motiondetect.evaluation.scoring import classic_baselines, evaluate
-
     folder, frames = _clip(path)
-    return [summary(m.name, s) for m, s in evaluate(folder, classic_baselines(), skip=skip, min_area=min_area, frames=frames).scores]
+    runs = scoring.evaluate(folder, scoring.classic_baselines(), skip=skip, min_area=min_area, frames=frames)
+    return [summary(m.name, s) for m, s in runs.scores]
 
 
 def _score(path: str, config: dict[str, Any] | None, skip: int, min_area: float):
@@ -651,7 +644,7 @@ def format_loo_table(result: LooResult, base_label: str = "this config") -> str:
         summary_rows.append(row)
     lines += [""] + _table(summary_rows)
     if best_anchor and not any(name.startswith("bgslibrary") for name in anchor_names):
-        lines += ["", f"above best anchor: OpenCV's anchors only; {BGSLIBRARY_MISSING}"]
+        lines += ["", f"above best anchor: OpenCV's anchors only; {scoring.BGSLIBRARY_MISSING}"]
     votes = Counter(result.chosen.values())
     lines += ["", "LOO choices (clips that chose each): " + "; ".join(f"{short_key(k)} x{n}" for k, n in votes.most_common())]
     return "\n".join(lines)
