@@ -51,6 +51,22 @@ __device__ bool md_no_colour(int y, int cb, int cr)
     return top >= 250;
 }
 
+// Whether a darker grey level is a shadow by its colour (GaussianBackground.chroma_shadow, which
+// documents the rule): x (level) at least ratio_q16 (Q16) of the mean m (Q16), the chroma means
+// cm (Q16) at least 4 tolerances from grey in all (|Cb - 128| + |Cr - 128|), and each of cb, cr
+// (levels) within tolerance_q8 (Q8) of 128 + (x / m) (mean - 128), tested without a division:
+// |((c - 128) m - x (cm - 128 * 2^16)) * 256| <= tolerance_q8 * m, 64-bit (below 2^41).
+__device__ bool md_chroma_shadow(int x, int m, int cb, int cr, const int* cm, int tolerance_q8, int ratio_q16)
+{
+    const long long centre = 128LL << 16, mean = m;
+    if (((long long)x << 32) < (long long)ratio_q16 * mean) return false;  // darker than the ratio allows
+    const long long b = cm[0] - centre, r = cm[1] - centre;
+    if (llabs(b) + llabs(r) < ((long long)tolerance_q8 << 10)) return false;  // too near grey to tell
+    const long long eb = (long long)(cb - 128) * mean - (long long)x * b, er = (long long)(cr - 128) * mean - (long long)x * r;
+    const long long within = (long long)tolerance_q8 * mean;
+    return llabs(eb) * 256 <= within && llabs(er) * 256 <= within;
+}
+
 // The exposure's step for one frame (GaussianBackground.exposure_gain, which documents the rule):
 // from the frame's light counts c (brighter, darker, explained, unchanged), its median ratio
 // (Q8) and whether it is a light switch, the gain the means are scaled by (Q8, 256: none; a
@@ -84,7 +100,10 @@ __device__ int md_exposure_step(long long& drift, const unsigned int* c, long lo
 //
 // With chroma_min_var_q8 > 0 the pixel's Cb and Cr are modelled too (a mean and a variance each,
 // floored at chroma_min_var_q8, no shadow floor): the pixel is foreground when the grey level
-// or either chroma value is out of its limit, and all three learn with that mask's rates.
+// or either chroma value is out of its limit, and all three learn with that mask's rates. With
+// shadow_chroma_q8 > 0 a darker grey level that md_chroma_shadow calls a shadow (its chroma
+// what the mean's becomes when the light dims by x / m, within shadow_chroma_q8) is not foreground
+// by the grey level; the chroma's own limits still apply.
 // Frame k's Cb is chroma[k * count + i], its Cr chroma[chroma_plane + k * count + i]; the chroma
 // state is chroma_mean[p * count + i] and chroma_var[p * count + i] for plane p; pair 1 starts
 // the chroma means from that frame's own chroma (the reference's is not kept).
@@ -154,6 +173,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int* __restrict__ chroma_mean,
                                           int* __restrict__ chroma_var,
                                           int chroma_min_var_q8,
+                                          int shadow_chroma_q8, int shadow_ratio_q16,
                                           unsigned char* __restrict__ last,
                                           int* __restrict__ still,
                                           int still_frames, int still_tolerance,
@@ -240,6 +260,11 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         const bool frame_grey = colour && md_no_colour(x, chroma[at], chroma[chroma_plane + at]);
         const bool mean_grey = colour && md_grey_chroma((cm[0] + 32768) >> 16, (cm[1] + 32768) >> 16);
         const bool compare_colour = colour && !frame_grey && !mean_grey;
+        // A shadow: the grey level's change is the light's (the frame's colour is compared with
+        // the means' dimmed, so a grey or clipped frame is tested too).
+        if (colour && grey_foreground && d < 0 && shadow_chroma_q8 > 0 &&
+            md_chroma_shadow(x, m, chroma[at], chroma[chroma_plane + at], cm, shadow_chroma_q8, shadow_ratio_q16))
+            foreground = 0;
         if (compare_colour) {
             for (int p = 0; p < 2; ++p) {
                 cd[p] = ((int)chroma[p * chroma_plane + at] << 16) - cm[p];

@@ -317,6 +317,18 @@ GAUSSIAN_QUIET = {
     "warmup": 2,
 }
 GAUSSIAN_UNGATED = {**GAUSSIAN_FAST, "quiet_tolerance": 255, "still_frames": 0, "lightswitch": 0.0, "exposure": 0.0, "warmup": 2}
+#: The chroma's shadow test with a wide tolerance and low floors: with chroma_for's planes (the
+#: image and its negative) a darkening to r of the mean predicts Cb and Cr within 128 (1 - r) of
+#: the frame's, so the noisy scenes' small darkenings (r >= 15/16) are shadows and larger ones not.
+GAUSSIAN_SHADOW_CHROMA = {
+    "sigmas": 2.0,
+    "min_sigma": 2.0,
+    "shadow_floor": 0.0,
+    "chroma_min_sigma": 3.0,
+    "shadow_chroma": 8.0,
+    "variance_alpha": 0.2,
+    "warmup": 2,
+}
 #: Chroma on, with a floor low enough that colour noise moves pixels the grey level alone keeps.
 GAUSSIAN_CHROMA = {"sigmas": 2.0, "min_sigma": 6.0, "shadow_floor": 0.08, "chroma_min_sigma": 3.0, "variance_alpha": 0.2, "warmup": 2}
 

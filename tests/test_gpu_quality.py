@@ -32,6 +32,7 @@ from helpers import (
     GAUSSIAN_QUIET,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
+    GAUSSIAN_SHADOW_CHROMA,
     GAUSSIAN_UNGATED,
     SHARED_SAMPLES,
     same_image,
@@ -253,11 +254,36 @@ def test_gaussian_background_sequence(cuda, rng, size, params):
 def test_gaussian_background_with_chroma_sequence(cuda, rng, size, params):
     """The model with chroma, frame by frame on the device (each frame's (2, H, W) planes): the
     masks and the grey and chroma state equal the CPU reference's, through light switches."""
+    frames = with_exposure(with_light_switch(scene_sequence(rng, size, count=9)), at=7)
+    chromas = [np.stack(pair) for pair in zip(scene_sequence(rng, size, count=9), scene_sequence(rng, size, count=9))]
+    assert_chroma_sequence_on_device(cuda, size, params, frames, chromas)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("params", [GAUSSIAN_SHADOW_CHROMA, {**GAUSSIAN_SHADOW_CHROMA, "shadow_ratio": 0.97}], ids=str)
+def test_gaussian_background_shadow_chroma_sequence(cuda, rng, size, params):
+    """The chroma's shadow test on the device: with the planes of each frame and its negative,
+    small darkenings are shadows (tests/helpers.py, GAUSSIAN_SHADOW_CHROMA), so the test clears
+    pixels, and the masks and state equal the CPU reference's."""
+    frames = scene_sequence(rng, size, count=9)
+    chromas = [np.stack([f, 255 - f]) for f in frames]
+    assert_chroma_sequence_on_device(cuda, size, params, frames, chromas)
+    if frames[0].size < 1000:  # a few pixels need not darken that way
+        return
+    off = GaussianBackground(**{**params, "shadow_chroma": 0.0})
+    on = GaussianBackground(**params)
+    assert any(
+        (off.reference(frames[i], frames[i - 1], chromas[i]) != on.reference(frames[i], frames[i - 1], chromas[i])).any()
+        for i in range(1, 9)
+    )
+
+
+def assert_chroma_sequence_on_device(cuda, size, params, frames, chromas) -> None:
+    """The model with chroma, frame by frame on the device, equals the CPU reference: masks,
+    grey and chroma state (the device's state buffers poisoned first)."""
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
-    frames = with_exposure(with_light_switch(scene_sequence(rng, size, count=9)), at=7)
-    chromas = [np.stack(pair) for pair in zip(scene_sequence(rng, size, count=9), scene_sequence(rng, size, count=9))]
     cpu, gpu = GaussianBackground(**params), GaussianBackground(**params)
     for name, shape in (("mean", size), ("variance", size), ("chroma_mean", (2, *size)), ("chroma_variance", (2, *size))):
         buf = cuda.buffer(gpu.state_key(name), shape, np.int32)

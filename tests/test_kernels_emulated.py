@@ -36,6 +36,7 @@ from helpers import (
     GAUSSIAN_QUIET,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
+    GAUSSIAN_SHADOW_CHROMA,
     GAUSSIAN_STILL,
     GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
@@ -126,9 +127,9 @@ void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, 
 void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
-              const u8* c, long long cp, int* cm, int* cv, int cmv, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
+              const u8* c, long long cp, int* cm, int* cv, int cmv, int sc, int sr, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
               const int* ratios, int eq8, const int* drift_in, int* drift_out, u8* compared, u8* hist, int boot, int quiet) {
-    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv,
+    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv, sc, sr,
                                               last, still, sf, st, lc, lcount, ratios, eq8, drift_in, drift_out, compared, hist, boot, quiet); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
@@ -312,7 +313,7 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
-    then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
+    and the chroma's shadow test's tolerance and ratio, then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
     counts, passed whatever ``still_frames`` is) and parameters, then the light's measures
     (``light``: :func:`light_counts`' counts and ratios, NULL without), the light switch's
     threshold, the exposure's margin and its drift (``drift``: a :class:`Drift`; NULL without),
@@ -323,6 +324,7 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
+    shadow = (c["shadow_chroma_q8"], c["shadow_ratio_q16"])
     pixels = still_state[0].size
     counts, ratios = (None, None) if light is None else light
     slots = (None, None) if drift is None or ratios is None else drift.launch()
@@ -339,10 +341,10 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     )
     still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *measures)
     if chroma is None:
-        return (*constants, None, ctypes.c_longlong(0), None, None, 0, *still)
+        return (*constants, None, ctypes.c_longlong(0), None, None, 0, *shadow, *still)
     planes, plane = chroma
     mean, var = chroma_state
-    return (*constants, ptr(planes), ctypes.c_longlong(plane), ptr(mean), ptr(var), c["chroma_min_var_q8"], *still)
+    return (*constants, ptr(planes), ctypes.c_longlong(plane), ptr(mean), ptr(var), c["chroma_min_var_q8"], *shadow, *still)
 
 
 def light_counts(lib, flt, batch, before):
@@ -476,13 +478,14 @@ GAUSSIAN_FRAME_STATE_PARAMS = [
         GAUSSIAN_TIE,  # rounding ties
         GAUSSIAN_SHADOW,
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
+        GAUSSIAN_SHADOW_CHROMA,  # the chroma's shadow test (chroma_for's planes make shadows of small darkenings)
         *GAUSSIAN_FRAME_STATE_PARAMS,
     ],
     ids=str,
 )
 def test_gaussian_background_sequence(lib, rng, size, params):
     frames = with_exposure(with_light_switch(with_ghosts(rng, scene(rng, size, count=9)), off=5), at=7)
-    chromas = with_night_mode(rng, [np.stack(pair) for pair in zip(scene(rng, size, count=9), scene(rng, size, count=9))])
+    chromas = with_night_mode(rng, chroma_planes(rng, params, frames))
     cpu, device = GaussianBackground(**params), GaussianBackground(**params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
@@ -523,6 +526,14 @@ def test_gaussian_background_sequence(lib, rng, size, params):
         np.testing.assert_array_equal(chroma_state[1].astype(np.int64), cpu.chroma_model[1])
 
 
+def chroma_planes(rng, params, frames):
+    """Cb and Cr planes for ``frames``: random scenes, or with the chroma's shadow test on, each
+    frame and its negative (chroma_for's), on which small darkenings are shadows."""
+    if "shadow_chroma" in params:
+        return [np.stack([f, 255 - f]) for f in frames]
+    return [np.stack(pair) for pair in zip(scene(rng, frames[0].shape, count=len(frames)), scene(rng, frames[0].shape, count=len(frames)))]
+
+
 GAUSSIAN_BATCH_PARAMS = [
     {},  # warm-up (50 pairs) through both launches
     {"warmup": 6},  # warm-up ends inside the second launch of the (5, 3) split
@@ -531,6 +542,7 @@ GAUSSIAN_BATCH_PARAMS = [
     GAUSSIAN_SHADOW,
     GAUSSIAN_CHROMA,
     {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5},
+    GAUSSIAN_SHADOW_CHROMA,
     *GAUSSIAN_FRAME_STATE_PARAMS,
 ]
 
@@ -543,9 +555,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     registers) equal launches of one frame each and the CPU sequence, bit for bit: masks, and
     the stored mean and variance after every launch, warm-up included."""
     frames = with_exposure(with_light_switch(with_ghosts(rng, scene(rng, size, count=1 + sum(splits))), off=5), at=7)
-    chromas = with_night_mode(
-        rng, [np.stack(pair) for pair in zip(scene(rng, size, count=len(frames)), scene(rng, size, count=len(frames)))]
-    )
+    chromas = with_night_mode(rng, chroma_planes(rng, params, frames))
     n = frames[0].size
     flt = GaussianBackground(**params)
     colour = flt.needs_chroma

@@ -76,6 +76,12 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "shadow_floor"): [0.0, 0.06, 0.08, 0.1],
         ("gaussian_background", "min_sigma"): [8.0, 10.0, 12.0],
     },
+    # The Gaussian model's colour test of shadows (0: off) against the darkest ratio it takes for
+    # a shadow (docs/evaluation.md, "Shadows by their colour"), 12 points.
+    "shadow_chroma": {
+        ("gaussian_background", "shadow_chroma"): [0.0, 1.5, 2.0, 3.0],
+        ("gaussian_background", "shadow_ratio"): [0.4, 0.5, 0.6],
+    },
     # The mask's post-processing against the model's threshold, around the chroma default
     # (docs/evaluation.md, "Post-processing and sub-pixel registration"), 24 points.
     "morph": {
@@ -152,6 +158,8 @@ _SHORT = {
     "gaussian_background.min_sigma": "minsig",
     "gaussian_background.shadow_floor": "shadow",
     "gaussian_background.chroma_min_sigma": "chroma",
+    "gaussian_background.shadow_chroma": "schroma",
+    "gaussian_background.shadow_ratio": "sratio",
     "downscale.height": "h",
     "median.kernel_size": "med",
     "dilation.kernel_size": "dil",

@@ -4,6 +4,8 @@ behaviour: learning, absorbing, reset."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import cv2
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from helpers import (
     GAUSSIAN_QUIET,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
+    GAUSSIAN_SHADOW_CHROMA,
     GAUSSIAN_STILL,
     GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
@@ -34,6 +37,7 @@ from helpers import (
 )
 
 from motiondetect.filters import GaussianBackground, RunningAverage
+from motiondetect.filters.gaussian_background import chroma_shadow
 from motiondetect.filters.ghosts import GhostWindow
 
 SHAPES = [(1, 1), (3, 5), (16, 21)]
@@ -148,6 +152,8 @@ def naive_gaussian(
     quiet_tolerance=255,
     still_frames_inter=None,  # the pipeline's to swap in for an inter-coded video; the model never reads it
     ghost_frames=0,
+    shadow_chroma=0.0,
+    shadow_ratio=0.4,
     chromas=None,
     followed=None,
 ):
@@ -172,7 +178,10 @@ def naive_gaussian(
     (its variances still learn). A grey pixel (the frame's Cb and Cr, or the rounded chroma
     means, both within 3 of 128) compares and learns no chroma; restarts set the chroma means only
     where the frame's chroma is not grey; grey means take a coloured frame's chroma where the grey
-    level is background; with ``ghost_frames``, on frames max(N, 1)..max(N, 1) + ghost_frames the
+    level is background; with ``shadow_chroma`` (t, rounded to Q8) a grey level darker than its
+    mean m by x / m >= ``shadow_ratio`` (Q16) is no foreground when the chroma means lie at least
+    4 t from 128 in all and Cb and Cr each lie within t of 128 + (x / m) (mean - 128), in exact
+    fractions; with ``ghost_frames``, on frames max(N, 1)..max(N, 1) + ghost_frames the
     whole-blob ghost test (motiondetect/filters/ghosts.py, tested on its own in
     tests/filters/test_ghosts.py) names the pixels whose means, chroma (where the frame has colour)
     and still count restart, cleared from the mask. Returns the masks, the grey level's mean and
@@ -202,6 +211,18 @@ def naive_gaussian(
         if not colourless(t, y, x):
             for p in range(2):
                 c_mean[p][y][x] = int(chromas[t][p, y, x]) << 16
+
+    tolerance, lowest = Fraction(q(shadow_chroma, 8), 256), Fraction(q(shadow_ratio, 16), 65536)
+
+    def shadow_by_colour(t, y, x, m) -> bool:  # the chroma's shadow test, in exact fractions
+        ratio = Fraction(int(frames[t][y, x]) << 16, m)
+        offsets = [Fraction(c_mean[p][y][x], 65536) - 128 for p in range(2)]
+        return (
+            tolerance > 0
+            and ratio >= lowest
+            and abs(offsets[0]) + abs(offsets[1]) >= 4 * tolerance
+            and all(abs(int(chromas[t][p, y, x]) - 128 - ratio * offsets[p]) <= tolerance for p in range(2))
+        )
 
     restarted = False  # a light switch or a followed gain on frames 1..bootstrap
     drift = 1 << 16  # the exposure's: the scene's gain (Q16) the means have not taken
@@ -264,7 +285,8 @@ def naive_gaussian(
                         floor = max(floor, (((m * shadow + 32768) // 65536) ** 2 + (1 << 23)) // (1 << 24))
                     terms.append((d, k2 * max(v, floor)))  # the limit in grey level^2 * 2**16
                 grey_fg = terms[0][0] ** 2 > terms[0][1] * 65536
-                fg = any(d * d > limit * 65536 for d, limit in terms)
+                shade = grey_fg and chroma and terms[0][0] < 0 and shadow_by_colour(t, y, x, mean[y][x])
+                fg = (grey_fg and not shade) or any(d * d > limit * 65536 for d, limit in terms[1:])
                 mask[y, x] = 255 if fg else 0
                 a, r = (rates[1], rates[3]) if fg else (rates[0], rates[2])
                 if fg and abs(int(frame[y, x]) - int(frames[t - 1][y, x])) > quiet_tolerance:
@@ -332,6 +354,8 @@ PARAMS = [
     GAUSSIAN_QUIET,
     GAUSSIAN_UNGATED,
     {**GAUSSIAN_FAST, "quiet_tolerance": 6},
+    GAUSSIAN_SHADOW_CHROMA,
+    {**GAUSSIAN_SHADOW_CHROMA, "shadow_ratio": 0.97},  # the ratio's bound inside the noise
 ]
 
 
@@ -762,6 +786,68 @@ def test_gaussian_shadow_floor_ignores_proportional_darkening_only():
         run_filter(GaussianBackground(**{**grey, "shadow_floor": 0.0}), frames), run_filter(GaussianBackground(**grey), frames)
     ):
         np.testing.assert_array_equal(got, want)
+
+
+def test_gaussian_shadow_chroma_clears_pixels_on_the_noisy_scenes(rng):
+    # The naive comparison above is not vacuous for the shadow test: on its scenes the test
+    # clears foreground that the model without it keeps, and clears nothing it would not flag.
+    frames = noisy_frames(rng, (24, 32), 10)
+    chromas = [np.stack([f, 255 - f]) for f in frames]  # chroma_for's planes
+    on, off = (run_filter(GaussianBackground(**{**GAUSSIAN_SHADOW_CHROMA, "shadow_chroma": t}), frames, chromas) for t in (8.0, 0.0))
+    cleared = sum(int(((b != 0) & (a == 0)).sum()) for a, b in zip(on[:1], off[:1]))  # before the models part ways
+    assert cleared > 0
+    assert not ((on[0] != 0) & (off[0] == 0)).any()
+
+
+def test_chroma_shadow_bounds_by_hand():
+    # Mean grey 200, chroma means 128 + 20 and 128 - 20; t = 2 (Q8 512), ratio 0.5 (Q16 32768).
+    # At x = 100 (r = 0.5 exactly) a shadow's Cb, Cr are 138 and 118; each bound is inclusive.
+    def shadow(x, cb, cr, means=(148, 108)):
+        return bool(
+            chroma_shadow(
+                np.array([x]), np.array([200 << 16]), np.array([[cb], [cr]]), np.array([[means[0] << 16], [means[1] << 16]]), 512, 32768
+            )[0]
+        )
+
+    assert shadow(100, 138, 118)
+    assert not shadow(99, 137, 119)  # r below 0.5 (Cb, Cr as predicted for 99)
+    assert shadow(100, 140, 116) and not shadow(100, 141, 118) and not shadow(100, 138, 115)  # within 2 levels
+    assert shadow(160, 144, 112)  # r = 0.8: 128 + 16, 128 - 16
+    assert shadow(100, 130, 126, means=(132, 124)) and not shadow(100, 130, 127, means=(132, 125))  # colour 8 = 4 t, 7
+
+
+def bgr_frame_chroma(bgr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grey level and (2, H, W) Cb, Cr of a BGR image by OpenCV's full-range BT.601 (JFIF)
+    conversion: an independent source of the model's inputs."""
+    y, cr, cb = cv2.split(cv2.cvtColor(bgr, cv2.COLOR_BGR2YCrCb))
+    return y, np.ascontiguousarray(np.stack([cb, cr]))
+
+
+def test_gaussian_shadow_chroma_takes_a_dimmed_colour_for_shadow_and_keeps_grey_and_deep_darkening():
+    # A brown floor (BGR 60, 100, 150) for 30 frames, then three patches: the floor dimmed to 0.7
+    # (a cast shadow: every channel falls alike), a grey object of that shadow's grey level, and
+    # the floor dimmed to 0.3 (darker than shadow_ratio 0.4: no shadow). All three darken the grey level
+    # by more than the shadow floor (16 %). The other half of the frame stays (no light switch).
+    floor = np.zeros((12, 36, 3), np.uint8)
+    floor[:] = (60, 100, 150)
+    dimmed = floor.copy()
+    dimmed[:, 0:6] = np.round(floor[:, 0:6] * 0.7)
+    shadow_grey = int(cv2.cvtColor(dimmed[:1, :1], cv2.COLOR_BGR2GRAY)[0, 0])
+    dimmed[:, 6:12] = shadow_grey
+    dimmed[:, 12:18] = np.round(floor[:, 12:18] * 0.3)
+    frames = [floor] * 30 + [dimmed]
+    greys, chromas = zip(*(bgr_frame_chroma(f) for f in frames))
+
+    def last_mask(**params):
+        return run_filter(GaussianBackground(exposure=0.0, **params), list(greys), list(chromas))[-1] != 0
+
+    shaded = last_mask()  # the default: shadow_chroma 2, shadow_ratio 0.4
+    assert not shaded[:, 0:6].any()  # the shadow
+    assert shaded[:, 6:12].all()  # the grey object: its chroma is not the floor's dimmed
+    assert shaded[:, 12:18].all()  # darker than the ratio allows
+    assert not shaded[:, 18:].any()
+    assert last_mask(shadow_chroma=0.0)[:, :18].all()  # off: all three move
+    assert last_mask(shadow_ratio=0.75)[:, 0:6].all()  # 0.7 is below that ratio
 
 
 def test_gaussian_warmup_learns_waving_pixels(rng):
