@@ -66,6 +66,8 @@ def test_default_config_contents():
             "min_sigma": 10.0,
             "shadow_floor": 0.08,
             "chroma_min_sigma": 8.0,
+            "shadow_chroma": 2.0,
+            "shadow_ratio": 0.4,
             "alpha": 0.01,
             "alpha_foreground": 0.002,
             "variance_alpha": 0.02,
