@@ -197,8 +197,10 @@ class GaussianBackground(Filter):
     proportion to its brightness, so with ``sigmas`` 2 and ``shadow_floor`` 0.08 a pixel must
     darken by more than 16 % of its background grey level to move (brightening keeps
     ``min_sigma``'s floor alone). This is the brightness half of the shadow tests of Cucchiara et
-    al. (2003) and OpenCV MOG2 (a darkening by a ratio near 1 is shadow), without their colour
-    half, which ``chroma_min_sigma`` adds in its own way (below). Then the model learns (selective update, Koller et al.,
+    al. (2003) and OpenCV MOG2 (a darkening by a ratio near 1 is shadow). Their colour half is
+    ``shadow_chroma``: a darker pixel, down to ``shadow_ratio`` of its mean, whose Cb and Cr are the
+    background's dimmed by the same ratio is a shadow and not foreground by its grey level
+    (:func:`chroma_shadow`; the chroma's own comparison, below, still applies). Then the model learns (selective update, Koller et al.,
     1994): background pixels at rates ``alpha`` (mean) and ``variance_alpha`` (variance),
     foreground pixels at the slower ``alpha_foreground`` and ``variance_alpha_foreground``, so
     passing objects barely enter the background while a parked car or a moved chair is absorbed
