@@ -63,7 +63,7 @@ def test_default_config_contents():
         {
             "filter": "gaussian_background",
             "sigmas": 2.0,
-            "min_sigma": 8.0,
+            "min_sigma": 10.0,
             "shadow_floor": 0.08,
             "chroma_min_sigma": 8.0,
             "shadow_chroma": 2.0,

@@ -375,14 +375,14 @@ class GaussianBackground(Filter):
         Param(
             "min_sigma",
             float,
-            8.0,
+            10.0,
             0.5,
             64.0,
             "grey levels",
-            "floor of the standard deviation, so a perfectly still pixel does not flag noise; 8 (with "
-            "sigmas 2.0: more than 16 grey levels), with chroma_min_sigma 8, shadow_floor 0.08 and "
-            "shadow_chroma 2, was every leave-one-clip-out fold's choice over the 20 dev clips on a "
-            'grid of 8, 10 and 12 (docs/evaluation.md, "Shadows by their colour")',
+            "floor of the standard deviation, so a perfectly still pixel does not flag noise; 10 (with "
+            "sigmas 2.0: at least 20 grey levels), with chroma_min_sigma 8 and shadow_floor 0.08, was "
+            "every leave-one-clip-out fold's choice over the 20 dev clips on a grid of 8 and 10 "
+            '(docs/evaluation.md, "Chroma")',
         ),
         Param(
             "shadow_floor",

@@ -879,11 +879,10 @@ def test_gaussian_reset_restarts(rng):
 
 def test_gaussian_sensitivity_change_takes_effect():
     """The live preview's + and - keys move ``sigmas`` in place: the fixed-point constants follow
-    it from the next frame on (a 22-grey-level square moves at 2 sigmas of the default min_sigma 8,
-    not at 3)."""
+    it from the next frame on (a 25-grey-level square moves at 2 sigmas of 10, not at 3)."""
     still = np.full((12, 12), 100, np.uint8)
     square = still.copy()
-    square[4:8, 4:8] = 122
+    square[4:8, 4:8] = 125
     grey_only = {"chroma_min_sigma": 0.0, "still_frames": 0, "lightswitch": 0.0, "exposure": 0.0}
     flt = GaussianBackground(**grey_only)
     assert run_filter(flt, [still] * 5 + [square])[-1][4:8, 4:8].all()

@@ -168,8 +168,8 @@ def waving_masks(folder: Path, config) -> list[np.ndarray]:
 def test_waving_tree_flags_less_than_the_default_pipeline():
     """Wallflower WavingTrees, frames 200-247 (a tree waves; a person enters at about 242): over
     the tree-only frames the preset flags about half the area of the default pipeline or less
-    (measured 0.96 % against 2.37 %; 1.84 % with min_sigma 10 and the shadow test, 2.04 % before
-    it, 3.49 % before the 20-clip defaults), and on the labelled frame 247 it still outlines the person (F 0.80; the
+    (measured 0.96 % against 1.84 %; 2.04 % before the default's shadow test, 3.49 % before its
+    20-clip defaults), and on the labelled frame 247 it still outlines the person (F 0.80; the
     default pipeline's 0.88 since its 20-clip defaults, 0.74 before)."""
     folder = need(WAVING)
     truth = cv2.imread(str(next(folder.glob("hand_segmented_*"))), cv2.IMREAD_GRAYSCALE) > 127
