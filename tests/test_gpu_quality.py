@@ -35,6 +35,7 @@ from helpers import (
     GAUSSIAN_SHADOW_CHROMA,
     GAUSSIAN_UNGATED,
     SHARED_SAMPLES,
+    chroma_for,
     same_image,
     with_exposure,
     with_light_switch,
@@ -266,7 +267,7 @@ def test_gaussian_background_shadow_chroma_sequence(cuda, rng, size, params):
     small darkenings are shadows (tests/helpers.py, GAUSSIAN_SHADOW_CHROMA), so the test clears
     pixels, and the masks and state equal the CPU reference's."""
     frames = scene_sequence(rng, size, count=9)
-    chromas = [np.stack([f, 255 - f]) for f in frames]
+    chromas = [chroma_for(GaussianBackground(**params), f) for f in frames]
     assert_chroma_sequence_on_device(cuda, size, params, frames, chromas)
     if frames[0].size < 1000:  # a few pixels need not darken that way
         return

@@ -41,6 +41,7 @@ from helpers import (
     GAUSSIAN_STILL_CHROMA,
     GAUSSIAN_TIE,
     GAUSSIAN_UNGATED,
+    chroma_for,
     with_exposure,
     with_ghosts,
     with_light_switch,
@@ -530,7 +531,7 @@ def chroma_planes(rng, params, frames):
     """Cb and Cr planes for ``frames``: random scenes, or with the chroma's shadow test on, each
     frame and its negative (chroma_for's), on which small darkenings are shadows."""
     if "shadow_chroma" in params:
-        return [np.stack([f, 255 - f]) for f in frames]
+        return [chroma_for(GaussianBackground(**params), f) for f in frames]
     return [np.stack(pair) for pair in zip(scene(rng, frames[0].shape, count=len(frames)), scene(rng, frames[0].shape, count=len(frames)))]
 
 

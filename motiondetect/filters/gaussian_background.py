@@ -1024,7 +1024,7 @@ class GaussianBackground(Filter):
         planes = [(self._mean[rows], self._var[rows], per_plane[0])]
         if chroma is not None:
             if c["shadow_chroma_q8"]:
-                self._clear_chroma_shadows(src[rows], chroma[:, rows], mask, rows, shared)
+                self._clear_chroma_shadows(src[rows], per_plane[0][0], chroma[:, rows], mask, rows)
             np.not_equal(mask, 0, out=shared["grey_foreground"])
             flag = shared["flag"]
             for p in range(2):
@@ -1036,22 +1036,25 @@ class GaussianBackground(Filter):
                 planes.append((mean, var, per_plane[1 + p]))
         return planes
 
-    def _clear_chroma_shadows(self, x, chroma, mask, rows: slice, shared: dict) -> None:
+    def _clear_chroma_shadows(self, x, d, chroma, mask, rows: slice) -> None:
         """Clear from ``mask`` (rows ``rows``: the grey level's foreground so far) the pixels
         darker than their mean that :func:`chroma_shadow` calls shadows, whatever the frame's
-        colour (its gate on the means' colour keeps grey means out). ``x`` and ``chroma`` are the
-        rows' grey levels and (2, rows, W) Cb and Cr. Only the foreground is computed: a few per
-        cent of a frame."""
+        colour (its gate on the means' colour keeps grey means out). ``x``, ``d`` and ``chroma`` are
+        the rows' grey levels, their ``x * 2**16 - m`` from :meth:`_compare` and (2, rows, W) Cb
+        and Cr. Only the foreground is computed: a few per cent of a frame."""
         ys, xs = np.nonzero(mask)
+        darker = d[ys, xs] < 0
+        ys, xs = ys[darker], xs[darker]
         if not ys.size:
             return
-        mean = self._mean[rows][ys, xs]
-        grey = x[ys, xs]
-        darker = (grey.astype(np.int32) << 16) < mean
-        ys, xs, mean, grey = ys[darker], xs[darker], mean[darker], grey[darker]
         c = self.constants
         shadow = chroma_shadow(
-            grey, mean, chroma[:, ys, xs], self._chroma_mean[:, rows][:, ys, xs], c["shadow_chroma_q8"], c["shadow_ratio_q16"]
+            x[ys, xs],
+            self._mean[rows][ys, xs],
+            chroma[:, ys, xs],
+            self._chroma_mean[:, rows][:, ys, xs],
+            c["shadow_chroma_q8"],
+            c["shadow_ratio_q16"],
         )
         mask[ys[shadow], xs[shadow]] = 0
 

@@ -792,7 +792,7 @@ def test_gaussian_shadow_chroma_clears_pixels_on_the_noisy_scenes(rng):
     # The naive comparison above is not vacuous for the shadow test: on its scenes the test
     # clears foreground that the model without it keeps, and clears nothing it would not flag.
     frames = noisy_frames(rng, (24, 32), 10)
-    chromas = [np.stack([f, 255 - f]) for f in frames]  # chroma_for's planes
+    chromas = [chroma_for(GaussianBackground(**GAUSSIAN_SHADOW_CHROMA), f) for f in frames]
     on, off = (run_filter(GaussianBackground(**{**GAUSSIAN_SHADOW_CHROMA, "shadow_chroma": t}), frames, chromas) for t in (8.0, 0.0))
     cleared = sum(int(((b != 0) & (a == 0)).sum()) for a, b in zip(on[:1], off[:1]))  # before the models part ways
     assert cleared > 0
