@@ -174,6 +174,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int* __restrict__ chroma_var,
                                           int chroma_min_var_q8,
                                           int shadow_chroma_q8, int shadow_ratio_q16,
+                                          int grow_k2_q8,
                                           unsigned char* __restrict__ last,
                                           int* __restrict__ still,
                                           int still_frames, int still_tolerance,
@@ -254,6 +255,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         long long limit = (long long)k2_q8 * (long long)max(v, floor_var);  // Q16
         const int grey_foreground = d2 > (limit << 16);
         int foreground = grey_foreground;
+        // Off the background by more than grow_sigmas (0: never): the weak level a dilation grows into.
+        bool weak = grow_k2_q8 > 0 && d2 > (((long long)grow_k2_q8 * (long long)max(v, floor_var)) << 16);
         int cd[2] = {0, 0};
         long long cd2[2] = {0, 0}, climit[2] = {0, 0};
         // Grey pixels have no colour to compare: a grey frame (night mode) or grey means (none known).
@@ -271,9 +274,10 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                 cd2[p] = (long long)cd[p] * cd[p];
                 climit[p] = (long long)k2_q8 * (long long)max(cv[p], chroma_min_var_q8);
                 foreground |= cd2[p] > (climit[p] << 16);
+                weak |= grow_k2_q8 > 0 && cd2[p] > (((long long)grow_k2_q8 * (long long)max(cv[p], chroma_min_var_q8)) << 16);
             }
         }
-        dst[at] = foreground ? 255 : 0;
+        dst[at] = foreground ? 255 : weak ? 128 : 0;
         const bool moved = keep_last && abs(x - previous) > quiet_tolerance;
         int a = foreground ? (moved ? 0 : alpha_fg_q16) : alpha_q16;
         int r = max(foreground ? var_alpha_fg_q16 : var_alpha_q16, warm);

@@ -332,6 +332,25 @@ GAUSSIAN_SHADOW_CHROMA = {
 #: Chroma on, with a floor low enough that colour noise moves pixels the grey level alone keeps.
 GAUSSIAN_CHROMA = {"sigmas": 2.0, "min_sigma": 6.0, "shadow_floor": 0.08, "chroma_min_sigma": 3.0, "variance_alpha": 0.2, "warmup": 2}
 
+#: The weak level (grow_sigmas) with chroma, the shadow floor and the chroma's shadow test: the
+#: model writes 128 where the grey level or a coloured pixel's Cb or Cr is off by 1.2 to 2
+#: standard deviations, which :func:`gaussian_model` turns on.
+GAUSSIAN_GROW = {**GAUSSIAN_CHROMA, "grow_sigmas": 1.2}
+#: ... and on the grey level alone, nearly at the motion threshold.
+GAUSSIAN_GROW_GREY = {**GAUSSIAN_GREY, "grow_sigmas": 1.9}
+#: ... and with the chroma's shadow test, whose shadows may be weak.
+GAUSSIAN_GROW_SHADOW = {**GAUSSIAN_SHADOW_CHROMA, "grow_sigmas": 1.0}
+
+
+def gaussian_model(params: dict):
+    """A GaussianBackground of ``params`` that writes the weak level where ``params`` name
+    ``grow_sigmas`` (``weak_level``, which a detector sets when a dilation follows the model)."""
+    from motiondetect.filters import GaussianBackground
+
+    model = GaussianBackground(**params)
+    model.weak_level = "grow_sigmas" in params
+    return model
+
 
 def jitter(frames, amp: int = 4, seed: int = 7, margin: int = 8) -> tuple[list[np.ndarray], list[tuple[int, int]]]:
     """Synthetic camera jitter: each (H, W, 3) BGR frame moved by a random whole-pixel shift

@@ -68,6 +68,7 @@ def test_default_config_contents():
             "chroma_min_sigma": 8.0,
             "shadow_chroma": 2.0,
             "shadow_ratio": 0.4,
+            "grow_sigmas": 1.2,
             "alpha": 0.01,
             "alpha_foreground": 0.002,
             "variance_alpha": 0.02,
@@ -85,7 +86,7 @@ def test_default_config_contents():
         },
         {"filter": "median", "kernel_size": 9},
         {"filter": "erosion", "kernel_size": 3, "iterations": 1},
-        {"filter": "dilation", "kernel_size": 5, "iterations": 1},
+        {"filter": "dilation", "kernel_size": 7, "iterations": 1},
         {"filter": "upscale"},
         {"filter": "red_blend", "alpha": 0.5},
     ]
@@ -168,7 +169,7 @@ def test_build_filters_from_defaults():
     filters = build_filters(default_config())
     assert [type(f) for f in filters] == [Gray, Downscale, Register, GaussianBackground, Median, Erosion, Dilation, Upscale, RedBlend]
     assert filters[5].params == {"kernel_size": 3, "iterations": 1}
-    assert filters[6].params == {"kernel_size": 5, "iterations": 1}
+    assert filters[6].params == {"kernel_size": 7, "iterations": 1}
     assert filters[8].params == {"alpha": 0.5}
 
 

@@ -330,6 +330,7 @@ def default_pipeline_by_hand(frames):
     cfg = {e["filter"]: {k: v for k, v in e.items() if k != "filter"} for e in default_config()["pipeline"]}
     gray, down, model = Gray(), Downscale(**cfg["downscale"]), GaussianBackground(**cfg["gaussian_background"])
     median, erosion, dilation = Median(**cfg["median"]), Erosion(**cfg["erosion"]), Dilation(**cfg["dilation"])
+    model.weak_level = erosion.weak_level = dilation.weak_level = True  # the dilation grows into the model's weak pixels
     upscale, blend = Upscale(), RedBlend(**cfg["red_blend"])
     previous, out = None, []
     for frame in frames:
@@ -639,3 +640,45 @@ def test_default_pipeline_follows_an_exposure_ramp(exposure):
         assert 0 < max(fractions[150:]) < 0.2
     else:
         assert max(fractions[150:170]) > 0.5
+
+
+def _model_and_dilation(filters):
+    return next(f for f in filters if isinstance(f, GaussianBackground)), next(f for f in filters if isinstance(f, Dilation))
+
+
+def test_link_growth_tells_the_model_and_the_dilation_after_it():
+    filters = build_filters(default_config())
+    model, dilation = _model_and_dilation(filters)
+    erosion = next(f for f in filters if isinstance(f, Erosion))
+    assert not model.writes_weak and not erosion.weak_level and not dilation.weak_level  # alone, the model writes 0 or 255
+    MotionDetector(filters)
+    assert model.writes_weak and erosion.weak_level and dilation.weak_level
+    config = default_config()
+    config["pipeline"][3]["grow_sigmas"] = 0.0
+    filters = build_filters(config)
+    MotionDetector(filters)
+    assert [f.weak_level for f in filters if isinstance(f, GaussianBackground)] == [False]
+    assert not _model_and_dilation(filters)[1].weak_level
+    config = default_config()
+    config["pipeline"] = [entry for entry in config["pipeline"] if entry["filter"] != "dilation"]
+    filters = build_filters(config)
+    MotionDetector(filters)
+    assert not next(f for f in filters if isinstance(f, GaussianBackground)).weak_level  # no dilation to grow
+
+
+def test_growth_weak_level_pixels_trims_the_grown_outline_on_the_bundled_clip():
+    # The model learns from its foreground alone (weak pixels learn as background), so the weak
+    # level changes only what the dilation adds: every mask is within the plain dilation's, 0 or
+    # 255, and smaller on the cars' outlines.
+    video = cv2.VideoCapture(str(ROOT / "samples" / "highway_traffic_320x240.avi"))
+    frames = [frame for ok, frame in iter(video.read, (False, None)) if ok][:120]
+    plain_config = default_config()
+    plain_config["pipeline"][3]["grow_sigmas"] = 0.0
+    grown, plain = (MotionDetector(build_filters(c), annotate=False) for c in (default_config(), plain_config))
+    trimmed = 0
+    for frame in frames:
+        a, b = grown.process(frame).mask, plain.process(frame).mask
+        assert set(np.unique(a)) <= {0, 255}
+        assert not np.any((a == 255) & (b != 255))
+        trimmed += int(np.count_nonzero(b != a))
+    assert trimmed > 1000

@@ -27,6 +27,8 @@ from helpers import (
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
+    GAUSSIAN_GROW,
+    GAUSSIAN_GROW_SHADOW,
     GAUSSIAN_LIGHT,
     GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_QUIET,
@@ -36,6 +38,7 @@ from helpers import (
     GAUSSIAN_UNGATED,
     SHARED_SAMPLES,
     chroma_for,
+    gaussian_model,
     same_image,
     with_exposure,
     with_light_switch,
@@ -48,6 +51,7 @@ from motiondetect.filters import (
     DispersionThreshold,
     Downscale,
     Equalize,
+    Erosion,
     GaussianBackground,
     Gray,
     Kind,
@@ -56,6 +60,7 @@ from motiondetect.filters import (
     RunningAverage,
     Upscale,
 )
+from motiondetect.filters.base import WEAK
 from motiondetect.pipeline.config import build_filters, default_config
 from motiondetect.pipeline.detector import MotionDetector
 from tests.test_gpu import POISON, random_image, run_on_gpu
@@ -122,6 +127,32 @@ def sparse_counts(rng, size):
     image[rng.integers(0, size[0], spots), rng.integers(0, size[1], spots)] += rng.integers(20, 200, spots)
     image[: size[0] // 3, : size[1] // 3] += 60
     return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def on_weak_level(flt):
+    flt.weak_level = True
+    return flt
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize(
+    "flt",
+    [
+        Median(kernel_size=1),
+        Median(kernel_size=9),
+        Median(kernel_size=31),
+        on_weak_level(Erosion(kernel_size=3)),
+        on_weak_level(Erosion(kernel_size=5, iterations=2)),
+        on_weak_level(Dilation(kernel_size=5)),
+        on_weak_level(Dilation(kernel_size=3, iterations=2)),
+    ],
+    ids=lambda f: f"{f!r}-weak_level={getattr(f, 'weak_level', None)}",
+)
+def test_mask_filters_on_the_weak_level(cuda, rng, flt, size):
+    # Masks with the model's weak level (0 / 128 / 255): the median's two votes, the erosion's
+    # two planes, the dilation's growth into weak pixels.
+    levels = rng.choice(np.array([0, WEAK, 255], np.uint8), size, p=(0.45, 0.35, 0.2))
+    assert_same(run_on_gpu(cuda, flt, levels, None), flt.reference(levels))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
@@ -279,16 +310,18 @@ def test_gaussian_background_shadow_chroma_sequence(cuda, rng, size, params):
     )
 
 
-def assert_chroma_sequence_on_device(cuda, size, params, frames, chromas) -> None:
+def assert_chroma_sequence_on_device(cuda, size, params, frames, chromas) -> int:
     """The model with chroma, frame by frame on the device, equals the CPU reference: masks,
-    grey and chroma state (the device's state buffers poisoned first)."""
+    grey and chroma state (the device's state buffers poisoned first; the weak level where
+    ``params`` name ``grow_sigmas``, :func:`gaussian_model`). Returns the weak pixels written."""
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
-    cpu, gpu = GaussianBackground(**params), GaussianBackground(**params)
+    cpu, gpu = gaussian_model(params), gaussian_model(params)
     for name, shape in (("mean", size), ("variance", size), ("chroma_mean", (2, *size)), ("chroma_variance", (2, *size))):
         buf = cuda.buffer(gpu.state_key(name), shape, np.int32)
         drv.memset_d8(buf.gpudata, POISON, buf.nbytes)  # the first call must not read its state
+    weak = 0
     for i in range(1, len(frames)):
         want = cpu.reference(frames[i], frames[i - 1], chromas[i])
         planes = gpuarray.to_gpu(chromas[i])
@@ -298,10 +331,25 @@ def assert_chroma_sequence_on_device(cuda, size, params, frames, chromas) -> Non
         )
         cuda.synchronize()
         assert_same(out.get(), want)
+        weak += int(np.count_nonzero(want == WEAK))
     for name, want in zip(("mean", "variance"), cpu.model):
         np.testing.assert_array_equal(cuda.buffer(gpu.state_key(name), size, np.int32).get().astype(np.int64), want)
     for name, want in zip(("chroma_mean", "chroma_variance"), cpu.chroma_model):
         np.testing.assert_array_equal(cuda.buffer(gpu.state_key(name), (2, *size), np.int32).get().astype(np.int64), want)
+    return weak
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("params", [GAUSSIAN_GROW, GAUSSIAN_GROW_SHADOW, {**GAUSSIAN_GROW, "grow_sigmas": 0.0}], ids=str)
+def test_gaussian_background_weak_level_sequence(cuda, rng, size, params):
+    """The weak level (grow_sigmas) on the device: masks with 128 and state equal the CPU's."""
+    frames = with_exposure(with_light_switch(scene_sequence(rng, size, count=9)), at=7)
+    chromas = [chroma_for(GaussianBackground(**params), f) for f in frames]
+    weak = assert_chroma_sequence_on_device(cuda, size, params, frames, chromas)
+    if not params["grow_sigmas"]:
+        assert weak == 0
+    elif frames[0].size >= 1000:
+        assert weak > 0
 
 
 def test_background_models_reset_on_the_gpu(cuda, rng):

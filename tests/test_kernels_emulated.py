@@ -30,6 +30,9 @@ from helpers import (
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
+    GAUSSIAN_GROW,
+    GAUSSIAN_GROW_GREY,
+    GAUSSIAN_GROW_SHADOW,
     GAUSSIAN_LIGHT,
     GAUSSIAN_LIGHT_FIELD,
     GAUSSIAN_LIGHT_STILL_CHROMA,
@@ -42,6 +45,7 @@ from helpers import (
     GAUSSIAN_TIE,
     GAUSSIAN_UNGATED,
     chroma_for,
+    gaussian_model,
     with_exposure,
     with_ghosts,
     with_light_switch,
@@ -64,6 +68,7 @@ from motiondetect.filters import (
     Subsense,
     Upscale,
 )
+from motiondetect.filters.base import WEAK
 from motiondetect.filters.gaussian_background import DRIFT_ONE
 from motiondetect.filters.gray import bgr_chroma
 from motiondetect.filters.light_field import explained, queue_light_field
@@ -112,10 +117,12 @@ template <typename F> static void grid1d(int n, F f) {          // CUDAHandler.l
 typedef unsigned char u8;
 extern "C" {
 // 2-D launchers: k images (k = 1: one image, gridDim.z = 1, blockIdx.z = 0), stored one after another.
-void dilate(const u8* s, u8* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_dilate_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_dilate_cols_u8(t, d, w, h, r); }); }
-void erode(const u8* s, u8* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_erode_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_erode_cols_u8(t, d, w, h, r); }); }
+void dilate(const u8* s, u8* t, u8* d, int w, int h, int r, int k, int weak) {   // weak: grow into the weak level, gated by s
+    grid2d(w, h, k, [&] { md_dilate_rows_u8(s, t, w, h, r, weak); }); grid2d(w, h, k, [&] { md_dilate_cols_u8(t, weak ? s : nullptr, d, w, h, r); }); }
+void erode(const u8* s, u8* t, u8* d, int w, int h, int r, int k, int weak) {   // weak: the two planes, what is removed kept weak
+    grid2d(w, h, k, [&] { md_erode_rows_u8(s, t, w, h, r, weak); }); grid2d(w, h, k, [&] { md_erode_cols_u8(t, weak ? s : nullptr, d, w, h, r); }); }
 void blur(const u8* s, unsigned short* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_box_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_box_cols_u8(t, d, w, h, r); }); }
-void median(const u8* s, u8* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_count_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_majority_cols_u8(t, d, w, h, r); }); }
+void median(const u8* s, unsigned short* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_count_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_majority_cols_u8(t, d, w, h, r); }); }
 void downscale(const u8* s, u8* d, int w, int h, int ow, int oh, int k) { grid2d(ow, oh, k, [&] { md_downscale_area_u8(s, d, w, h, ow, oh); }); }
 void upscale(const u8* s, u8* d, int iw, int ih, int w, int h, int k) { grid2d(w, h, k, [&] { md_upscale_nearest_u8(s, d, iw, ih, w, h); }); }
 void dispersion(const u8* s, unsigned* s1, unsigned* s2, const int* c, u8* d, int w, int h, int r, int t, int q, int k) {
@@ -128,9 +135,9 @@ void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, 
 void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
-              const u8* c, long long cp, int* cm, int* cv, int cmv, int sc, int sr, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
+              const u8* c, long long cp, int* cm, int* cv, int cmv, int sc, int sr, int gk, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
               const int* ratios, int eq8, const int* drift_in, int* drift_out, u8* compared, u8* hist, int boot, int quiet) {
-    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv, sc, sr,
+    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv, sc, sr, gk,
                                               last, still, sf, st, lc, lcount, ratios, eq8, drift_in, drift_out, compared, hist, boot, quiet); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
@@ -234,19 +241,31 @@ def test_morphology_blur_and_median(lib, rng, size):
     h, w = size
     grey = rng.integers(0, 256, size, dtype=np.uint8)
     mask = np.where(rng.random(size) < 0.5, 255, 0).astype(np.uint8)
+    levels = rng.choice(np.array([0, WEAK, 255], np.uint8), size)  # a mask with the weak level
     for k, iterations in [(1, 1), (3, 1), (5, 2), (31, 1)]:
         flt, out = Dilation(kernel_size=k, iterations=iterations), poisoned(size)
-        lib.dilate(ptr(grey), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1)
+        lib.dilate(ptr(grey), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1, 0)
         assert_same(out, flt.reference(grey))
+        flt.weak_level = True
+        for image in (grey, levels):
+            out = poisoned(size)
+            lib.dilate(ptr(image), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1, 1)
+            assert_same(out, flt.reference(image))
         flt, out = Erosion(kernel_size=k, iterations=iterations), poisoned(size)
-        lib.erode(ptr(grey), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1)
+        lib.erode(ptr(grey), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1, 0)
         assert_same(out, flt.reference(grey))
+        flt.weak_level = True
+        for image in (grey, levels):
+            out = poisoned(size)
+            lib.erode(ptr(image), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1, 1)
+            assert_same(out, flt.reference(image))
         flt, out = Blur(kernel_size=k), poisoned(size)
         lib.blur(ptr(grey), ptr(poisoned(size, np.uint16)), ptr(out), w, h, k // 2, 1)
         assert_same(out, flt.reference(grey))
-        flt, out = Median(kernel_size=k), poisoned(size)
-        lib.median(ptr(mask), ptr(poisoned(size)), ptr(out), w, h, k // 2, 1)
-        assert_same(out, flt.reference(mask))
+        for image in (mask, levels, grey):
+            flt, out = Median(kernel_size=k), poisoned(size)
+            lib.median(ptr(image), ptr(poisoned(size, np.uint16)), ptr(out), w, h, k // 2, 1)
+            assert_same(out, flt.reference(image))
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -314,7 +333,8 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
-    and the chroma's shadow test's tolerance and ratio, then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
+    and the chroma's shadow test's tolerance and ratio and the weak level's limit (0 unless
+    :attr:`~GaussianBackground.writes_weak`), then the still-foreground state (``still_state``: the (H, W) uint8 previous frame and int32
     counts, passed whatever ``still_frames`` is) and parameters, then the light's measures
     (``light``: :func:`light_counts`' counts and ratios, NULL without), the light switch's
     threshold, the exposure's margin and its drift (``drift``: a :class:`Drift`; NULL without),
@@ -325,7 +345,7 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
-    shadow = (c["shadow_chroma_q8"], c["shadow_ratio_q16"])
+    shadow = (c["shadow_chroma_q8"], c["shadow_ratio_q16"], c["grow_k2_q8"] if flt.writes_weak else 0)
     pixels = still_state[0].size
     counts, ratios = (None, None) if light is None else light
     slots = (None, None) if drift is None or ratios is None else drift.launch()
@@ -480,6 +500,10 @@ GAUSSIAN_FRAME_STATE_PARAMS = [
         GAUSSIAN_SHADOW,
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
         GAUSSIAN_SHADOW_CHROMA,  # the chroma's shadow test (chroma_for's planes make shadows of small darkenings)
+        GAUSSIAN_GROW,  # the weak level
+        GAUSSIAN_GROW_GREY,
+        GAUSSIAN_GROW_SHADOW,
+        {**GAUSSIAN_STILL_CHROMA, "grow_sigmas": 1.0},
         *GAUSSIAN_FRAME_STATE_PARAMS,
     ],
     ids=str,
@@ -487,8 +511,9 @@ GAUSSIAN_FRAME_STATE_PARAMS = [
 def test_gaussian_background_sequence(lib, rng, size, params):
     frames = with_exposure(with_light_switch(with_ghosts(rng, scene(rng, size, count=9)), off=5), at=7)
     chromas = with_night_mode(rng, chroma_planes(rng, params, frames))
-    cpu, device = GaussianBackground(**params), GaussianBackground(**params)
+    cpu, device = gaussian_model(params), gaussian_model(params)
     mean, var = np.full(size, -7, np.int32), np.full(size, -7, np.int32)  # poisoned state
+    weak = 0
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
     still, history = still_state(size), history_state(device, size)
     drift = Drift()  # poisoned: pair 1 starts it
@@ -519,6 +544,11 @@ def test_gaussian_background_sequence(lib, rng, size, params):
         )
         light_field(lib, device, frames[i], compared, out)
         assert_same(out, cpu.reference(frames[i], frames[i - 1], chromas[i]) if colour else cpu.reference(frames[i], frames[i - 1]))
+        weak += np.count_nonzero(out == WEAK)
+    if not device.writes_weak:
+        assert weak == 0
+    elif frames[0].size >= 1000:  # the weak level was tested
+        assert weak > 0
     np.testing.assert_array_equal(mean.astype(np.int64), cpu.model[0])
     np.testing.assert_array_equal(var.astype(np.int64), cpu.model[1])
     check_still(device, cpu, still)
@@ -544,6 +574,8 @@ GAUSSIAN_BATCH_PARAMS = [
     GAUSSIAN_CHROMA,
     {**GAUSSIAN_SATURATED, "chroma_min_sigma": 0.5},
     GAUSSIAN_SHADOW_CHROMA,
+    GAUSSIAN_GROW,
+    GAUSSIAN_GROW_SHADOW,
     *GAUSSIAN_FRAME_STATE_PARAMS,
 ]
 
@@ -558,10 +590,10 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     frames = with_exposure(with_light_switch(with_ghosts(rng, scene(rng, size, count=1 + sum(splits))), off=5), at=7)
     chromas = with_night_mode(rng, chroma_planes(rng, params, frames))
     n = frames[0].size
-    flt = GaussianBackground(**params)
+    flt = gaussian_model(params)
     colour = flt.needs_chroma
 
-    cpu, expected, models, drifts = GaussianBackground(**params), [], {}, {}
+    cpu, expected, models, drifts = gaussian_model(params), [], {}, {}
     exposure = bool(flt.constants["exposure_q8"])
     for t in range(1, len(frames)):
         expected.append(cpu.reference(frames[t], frames[t - 1], chromas[t]) if colour else cpu.reference(frames[t], frames[t - 1]))
@@ -797,20 +829,30 @@ def test_2d_kernels_batched_on_blockidx_z(lib, rng, size):
     k = 4
     greys = rng.integers(0, 256, (k, h, w), dtype=np.uint8)
     masks = np.where(rng.random((k, h, w)) < 0.5, 255, 0).astype(np.uint8)
+    levels = rng.choice(np.array([0, WEAK, 255], np.uint8), (k, h, w))
     for kernel_size, iterations in [(3, 1), (5, 2)]:
         flt = Erosion(kernel_size=kernel_size, iterations=iterations)
-        erode = lambda s, d, n: lib.erode(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, flt.radius, n)
+        erode = lambda s, d, n: lib.erode(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, flt.radius, n, 0)
         check_batch(erode, greys, size, flt.reference)
         check_batch(erode, masks, size, flt.reference)
+        keep = Erosion(kernel_size=kernel_size, iterations=iterations)
+        keep.weak_level = True
+        erode_weak = lambda s, d, n: lib.erode(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, keep.radius, n, 1)
+        check_batch(erode_weak, levels, size, keep.reference)
         flt = Dilation(kernel_size=kernel_size, iterations=iterations)
-        dilate = lambda s, d, n: lib.dilate(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, flt.radius, n)
+        dilate = lambda s, d, n: lib.dilate(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, flt.radius, n, 0)
         check_batch(dilate, masks, size, flt.reference)
+        grow = Dilation(kernel_size=kernel_size, iterations=iterations)
+        grow.weak_level = True
+        dilate_weak = lambda s, d, n: lib.dilate(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, grow.radius, n, 1)
+        check_batch(dilate_weak, levels, size, grow.reference)
         flt = Blur(kernel_size=kernel_size)
         blur = lambda s, d, n: lib.blur(ptr(s), ptr(poisoned(s.shape, np.uint16)), ptr(d), w, h, kernel_size // 2, n)
         check_batch(blur, greys, size, flt.reference)
         flt = Median(kernel_size=kernel_size)
-        median = lambda s, d, n: lib.median(ptr(s), ptr(poisoned(s.shape)), ptr(d), w, h, kernel_size // 2, n)
+        median = lambda s, d, n: lib.median(ptr(s), ptr(poisoned(s.shape, np.uint16)), ptr(d), w, h, kernel_size // 2, n)
         check_batch(median, masks, size, flt.reference)
+        check_batch(median, levels, size, flt.reference)
         flt = DispersionThreshold(kernel_size=kernel_size, sigma_background=1.0, sigma_strong=0.5, threshold=0)
         dispersion = lambda s, d, n: lib.dispersion(
             ptr(s),

@@ -82,6 +82,12 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "shadow_chroma"): [0.0, 1.5, 2.0, 3.0],
         ("gaussian_background", "shadow_ratio"): [0.4, 0.5, 0.6],
     },
+    # The dilation's growth into the model's weak pixels (0: everywhere) against its element
+    # (docs/evaluation.md, "Growing into weak pixels"), 12 points.
+    "grow": {
+        ("gaussian_background", "grow_sigmas"): [0.0, 0.8, 1.0, 1.2, 1.4, 1.6],
+        ("dilation", "kernel_size"): [5, 7],
+    },
     # The mask's post-processing against the model's threshold, around the chroma default
     # (docs/evaluation.md, "Post-processing and sub-pixel registration"), 24 points.
     "morph": {
@@ -160,6 +166,7 @@ _SHORT = {
     "gaussian_background.chroma_min_sigma": "chroma",
     "gaussian_background.shadow_chroma": "schroma",
     "gaussian_background.shadow_ratio": "sratio",
+    "gaussian_background.grow_sigmas": "grow",
     "downscale.height": "h",
     "median.kernel_size": "med",
     "dilation.kernel_size": "dil",

@@ -64,6 +64,17 @@ class Kind(enum.Enum):
     MASK = "motion mask (H, W) uint8, values 0 or 255"
 
 
+#: A mask's weak level: a pixel a background model found off its background by less than the
+#: motion threshold but more than ``grow_sigmas`` (:class:`~motiondetect.filters.GaussianBackground`).
+#: It is written only when a dilation follows the model to grow into it
+#: (:func:`~motiondetect.pipeline.detector.link_growth`). The median between votes on the two
+#: binary planes, ``> 128`` and ``!= 0`` (threshold decomposition: a rank filter of a three-level
+#: image is the rank filter of each plane), the erosion erodes both and keeps the foreground it
+#: removes as weak, and that dilation grows the foreground into the weak pixels and writes 0 or
+#: 255 again.
+WEAK = 128
+
+
 @dataclass(frozen=True)
 class Param:
     """A typed filter parameter with its default and valid range.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import Filter, Kind, Param, planes
+from motiondetect.filters.base import WEAK, Filter, Kind, Param, planes
 
 
 class Erosion(Filter):
@@ -14,6 +14,15 @@ class Erosion(Filter):
     Applied ``iterations`` times; pixels outside the frame count as 255, so edges are not eaten
     away. The result equals ``cv2.erode(mask, np.ones((k, k), np.uint8), iterations=n)`` with
     OpenCV's default border. Input and output ``(H, W)`` uint8 masks (any grey image works).
+
+    Between a background model that writes the weak level and the dilation that grows into it
+    (:attr:`weak_level`, set by :func:`~motiondetect.pipeline.detector.link_growth`), the
+    foreground (above :data:`~motiondetect.filters.base.WEAK`, 128) and the set pixels are eroded
+    each as a binary plane, and a foreground pixel the erosion removes stays set: 255 where the
+    foreground's erosion is, else 128 where the set pixels' erosion is or the pixel was
+    foreground, else 0. The foreground is thinned as before, and the dilation may grow it back
+    where it was (the plain opening's outline) and into the weak pixels that survive the erosion,
+    not into a weak rim one pixel wide.
     """
 
     NAME = "erosion"
@@ -36,6 +45,12 @@ class Erosion(Filter):
         Param("iterations", int, 1, 1, 16, "passes", "how many times the erosion is applied"),
     )
 
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        #: Erode the foreground and the set pixels as planes, keeping what it removes set (see
+        #: the class docstring).
+        self.weak_level = False
+
     @property
     def radius(self) -> int:
         """Half-width of the single structuring element equal to all iterations, in pixels."""
@@ -47,15 +62,36 @@ class Erosion(Filter):
 
     def reference(self, src, side=None):
         k = self.params["kernel_size"]
-        return cv2.erode(src, np.ones((k, k), np.uint8), iterations=self.params["iterations"])
+        element, iterations = np.ones((k, k), np.uint8), self.params["iterations"]
+        if not self.weak_level:
+            return cv2.erode(src, element, iterations=iterations)
+        foreground = cv2.threshold(src, WEAK, 255, cv2.THRESH_BINARY)[1]
+        kept = cv2.erode(cv2.threshold(src, 0, 255, cv2.THRESH_BINARY)[1], element, iterations=iterations)
+        kept |= foreground  # what the erosion removes from the foreground stays set
+        kept &= WEAK
+        kept |= cv2.erode(foreground, element, iterations=iterations)
+        return kept
 
     def apply_kernel(self, cuda, src, dst, side=None):
         frames, height, width = planes(src)
         rows = cuda.buffer(("erosion_rows", src.shape), src.shape)
         args = (np.int32(width), np.int32(height), np.int32(self.radius))
         cuda.launch_2d(
-            cuda.function(self.KERNEL, "md_erode_rows_u8", "PPiii"), (height, width), src.gpudata, rows.gpudata, *args, frames=frames
+            cuda.function(self.KERNEL, "md_erode_rows_u8", "PPiiii"),
+            (height, width),
+            src.gpudata,
+            rows.gpudata,
+            *args,
+            np.int32(self.weak_level),
+            frames=frames,
         )
+        levels = src.gpudata if self.weak_level else 0  # NULL: the plain minimum
         cuda.launch_2d(
-            cuda.function(self.KERNEL, "md_erode_cols_u8", "PPiii"), (height, width), rows.gpudata, dst.gpudata, *args, frames=frames
+            cuda.function(self.KERNEL, "md_erode_cols_u8", "PPPiii"),
+            (height, width),
+            rows.gpudata,
+            levels,
+            dst.gpudata,
+            *args,
+            frames=frames,
         )

@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 
 from motiondetect.filters.bands import Scratch, chunk_rows, run_bands
-from motiondetect.filters.base import Filter, Kind, Param, frames_view, planes
+from motiondetect.filters.base import WEAK, Filter, Kind, Param, frames_view, planes
 from motiondetect.filters.ghosts import GhostWindow
 from motiondetect.filters.light_field import explained, queue_light_field
 from motiondetect.filters.running_average import to_q16
@@ -167,8 +167,9 @@ _GREY_MEANS = (((128 - GREY_CHROMA) << 16) - (1 << 15), ((129 + GREY_CHROMA) << 
 #: Per-pixel scratch buffers of the CPU comparison and update of one plane (see
 #: GaussianBackground._update); the luma's are suffixed 0, the chroma planes' 1 and 2.
 _PLANE_SCRATCH = {"d": np.int32, "vmax": np.int32, "df": np.float64, "e": np.float64, "limit": np.float64}
-#: Scratch buffers shared by the planes: the mask's learning rates, the shadow floor, one plane's flags.
-_SHARED_SCRATCH = {"rate": np.float64, "vrate": np.float64, "shade": np.float64, "flag": np.uint8, "darker": np.bool_}
+#: Scratch buffers shared by the planes: the mask's learning rates, the shadow floor (and then the
+#: weak limit), one plane's flags, the weak pixels (grow_sigmas).
+_SHARED_SCRATCH = {"rate": np.float64, "vrate": np.float64, "shade": np.float64, "flag": np.uint8, "darker": np.bool_, "weak": np.bool_}
 #: With chroma: the grey pixels of the frame and of the means (255 where grey), the pixels with
 #: colour to compare (255, and as bool), the grey level's own foreground, and the chroma's
 #: learning rates (0 where grey).
@@ -178,6 +179,7 @@ _CHROMA_SCRATCH = {
     "colour": np.uint8,
     "coloured": np.bool_,
     "grey_foreground": np.bool_,
+    "weak_chroma": np.bool_,
     "chroma_rate": np.float64,
     "chroma_vrate": np.float64,
     "chroma_pairs": np.uint16,  # clipped()'s (Cb, Cr) index and grey level it clips from
@@ -327,9 +329,22 @@ class GaussianBackground(Filter):
     a BGR frame (:func:`~motiondetect.filters.gray.bgr_chroma`), through the same downscale and
     registration as the grey image.
 
+    Weak pixels (``grow_sigmas`` > 0; 1.2 by default): the median and erosion after the model
+    remove specks and thin the mask, and the dilation after them grows it back by a square; where
+    the object's outline is not square, that growth covers background (a halo around people, most
+    of a shaking camera's false positives). When a dilation follows (:attr:`weak_level`, set by
+    :func:`~motiondetect.pipeline.detector.link_growth`), the model marks the pixels that are no
+    foreground but lie further than ``grow_sigmas`` standard deviations from their means (the grey
+    level with its floors, or a coloured pixel's Cb or Cr) with the weak level
+    :data:`~motiondetect.filters.base.WEAK` (128); the median votes on it as a level (threshold
+    decomposition), the erosion keeps the foreground it removes as weak, and the dilation grows
+    the foreground into those pixels alone: hysteresis, as Canny (1986) grows strong edges into
+    weak ones. A weak pixel learns as background, so the model itself is unchanged.
+
     Input ``(H, W)`` uint8 grey (the current frame) with side input ``reference`` (the previous
     grey frame), and with chroma on the ``(2, H, W)`` uint8 chroma planes (Cb, Cr) of the current
-    frame; output ``(H, W)`` uint8 mask in {0, 255}.
+    frame; output ``(H, W)`` uint8 mask in {0, 255}, with the weak level 128 when
+    :attr:`writes_weak`.
 
     State: ``m`` and ``v`` per pixel, set on the first call of a stream (after :meth:`reset`, or
     when the frame size changes) to the reference frame and ``min_sigma**2``, and the number of
@@ -435,6 +450,21 @@ class GaussianBackground(Filter):
             "the darkest a shadow of shadow_chroma may make a pixel, as a share of its background's "
             "grey level; 0.4 was the leave-one-clip-out choice of 19 of the 20 dev clips' folds over "
             "0.4, 0.5 and 0.6 (OpenCV MOG2's fTau is 0.5: a pixel more than twice darker is no shadow)",
+        ),
+        Param(
+            "grow_sigmas",
+            float,
+            1.2,
+            0.0,
+            10.0,
+            "standard deviations",
+            "the dilation after the model (the default pipeline's) grows the mask only into pixels "
+            "further than this from their background (grey level with its shadow floor, or a coloured "
+            "pixel's Cb or Cr), so the outline it restores after the median and erosion follows the "
+            "object, not a square around it (hysteresis, as Canny's edges grow from strong into weak "
+            "pixels); with a 7x7 dilation, 1.2 was every leave-one-clip-out fold's choice over 0, 0.8, "
+            "1.0, 1.2, 1.4 and 1.6 on the 17 dev clips whose labels do not count leaves (held out 0.865 "
+            'against 0.859 without; docs/evaluation.md, "Growing into weak pixels"); 0 grows everywhere',
         ),
         Param(
             "alpha",
@@ -616,6 +646,9 @@ class GaussianBackground(Filter):
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self._constants_of: tuple | None = None  # the parameter values self._constants derive from
+        #: A dilation follows that grows into the weak level (set by
+        #: :func:`~motiondetect.pipeline.detector.link_growth`); alone, the model writes 0 or 255.
+        self.weak_level = False
         self.reset()
 
     @property
@@ -632,6 +665,7 @@ class GaussianBackground(Filter):
                 "chroma_min_var_q8": to_q8(p["chroma_min_sigma"] ** 2),
                 "shadow_chroma_q8": to_q8(p["shadow_chroma"]),
                 "shadow_ratio_q16": to_q16(p["shadow_ratio"]),
+                "grow_k2_q8": to_q8(p["grow_sigmas"] ** 2),
                 "alpha_q16": to_q16(p["alpha"]),
                 "alpha_fg_q16": to_q16(p["alpha_foreground"]),
                 "var_alpha_q16": to_q16(p["variance_alpha"]),
@@ -641,6 +675,13 @@ class GaussianBackground(Filter):
             }
             self._constants_of = values
         return self._constants
+
+    @property
+    def writes_weak(self) -> bool:
+        """The mask holds the weak level :data:`~motiondetect.filters.base.WEAK` (128) where a
+        pixel is off its background by more than ``grow_sigmas`` but is not foreground: a
+        dilation follows to grow into it (:attr:`weak_level`) and ``grow_sigmas`` is above 0."""
+        return self.weak_level and self.constants["grow_k2_q8"] > 0
 
     @property
     def keeps_last(self) -> bool:
@@ -741,7 +782,7 @@ class GaussianBackground(Filter):
             chroma: (2, H, W) uint8 Cb and Cr of the current frame when :attr:`needs_chroma`.
 
         Returns:
-            (H, W) uint8 mask, 0 or 255.
+            (H, W) uint8 mask: 255 foreground, else 0, or 128 on weak pixels with :attr:`writes_weak`.
 
         Raises:
             ValueError: the first frame pair without ``side``, or chroma missing or of another size.
@@ -992,6 +1033,10 @@ class GaussianBackground(Filter):
                 mean += step
         if self.params["still_frames"]:
             self._absorb_still(src[rows], None if chroma is None else chroma[:, rows], mask, rows, shared)
+        if self.writes_weak:  # last: the rates, the gate and the still count read 0 or 255
+            weak = shared["weak"]
+            np.logical_and(weak, mask == 0, out=weak)
+            np.copyto(mask, WEAK, where=weak)
 
     def _find_grey(self, src, chroma, rows: slice, shared: dict) -> None:
         """The pixels of rows ``rows`` without colour (the class docstring) into ``shared``:
@@ -1016,10 +1061,14 @@ class GaussianBackground(Filter):
     def _classify(self, src, chroma, mask, rows: slice, per_plane: list, shared: dict) -> list[tuple]:
         """Fill ``mask`` (rows ``rows`` of the output) with the union of each plane's
         :meth:`_compare`: 255 where the grey level or either chroma value is further than
-        ``sigmas`` from the model. Returns ``(mean, var, buffers)`` of each plane's rows, for
+        ``sigmas`` from the model; with :attr:`writes_weak`, ``shared["weak"]`` is True where one
+        is further than ``grow_sigmas`` (the chroma where it has colour). Returns ``(mean, var, buffers)`` of each plane's rows, for
         :meth:`_learn`."""
         c = self.constants
-        self._compare(src[rows], self._mean[rows], self._var[rows], c["min_var_q8"], per_plane[0], (shared["shade"], shared["darker"]))
+        weak = (shared["shade"], shared["weak"]) if self.writes_weak else None
+        self._compare(
+            src[rows], self._mean[rows], self._var[rows], c["min_var_q8"], per_plane[0], (shared["shade"], shared["darker"]), weak
+        )
         cv2.compare(per_plane[0][3], per_plane[0][4], cv2.CMP_GT, dst=mask)  # 255 where d**2 > limit
         planes = [(self._mean[rows], self._var[rows], per_plane[0])]
         if chroma is not None:
@@ -1029,10 +1078,14 @@ class GaussianBackground(Filter):
             flag = shared["flag"]
             for p in range(2):
                 mean, var = self._chroma_mean[p][rows], self._chroma_var[p][rows]
-                self._compare(chroma[p][rows], mean, var, c["chroma_min_var_q8"], per_plane[1 + p], None)
+                weak_chroma = None if weak is None else (shared["shade"], shared["weak_chroma"])
+                self._compare(chroma[p][rows], mean, var, c["chroma_min_var_q8"], per_plane[1 + p], None, weak_chroma)
                 cv2.compare(per_plane[1 + p][3], per_plane[1 + p][4], cv2.CMP_GT, dst=flag)
                 cv2.bitwise_and(flag, shared["colour"], dst=flag)  # grey pixels: no colour to compare
                 cv2.bitwise_or(mask, flag, dst=mask)
+                if weak_chroma is not None:
+                    np.logical_and(weak_chroma[1], shared["coloured"], out=weak_chroma[1])
+                    np.logical_or(weak[1], weak_chroma[1], out=weak[1])
                 planes.append((mean, var, per_plane[1 + p]))
         return planes
 
@@ -1081,7 +1134,16 @@ class GaussianBackground(Filter):
                     self._chroma_mean[p][rows][coloured] = chroma[p][coloured].astype(np.int32) << 16
             still[steady] = 0
 
-    def _compare(self, x, mean, var, floor_q8: int, buffers: list[np.ndarray], shadow: tuple[np.ndarray, np.ndarray] | None) -> None:
+    def _compare(
+        self,
+        x,
+        mean,
+        var,
+        floor_q8: int,
+        buffers: list[np.ndarray],
+        shadow: tuple[np.ndarray, np.ndarray] | None,
+        weak: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         """Fill ``buffers`` (d, vmax, df, e, limit) for one plane's rows: the fixed-point formulas
         of the class docstring, evaluated in float64 where they need more than 32 bits; every
         value below is an integer times a power of two with at most 42 significant bits, so
@@ -1091,7 +1153,10 @@ class GaussianBackground(Filter):
         - ``limit = k2 * max(v, floor, shadow) * 2**-8`` (the Q16 limit, below 2**40, times
           2**-8; ``shadow`` the darker pixels' floor, 0 elsewhere, on the grey level only: pass
           ``shadow``, scratch buffers (float64 and bool) for it), so ``d**2 > limit_q16 << 16`` is
-          ``e > limit``.
+          ``e > limit``;
+        - with ``weak`` (a float64 scratch buffer, which may be ``shadow``'s, and a bool output):
+          ``e > grow_k2 * max(v, floor, shadow) * 2**-8`` into the output, the limit of
+          ``grow_sigmas``.
         """
         c = self.constants
         d, vmax, df, e, limit = buffers
@@ -1114,9 +1179,13 @@ class GaussianBackground(Filter):
             np.less(d, 0, out=darker)
             np.multiply(shade, darker, out=shade)  # 0 where the pixel is not darker
             np.maximum(vmax, shade, out=limit)
-            limit *= c["k2_q8"] * 2.0**-8
         else:
-            np.multiply(vmax, c["k2_q8"] * 2.0**-8, out=limit)
+            np.copyto(limit, vmax)
+        if weak is not None:
+            weak_limit, flags = weak
+            np.multiply(limit, c["grow_k2_q8"] * 2.0**-8, out=weak_limit)
+            np.greater(e, weak_limit, out=flags)
+        limit *= c["k2_q8"] * 2.0**-8
 
     @staticmethod
     def _learn(mean, var, buffers: list[np.ndarray], rate: np.ndarray, vrate: np.ndarray) -> None:
@@ -1197,7 +1266,7 @@ class GaussianBackground(Filter):
             drift = cuda.buffer(self.state_key("exposure_drift"), (2,), np.int32)
             self._drift_slot = 0 if first_pair == 1 else 1 - self._drift_slot
             drift_in, drift_out = (int(drift.gpudata) + 4 * slot for slot in (self._drift_slot, 1 - self._drift_slot))
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiiiPPiiPiPiPPPPii")
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiiiiPPiiPiPiPPPPii")
         c, p = self.constants, self.params
         history = None
         if p["bootstrap"] and first_pair <= p["bootstrap"]:  # written and read up to pair N only
@@ -1227,6 +1296,7 @@ class GaussianBackground(Filter):
             c["chroma_min_var_q8"],
             c["shadow_chroma_q8"],
             c["shadow_ratio_q16"],
+            c["grow_k2_q8"] if self.writes_weak else 0,
             0 if last is None else last.gpudata,  # NULL: never read
             0 if still is None else still.gpudata,
             p["still_frames"],

@@ -37,6 +37,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from motiondetect.filters.base import WEAK
+
 #: A blob is a ghost when the mean's gradient on its border band exceeds RATIO times the frame's.
 RATIO = 1.0
 #: ... and its mean change from the previous frame is at most STILLNESS times the frame's median
@@ -166,7 +168,8 @@ class GhostWindow:
         Args:
             frame: (H, W) uint8 grey levels the model compared.
             mean_q16: (H, W) int32 the model's grey-level mean after the frame (grey level * 2**16).
-            mask: (H, W) uint8 the model's raw mask of the frame, 0 or 255.
+            mask: (H, W) uint8 the model's raw mask of the frame: 255 foreground, and 0 or the
+                weak level (128, :data:`~motiondetect.filters.base.WEAK`), which is no motion here.
 
         Returns:
             (H, W) bool, the pixels in a ghost blob on ``checks`` tests in a row (their runs
@@ -175,6 +178,7 @@ class GhostWindow:
         if self.previous is None or self.previous.shape != frame.shape:
             self.previous, self.runs = frame.copy(), np.zeros(frame.shape, np.int32)
             return None
+        mask = cv2.threshold(mask, WEAK, 255, cv2.THRESH_BINARY)[1]  # 255 alone: blobs of foreground
         mean = ((mean_q16 + (1 << 15)) >> 16).astype(np.uint8)
         ghost = ghost_pixels(frame, self.previous, mean, mask, self.ratio, self.stillness, trim=self.trim)
         np.copyto(self.previous, frame)

@@ -24,7 +24,7 @@ import numpy as np
 
 from motiondetect.core.picture import Picture, unpack_planes
 from motiondetect.core.types import Box, FrameResult
-from motiondetect.filters import Filter, Kind, Upscale
+from motiondetect.filters import Dilation, Erosion, Filter, GaussianBackground, Kind, Median, Upscale
 from motiondetect.filters.base import element_count, planes
 from motiondetect.filters.downscale import block_bounds
 from motiondetect.filters.upscale import block_repeats
@@ -82,6 +82,40 @@ def pipeline_problems(filters: Sequence[type[Filter]]) -> list[str]:
     if not any(cls.OUTPUT is Kind.MASK for cls in filters):
         problems.append("pipeline: no filter produces a motion mask (e.g. 'threshold')")
     return problems
+
+
+#: Filters that pass a mask's weak level on, between the model and the dilation.
+_KEEPS_LEVELS = (Median, Erosion, Upscale)
+
+
+def link_growth(filters: Sequence[Filter]) -> None:
+    """Set ``weak_level`` on the filters that grow the mask into a model's weak pixels.
+
+    A Gaussian background model with ``grow_sigmas`` above 0 writes the weak level
+    (:data:`~motiondetect.filters.base.WEAK`, 128) when a dilation follows it with only medians,
+    erosions and upscales between (they pass the level on; the default pipeline's median 9x9,
+    erosion 3x3 and dilation 5x5). The model, those erosions (which keep what they remove from
+    the foreground as weak) and the first dilation (which grows the foreground into the weak
+    pixels and writes 0 or 255) are told so. Without such a dilation the model writes 0 or 255
+    and ``grow_sigmas`` has no effect. Run on every pipeline a detector is made of.
+    """
+    for flt in filters:
+        if isinstance(flt, (GaussianBackground, Erosion, Dilation)):
+            flt.weak_level = False
+    for i, flt in enumerate(filters):
+        if not isinstance(flt, GaussianBackground) or not flt.params["grow_sigmas"]:
+            continue
+        erosions: list[Erosion] = []
+        for after in filters[i + 1 :]:
+            if isinstance(after, Dilation):
+                flt.weak_level = after.weak_level = True
+                for erosion in erosions:
+                    erosion.weak_level = True
+            if not isinstance(after, _KEEPS_LEVELS):
+                break
+            if isinstance(after, Erosion):
+                erosions.append(after)
+        break  # one frame-pair filter in a pipeline
 
 
 def _nearest_maps(src_size: tuple[int, int], dst_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -304,6 +338,7 @@ class MotionDetector:
         if int(downscale) != downscale or downscale < 1:
             raise ValueError(f"downscale must be an integer >= 1; got {downscale}")
         self.filters = list(filters)
+        link_growth(self.filters)
         last_mask = max(i for i, f in enumerate(self.filters) if f.OUTPUT is Kind.MASK)
         self._detect = self.filters[: last_mask + 1]
         self._annotate = self.filters[last_mask + 1 :]

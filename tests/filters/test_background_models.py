@@ -19,6 +19,9 @@ from helpers import (
     GAUSSIAN_FAST,
     GAUSSIAN_FROZEN,
     GAUSSIAN_GREY,
+    GAUSSIAN_GROW,
+    GAUSSIAN_GROW_GREY,
+    GAUSSIAN_GROW_SHADOW,
     GAUSSIAN_LIGHT,
     GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_QUIET,
@@ -30,6 +33,7 @@ from helpers import (
     GAUSSIAN_TIE,
     GAUSSIAN_UNGATED,
     chroma_for,
+    gaussian_model,
     with_exposure,
     with_ghosts,
     with_light_switch,
@@ -37,6 +41,7 @@ from helpers import (
 )
 
 from motiondetect.filters import GaussianBackground, RunningAverage
+from motiondetect.filters.base import WEAK
 from motiondetect.filters.gaussian_background import chroma_shadow
 from motiondetect.filters.ghosts import GhostWindow
 
@@ -154,8 +159,10 @@ def naive_gaussian(
     ghost_frames=0,
     shadow_chroma=0.0,
     shadow_ratio=0.4,
+    grow_sigmas=0.0,
     chromas=None,
     followed=None,
+    weak_level=False,
 ):
     """The documented fixed-point model, pixel by pixel with Python ints (// is floor, like >>).
     With ``chromas`` ((2, H, W) planes of each frame) and ``chroma_min_sigma`` > 0, Cb and Cr are
@@ -184,10 +191,13 @@ def naive_gaussian(
     fractions; with ``ghost_frames``, on frames max(N, 1)..max(N, 1) + ghost_frames the
     whole-blob ghost test (motiondetect/filters/ghosts.py, tested on its own in
     tests/filters/test_ghosts.py) names the pixels whose means, chroma (where the frame has colour)
-    and still count restart, cleared from the mask. Returns the masks, the grey level's mean and
+    and still count restart, cleared from the mask; with ``weak_level`` and ``grow_sigmas``, a
+    pixel that is no foreground is 128 in the mask where its grey level, or a Cb or Cr compared,
+    lies further than ``grow_sigmas`` (squared, in Q8) times the same floors from its mean. Returns the masks, the grey level's mean and
     variance and the chroma planes' (``None`` without)."""
     assert light_field == 0, "the light field changes only the output: tests/filters/test_light_field.py checks it"
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
+    grow_k2 = q(grow_sigmas**2, 8) if weak_level else 0
     height, width = frames[0].shape
     mean = [[int(v) << 16 for v in row] for row in frames[0]]
     var = [[min_var] * width for _ in range(height)]
@@ -278,17 +288,18 @@ def naive_gaussian(
                     mean_grey = grey((c_mean[0][y][x] + 32768) // 65536, (c_mean[1][y][x] + 32768) // 65536)
                     if not (frame_grey or mean_grey):
                         planes += [(int(chromas[t][p, y, x]), c_mean[p][y][x], c_var[p][y][x], chroma_var) for p in range(2)]
-                terms = []
+                terms, weak = [], False
                 for p, (value, m, v, floor) in enumerate(planes):
                     d = (value << 16) - m
                     if p == 0 and d < 0:  # darker than the mean: the shadow floor, (shadow_floor * m)**2 in Q8
                         floor = max(floor, (((m * shadow + 32768) // 65536) ** 2 + (1 << 23)) // (1 << 24))
                     terms.append((d, k2 * max(v, floor)))  # the limit in grey level^2 * 2**16
+                    weak |= grow_k2 > 0 and d * d > grow_k2 * max(v, floor) * 65536
                 grey_fg = terms[0][0] ** 2 > terms[0][1] * 65536
                 shade = grey_fg and chroma and terms[0][0] < 0 and shadow_by_colour(t, y, x, mean[y][x])
                 fg = (grey_fg and not shade) or any(d * d > limit * 65536 for d, limit in terms[1:])
-                mask[y, x] = 255 if fg else 0
-                a, r = (rates[1], rates[3]) if fg else (rates[0], rates[2])
+                mask[y, x] = 255 if fg else 128 if weak else 0
+                a, r = (rates[1], rates[3]) if fg else (rates[0], rates[2])  # a weak pixel learns as background
                 if fg and abs(int(frame[y, x]) - int(frames[t - 1][y, x])) > quiet_tolerance:
                     a = 0
                 learnt = []
@@ -356,16 +367,22 @@ PARAMS = [
     {**GAUSSIAN_FAST, "quiet_tolerance": 6},
     GAUSSIAN_SHADOW_CHROMA,
     {**GAUSSIAN_SHADOW_CHROMA, "shadow_ratio": 0.97},  # the ratio's bound inside the noise
+    GAUSSIAN_GROW,  # the weak level
+    GAUSSIAN_GROW_GREY,
+    GAUSSIAN_GROW_SHADOW,
+    {**GAUSSIAN_FAST, "grow_sigmas": 1.0, "ghost_frames": 9},  # the ghost test reads 255 alone of a mask with weak pixels
 ]
 
 
 def assert_gaussian_matches_naive(frames, params, chromas=None, followed=None) -> list[list[int]]:
     """The filter's masks and final model equal the naive model's; returns the naive variance
     (``followed``: a list for the frames whose exposure gain the naive model followed)."""
-    flt = GaussianBackground(**params)
+    flt = gaussian_model(params)
     if chromas is None and flt.needs_chroma:
         chromas = [chroma_for(flt, f) for f in frames]
-    want, mean, var, chroma = naive_gaussian(frames, **{**GaussianBackground().params, **params}, chromas=chromas, followed=followed)
+    want, mean, var, chroma = naive_gaussian(
+        frames, **{**GaussianBackground().params, **params}, chromas=chromas, followed=followed, weak_level=flt.weak_level
+    )
     for got, expected in zip(run_filter(flt, frames, chromas if flt.needs_chroma else None), want):
         np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(flt.model[0], np.array(mean))
@@ -951,3 +968,32 @@ def test_gaussian_ghost_test_matches_naive_fixed_point(rng):
     with_test = run_filter(GaussianBackground(**params), frames, [chroma_for(GaussianBackground(), f) for f in frames])
     without = run_filter(GaussianBackground(**{**params, "ghost_frames": 0}), frames, [chroma_for(GaussianBackground(), f) for f in frames])
     assert (without[-1][16:32, 24:40] == 255).mean() > 0.9 and not with_test[-1].any()
+
+
+def test_weak_level_bounds_by_hand():
+    # Mean 100 and variance at its floor (min_sigma 10: 100 grey levels^2): sigmas 2 flags a pixel
+    # off by more than 20; grow_sigmas 0.8 (0.64 in Q8: 164 / 256) marks one off by more than
+    # sqrt(64.06), so 9 is weak and 8 is not, either way; 20 is weak and 21 foreground.
+    frame = np.full((4, 8), 100, np.uint8)
+    frame[0, :7] = (108, 109, 120, 121, 92, 91, 100)
+    model = gaussian_model({"sigmas": 2.0, "min_sigma": 10.0, "chroma_min_sigma": 0.0, "grow_sigmas": 0.8, "shadow_floor": 0.08})
+    mask = model.reference(frame, np.full((4, 8), 100, np.uint8))
+    np.testing.assert_array_equal(mask[0, :7], [0, WEAK, WEAK, 255, 0, WEAK, 0])
+    assert not mask[1:].any()
+
+
+@pytest.mark.parametrize("params", [GAUSSIAN_GROW, GAUSSIAN_GROW_SHADOW, {**GAUSSIAN_STILL_CHROMA, "grow_sigmas": 1.0}], ids=str)
+def test_weak_level_changes_the_output_alone(rng, params):
+    # A weak pixel learns as background: with the level on or off the model's state is the same
+    # and the masks differ only where 0 became 128, which happens.
+    shape = (16, 21)
+    frames, chromas = noisy_frames(rng, shape, 12), noisy_frames(rng, shape, 12, (2,))
+    models = [gaussian_model(params), GaussianBackground(**params)]
+    masks = [run_filter(m, frames, chromas) for m in models]
+    weak = sum(np.count_nonzero(m == WEAK) for m in masks[0])
+    assert weak > 0 and not any(np.any(m == WEAK) for m in masks[1])
+    for with_level, without in zip(*masks):
+        np.testing.assert_array_equal(np.where(with_level == WEAK, 0, with_level), without)
+    np.testing.assert_array_equal(models[0].model[0], models[1].model[0])
+    np.testing.assert_array_equal(models[0].model[1], models[1].model[1])
+    np.testing.assert_array_equal(models[0].chroma_model[0], models[1].chroma_model[0])

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from motiondetect.filters import Dilation, Erosion
+from motiondetect.filters.base import WEAK
 
 SIZES = [(7, 13), (1, 1), (2, 9), (31, 17), (9, 2), (1, 12)]
 
@@ -85,3 +86,32 @@ def test_opening_removes_specks_and_keeps_blocks():
 )
 def test_property_matches_naive(image, k, iterations):
     np.testing.assert_array_equal(Dilation(kernel_size=k, iterations=iterations).reference(image), naive_dilate(image, k, iterations))
+
+
+def test_growing_into_the_weak_level_by_hand():
+    # One foreground pixel with weak pixels to its right: a 3x3 element grows it into them alone.
+    levels = np.zeros((5, 5), np.uint8)
+    levels[2, 2] = 255
+    levels[1:4, 3] = WEAK
+    levels[0, 4] = WEAK  # weak, but out of the element's reach
+    flt = Dilation(kernel_size=3)
+    flt.weak_level = True
+    expected = np.zeros((5, 5), np.uint8)
+    expected[2, 2] = 255
+    expected[1:4, 3] = 255
+    np.testing.assert_array_equal(flt.reference(levels), expected)
+    flt.weak_level = False  # the plain dilation: the whole 3x3 square, and the weak pixels' 128
+    plain = flt.reference(levels)
+    assert np.count_nonzero(plain[1:4, 1:4] == 255) == 9 and plain[0, 4] == WEAK
+
+
+@pytest.mark.parametrize("k, iterations", [(3, 1), (5, 1), (3, 2)])
+def test_growing_into_the_weak_level_matches_a_naive_geodesic_step(rng, k, iterations):
+    flt = Dilation(kernel_size=k, iterations=iterations)
+    flt.weak_level = True
+    for shape in SIZES:
+        levels = rng.choice(np.array([0, WEAK, 255], np.uint8), shape, p=(0.5, 0.35, 0.15))
+        grown = naive_dilate(np.where(levels == 255, 255, 0).astype(np.uint8), k, iterations)
+        out = flt.reference(levels)
+        np.testing.assert_array_equal(out, np.where(levels != 0, grown, 0))
+        assert set(np.unique(out)) <= {0, 255}

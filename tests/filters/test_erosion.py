@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from motiondetect.filters import Erosion
+from motiondetect.filters.base import WEAK
 
 SIZES = [(7, 13), (1, 1), (2, 9), (31, 17), (9, 2), (1, 12)]
 
@@ -115,3 +116,38 @@ def test_a_block_survives_shrunk(rng):
 )
 def test_property_matches_naive(image, k, iterations):
     np.testing.assert_array_equal(Erosion(kernel_size=k, iterations=iterations).reference(image), naive_erode(image, k, iterations))
+
+
+def test_weak_level_by_hand():
+    # A 3x3 block of foreground in a rim of weak pixels: the 3x3 element keeps the block's centre
+    # as foreground, the block's removed ring stays set (128), and of the rim, weak pixels whose
+    # window is all set survive too; a lone weak pixel goes.
+    levels = np.zeros((7, 7), np.uint8)
+    levels[1:6, 1:6] = WEAK
+    levels[2:5, 2:5] = 255
+    levels[0, 6] = WEAK
+    flt = Erosion(kernel_size=3)
+    flt.weak_level = True
+    expected = np.zeros((7, 7), np.uint8)
+    expected[2:5, 2:5] = WEAK
+    expected[3, 3] = 255
+    np.testing.assert_array_equal(flt.reference(levels), expected)
+    flt.weak_level = False  # the plain minimum: the centre keeps 255, the ring 128
+    plain = flt.reference(levels)
+    assert plain[3, 3] == 255 and (plain[2:5, 2:5] == WEAK).sum() == 8
+
+
+@pytest.mark.parametrize("k, iterations", [(3, 1), (5, 1), (3, 2)])
+def test_weak_level_matches_the_two_planes_eroded_naively(rng, k, iterations):
+    flt = Erosion(kernel_size=k, iterations=iterations)
+    flt.weak_level = True
+    for shape in SIZES:
+        levels = rng.choice(np.array([0, WEAK, 255], np.uint8), shape, p=(0.2, 0.4, 0.4))
+        foreground = np.where(levels == 255, 255, 0).astype(np.uint8)
+        set_pixels = np.where(levels != 0, 255, 0).astype(np.uint8)
+        expected = np.where(
+            naive_erode(foreground, k, iterations) == 255,
+            255,
+            np.where((naive_erode(set_pixels, k, iterations) == 255) | (levels == 255), WEAK, 0),
+        )
+        np.testing.assert_array_equal(flt.reference(levels), expected)
