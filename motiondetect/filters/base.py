@@ -359,6 +359,23 @@ def planes(image, kind: Kind = Kind.GRAY) -> tuple[int, int, int]:
     return (1, *shape) if len(shape) == 2 else shape
 
 
+def launch_square_element(cuda, flt: Filter, src, dst, rows: str, cols: str, radius: int, weak_level: bool) -> None:
+    """Enqueue a square structuring element of ``radius`` as its two separable passes, kernels
+    ``rows`` and ``cols`` of ``flt.KERNEL``, on a mask ``src`` (H, W) or a batch (K, H, W) into
+    ``dst``, through a scratch buffer: the row pass takes ``(src, scratch, width, height, radius,
+    weak_level)``, the column pass ``(scratch, src or NULL, dst, width, height, radius)``, the
+    mask itself where it reads the weak level (erosion and dilation, kernels/erosion.cu and
+    kernels/dilation.cu)."""
+    frames, height, width = planes(src)
+    scratch = cuda.buffer((f"{flt.NAME}_rows", src.shape), src.shape)
+    args = (np.int32(width), np.int32(height), np.int32(radius))
+    cuda.launch_2d(
+        cuda.function(flt.KERNEL, rows, "PPiiii"), (height, width), src.gpudata, scratch.gpudata, *args, np.int32(weak_level), frames=frames
+    )
+    levels = src.gpudata if weak_level else 0  # NULL: the plain pass
+    cuda.launch_2d(cuda.function(flt.KERNEL, cols, "PPPiii"), (height, width), scratch.gpudata, levels, dst.gpudata, *args, frames=frames)
+
+
 def frames_view(array, start: int, stop: int):
     """A device view of images ``start:stop`` of a batch (K, ...) GPUArray (no copy)."""
     import pycuda.gpuarray as gpuarray

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import WEAK, Filter, Kind, Param, planes
+from motiondetect.filters.base import WEAK, Filter, Kind, Param, launch_square_element
 
 
 class Dilation(Filter):
@@ -68,25 +68,4 @@ class Dilation(Filter):
         return cv2.bitwise_and(grown, cv2.threshold(src, 0, 255, cv2.THRESH_BINARY)[1])
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        frames, height, width = planes(src)
-        rows = cuda.buffer(("dilation_rows", src.shape), src.shape)
-        args = (np.int32(width), np.int32(height), np.int32(self.radius))
-        cuda.launch_2d(
-            cuda.function(self.KERNEL, "md_dilate_rows_u8", "PPiiii"),
-            (height, width),
-            src.gpudata,
-            rows.gpudata,
-            *args,
-            np.int32(self.weak_level),
-            frames=frames,
-        )
-        gate = src.gpudata if self.weak_level else 0  # NULL: keep every grown pixel
-        cuda.launch_2d(
-            cuda.function(self.KERNEL, "md_dilate_cols_u8", "PPPiii"),
-            (height, width),
-            rows.gpudata,
-            gate,
-            dst.gpudata,
-            *args,
-            frames=frames,
-        )
+        launch_square_element(cuda, self, src, dst, "md_dilate_rows_u8", "md_dilate_cols_u8", self.radius, self.weak_level)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import WEAK, Filter, Kind, Param, planes
+from motiondetect.filters.base import WEAK, Filter, Kind, Param, launch_square_element
 
 
 class Erosion(Filter):
@@ -73,25 +73,4 @@ class Erosion(Filter):
         return kept
 
     def apply_kernel(self, cuda, src, dst, side=None):
-        frames, height, width = planes(src)
-        rows = cuda.buffer(("erosion_rows", src.shape), src.shape)
-        args = (np.int32(width), np.int32(height), np.int32(self.radius))
-        cuda.launch_2d(
-            cuda.function(self.KERNEL, "md_erode_rows_u8", "PPiiii"),
-            (height, width),
-            src.gpudata,
-            rows.gpudata,
-            *args,
-            np.int32(self.weak_level),
-            frames=frames,
-        )
-        levels = src.gpudata if self.weak_level else 0  # NULL: the plain minimum
-        cuda.launch_2d(
-            cuda.function(self.KERNEL, "md_erode_cols_u8", "PPPiii"),
-            (height, width),
-            rows.gpudata,
-            levels,
-            dst.gpudata,
-            *args,
-            frames=frames,
-        )
+        launch_square_element(cuda, self, src, dst, "md_erode_rows_u8", "md_erode_cols_u8", self.radius, self.weak_level)
