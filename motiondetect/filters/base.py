@@ -46,6 +46,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import cv2
 import numpy as np
 
 if TYPE_CHECKING:
@@ -73,6 +74,18 @@ class Kind(enum.Enum):
 #: removes as weak, and that dilation grows the foreground into the weak pixels and writes 0 or
 #: 255 again.
 WEAK = 128
+
+
+def foreground(mask: np.ndarray, value: int = 255) -> np.ndarray:
+    """The foreground plane of a mask with the weak level: ``value`` where a pixel of ``mask``
+    ((H, W) uint8) lies above :data:`WEAK`, else 0 ((H, W) uint8). A 0/255 mask's own 255s."""
+    return cv2.threshold(mask, WEAK, value, cv2.THRESH_BINARY)[1]
+
+
+def set_pixels(mask: np.ndarray, value: int = 255) -> np.ndarray:
+    """The set plane of a mask: ``value`` where a pixel of ``mask`` ((H, W) uint8) is not 0 (the
+    foreground and the weak level), else 0 ((H, W) uint8)."""
+    return cv2.threshold(mask, 0, value, cv2.THRESH_BINARY)[1]
 
 
 @dataclass(frozen=True)

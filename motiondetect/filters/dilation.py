@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import WEAK, Filter, Kind, Param, launch_square_element
+from motiondetect.filters.base import Filter, Kind, Param, foreground, launch_square_element, set_pixels
 
 
 class Dilation(Filter):
@@ -64,8 +64,8 @@ class Dilation(Filter):
         element, iterations = np.ones((k, k), np.uint8), self.params["iterations"]
         if not self.weak_level:
             return cv2.dilate(src, element, iterations=iterations)
-        grown = cv2.dilate(cv2.threshold(src, WEAK, 255, cv2.THRESH_BINARY)[1], element, iterations=iterations)
-        return cv2.bitwise_and(grown, cv2.threshold(src, 0, 255, cv2.THRESH_BINARY)[1])
+        grown = cv2.dilate(foreground(src), element, iterations=iterations)
+        return cv2.bitwise_and(grown, set_pixels(src))
 
     def apply_kernel(self, cuda, src, dst, side=None):
         launch_square_element(cuda, self, src, dst, "md_dilate_rows_u8", "md_dilate_cols_u8", self.radius, self.weak_level)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import WEAK, Filter, Kind, Param, launch_square_element
+from motiondetect.filters.base import WEAK, Filter, Kind, Param, foreground, launch_square_element, set_pixels
 
 
 class Erosion(Filter):
@@ -65,11 +65,11 @@ class Erosion(Filter):
         element, iterations = np.ones((k, k), np.uint8), self.params["iterations"]
         if not self.weak_level:
             return cv2.erode(src, element, iterations=iterations)
-        foreground = cv2.threshold(src, WEAK, 255, cv2.THRESH_BINARY)[1]
-        kept = cv2.erode(cv2.threshold(src, 0, 255, cv2.THRESH_BINARY)[1], element, iterations=iterations)
-        kept |= foreground  # what the erosion removes from the foreground stays set
+        moving = foreground(src)
+        kept = cv2.erode(set_pixels(src), element, iterations=iterations)
+        kept |= moving  # what the erosion removes from the foreground stays set
         kept &= WEAK
-        kept |= cv2.erode(foreground, element, iterations=iterations)
+        kept |= cv2.erode(moving, element, iterations=iterations)
         return kept
 
     def apply_kernel(self, cuda, src, dst, side=None):

@@ -1034,8 +1034,9 @@ class GaussianBackground(Filter):
         if self.params["still_frames"]:
             self._absorb_still(src[rows], None if chroma is None else chroma[:, rows], mask, rows, shared)
         if self.writes_weak:  # last: the rates, the gate and the still count read 0 or 255
-            weak = shared["weak"]
-            np.logical_and(weak, mask == 0, out=weak)
+            weak, unset = shared["weak"], shared["darker"]  # darker: scratch again by now
+            np.equal(mask, 0, out=unset)
+            np.logical_and(weak, unset, out=weak)
             np.copyto(mask, WEAK, where=weak)
 
     def _find_grey(self, src, chroma, rows: slice, shared: dict) -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import WEAK
+from motiondetect.filters.base import foreground
 
 #: A blob is a ghost when the mean's gradient on its border band exceeds RATIO times the frame's.
 RATIO = 1.0
@@ -178,7 +178,7 @@ class GhostWindow:
         if self.previous is None or self.previous.shape != frame.shape:
             self.previous, self.runs = frame.copy(), np.zeros(frame.shape, np.int32)
             return None
-        mask = cv2.threshold(mask, WEAK, 255, cv2.THRESH_BINARY)[1]  # 255 alone: blobs of foreground
+        mask = foreground(mask)  # 255 alone: blobs of foreground
         mean = ((mean_q16 + (1 << 15)) >> 16).astype(np.uint8)
         ghost = ghost_pixels(frame, self.previous, mean, mask, self.ratio, self.stillness, trim=self.trim)
         np.copyto(self.previous, frame)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from motiondetect.filters.base import WEAK, Filter, Kind, Param, planes
+from motiondetect.filters.base import WEAK, Filter, Kind, Param, foreground, planes, set_pixels
 
 
 class Median(Filter):
@@ -45,8 +45,7 @@ class Median(Filter):
     )
 
     def reference(self, src, side=None):
-        strong = cv2.threshold(src, WEAK, 1, cv2.THRESH_BINARY)[1]  # 1 above the weak level
-        ones = cv2.threshold(src, 0, 1, cv2.THRESH_BINARY)[1]  # 1 where set
+        strong, ones = foreground(src, 1), set_pixels(src, 1)
         if cv2.countNonZero(strong) == cv2.countNonZero(ones):  # no weak level: one vote
             return self._vote(strong)
         out = self._vote(ones)

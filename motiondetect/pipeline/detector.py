@@ -94,28 +94,26 @@ def link_growth(filters: Sequence[Filter]) -> None:
     A Gaussian background model with ``grow_sigmas`` above 0 writes the weak level
     (:data:`~motiondetect.filters.base.WEAK`, 128) when a dilation follows it with only medians,
     erosions and upscales between (they pass the level on; the default pipeline's median 9x9,
-    erosion 3x3 and dilation 5x5). The model, those erosions (which keep what they remove from
+    erosion 3x3 and dilation 7x7). The model, those erosions (which keep what they remove from
     the foreground as weak) and the first dilation (which grows the foreground into the weak
     pixels and writes 0 or 255) are told so. Without such a dilation the model writes 0 or 255
-    and ``grow_sigmas`` has no effect. Run on every pipeline a detector is made of.
+    and ``grow_sigmas`` has no effect. Run on every pipeline a detector is made of; a list
+    linked before is linked afresh.
     """
     for flt in filters:
         if isinstance(flt, (GaussianBackground, Erosion, Dilation)):
             flt.weak_level = False
-    for i, flt in enumerate(filters):
-        if not isinstance(flt, GaussianBackground) or not flt.params["grow_sigmas"]:
-            continue
-        erosions: list[Erosion] = []
-        for after in filters[i + 1 :]:
-            if isinstance(after, Dilation):
-                flt.weak_level = after.weak_level = True
-                for erosion in erosions:
-                    erosion.weak_level = True
-            if not isinstance(after, _KEEPS_LEVELS):
-                break
-            if isinstance(after, Erosion):
-                erosions.append(after)
-        break  # one frame-pair filter in a pipeline
+    start = next((i for i, f in enumerate(filters) if isinstance(f, GaussianBackground)), None)
+    if start is None or not filters[start].params["grow_sigmas"]:
+        return
+    for end in range(start + 1, len(filters)):
+        if isinstance(filters[end], Dilation):
+            for flt in (filters[start], *filters[start + 1 : end + 1]):
+                if isinstance(flt, (GaussianBackground, Erosion, Dilation)):
+                    flt.weak_level = True
+            return
+        if not isinstance(filters[end], _KEEPS_LEVELS):
+            return
 
 
 def _nearest_maps(src_size: tuple[int, int], dst_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
