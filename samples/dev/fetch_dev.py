@@ -8,6 +8,7 @@ Usage:
     python samples/dev/fetch_dev.py [--mirror DIR]   # copy from DIR/<owner>+<name>/repo, then verify
     python samples/dev/fetch_dev.py --check          # only verify what is there
     python samples/dev/fetch_dev.py --cdnet-labels   # also the three COL780 clips under CDnet's own labels
+    python samples/dev/fetch_dev.py --check-set      # also the check set: three whole CDnet baseline sequences
 
 ``--mirror`` is a folder holding bare git snapshots named ``<owner>+<name>/repo`` (default:
 ``/work/.mirror``, where the team's snapshot tool puts them); a plain ``git clone --bare`` of the
@@ -44,6 +45,18 @@ the CDnet label images of FgSegNet's snapshot whose frames lie in the window (sa
 names). The labels and the temporal ROI are checked against ``SHA256SUMS_CDNET_LABELS`` (the
 frames are copies of files ``SHA256SUMS`` checks). ``motiondetect evaluate`` then scores the
 frames that have a label; the rest only feed the model.
+
+The check set (``--check-set``) is three whole CDnet 2014 baseline sequences, ``office``,
+``pedestrians`` and ``PETS2006``, for checking the defaults on footage they were not tuned on:
+never use it for tuning. It comes from the snapshot of ``Yassine-Serroukhe-Idrissi/INF6804``
+below (``TP2/baseline/baseline/<sequence>/``, already in CDnet's layout) and lands in
+``samples/check/<folder>/`` (beside samples/dev, so ``samples/dev/*/`` stays the dev set): every
+frame and label from frame 1 (so a model sees the frames before the temporal ROI, as CDnet's
+protocol does), ``ROI.bmp``, ``ROI.jpg`` and ``temporalROI.txt``, same bytes, same names, checked
+against ``SHA256SUMS_CHECK`` (names relative to samples/check). The dev clips ``baseline_office``
+and ``baseline_pedestrians`` are windows of the first two, so only the rest of those sequences
+is unseen. The same snapshot also holds CDnet's ``baseline/highway``: it is never read (frames
+after 1400 are reserved for held-out scoring).
 """
 
 from __future__ import annotations
@@ -61,6 +74,8 @@ HERE = Path(__file__).resolve().parent
 FGSEGNET = "7aa31e2eba2bbe29f4725c040288e0090c453316"
 #: Snapshot of surajiitd/Computer-Vision-COL780 that the four COL780 clips are copied from.
 COL780 = "17bca25098c586c3f72fd6af39cbcb85aeac2284"
+#: Snapshot of Yassine-Serroukhe-Idrissi/INF6804 that the check set is copied from.
+INF6804 = "4b6118300dca51446c34dadf17a71532862d3276"
 
 #: folder -> (repository, commit, path of the sequence in it, first frame, last frame); frames inclusive.
 CLIPS = {
@@ -100,6 +115,18 @@ CDNET_LABELS = {
 }
 #: Where ``--cdnet-labels`` puts those three clips (beside samples/dev, so ``samples/dev/*/`` stays the dev set).
 CDNET_LABELS_DIR = HERE.parent / "cdnet_labels"
+
+#: The check set (``--check-set``): whole CDnet baseline sequences for checking the defaults on unseen
+#: footage, never for tuning; folder -> (repository, commit, path, first frame, last frame) as in CLIPS.
+CHECK_CLIPS = {
+    "cdnet_office": ("Yassine-Serroukhe-Idrissi/INF6804", INF6804, "TP2/baseline/baseline/office", 1, 2050),
+    "cdnet_pedestrians": ("Yassine-Serroukhe-Idrissi/INF6804", INF6804, "TP2/baseline/baseline/pedestrians", 1, 1099),
+    "cdnet_pets2006": ("Yassine-Serroukhe-Idrissi/INF6804", INF6804, "TP2/baseline/baseline/PETS2006", 1, 1200),
+}
+#: Where ``--check-set`` puts them (beside samples/dev, so ``samples/dev/*/`` stays the dev set).
+CHECK_DIR = HERE.parent / "check"
+#: Sequences never copied into the check set: CDnet highway after frame 1400 is reserved for held-out scoring.
+RESERVED = ("highway",)
 
 #: Files copied besides the frames (CDnet's own, unmodified).
 EXTRAS = ("ROI.bmp", "ROI.jpg", "temporalROI.txt")
@@ -206,6 +233,19 @@ def materialize_cdnet_labels(mirror: Path) -> None:
                 (target / "groundtruth" / name).write_bytes(git(git_dir, "cat-file", "blob", f"{FGSEGNET}:{labels}/{name}"))
 
 
+def materialize_check_set(mirror: Path) -> None:
+    """Copy the whole sequences of :data:`CHECK_CLIPS` out of their bare snapshot under ``mirror``
+    into ``samples/check/<folder>/`` (same bytes, same names)."""
+    for folder, (repo, commit, prefix, first, last) in CHECK_CLIPS.items():
+        if prefix.rsplit("/", 1)[-1] in RESERVED:
+            sys.exit(f"{prefix} is reserved for held-out scoring: not copied")
+        git_dir = git_dir_of(mirror, repo)
+        for name in clip_files(first, last):
+            target = CHECK_DIR / folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(git(git_dir, "cat-file", "blob", f"{commit}:{prefix}/{name}"))
+
+
 def verify(sums: Path = HERE / "SHA256SUMS", root: Path = HERE) -> int:
     """Check every file listed in ``sums`` (names relative to ``root``); return the number of
     problems (printed)."""
@@ -213,7 +253,7 @@ def verify(sums: Path = HERE / "SHA256SUMS", root: Path = HERE) -> int:
     for line in sums.read_text().splitlines():
         digest, name = line.split(maxsplit=1)
         path = root / name.lstrip("*")
-        shown = path.relative_to(HERE.parent)  # dev/<clip>/... or cdnet_labels/<clip>/...
+        shown = path.relative_to(HERE.parent)  # dev/<clip>/..., cdnet_labels/<clip>/... or check/<clip>/...
         if not path.is_file():
             print(f"missing: {shown}")
             problems += 1
@@ -232,14 +272,23 @@ def main() -> int:
         action="store_true",
         help="also make samples/cdnet_labels/: canoe, zoomInZoomOut and badminton under CDnet's own labels (SHA256SUMS_CDNET_LABELS)",
     )
+    parser.add_argument(
+        "--check-set",
+        action="store_true",
+        help="also make samples/check/: whole CDnet baseline office, pedestrians and PETS2006, never for tuning (SHA256SUMS_CHECK)",
+    )
     args = parser.parse_args()
     if not args.check:
         materialize(args.mirror)
         if args.cdnet_labels:
             materialize_cdnet_labels(args.mirror)
+        if args.check_set:
+            materialize_check_set(args.mirror)
     problems = verify()
     if args.cdnet_labels or CDNET_LABELS_DIR.is_dir():
         problems += verify(HERE / "SHA256SUMS_CDNET_LABELS", CDNET_LABELS_DIR)
+    if args.check_set or CHECK_DIR.is_dir():
+        problems += verify(HERE / "SHA256SUMS_CHECK", CHECK_DIR)
     print("all files match SHA256SUMS" if not problems else f"{problems} problem(s)")
     return 1 if problems else 0
 
