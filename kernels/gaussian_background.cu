@@ -129,7 +129,10 @@ __device__ int md_exposure_step(long long& drift, const unsigned int* c, long lo
 // `last` (when not NULL) keeps the previous grey level between launches, for all three and for
 // quiet_tolerance: the means learn from a foreground pixel (at alpha_fg_q16) only on a frame whose
 // grey level is within quiet_tolerance of the previous frame's (255, or `last` NULL: every frame),
-// so what moves while it stays in view does not draw the background towards itself.
+// so what moves while it stays in view does not draw the background towards itself. After the
+// warm-up, a foreground pixel's variances learn (at var_alpha_fg_q16) only on a frame whose grey
+// level changed by at least variance_min_change from the previous frame's (0: every frame), so
+// what stopped in view does not widen its own limit until it is missed.
 // `compared` (when not NULL) receives the mean each frame is compared with, rounded to a grey
 // level (after the light switch or the exposure's gain), for the light field
 // (kernels/light_field.cu), which runs on the batch's masks after this kernel.
@@ -187,7 +190,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           unsigned char* __restrict__ compared,
                                           unsigned char* __restrict__ history,
                                           int bootstrap,
-                                          int quiet_tolerance)
+                                          int quiet_tolerance,
+                                          int variance_min_change)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
@@ -280,7 +284,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         dst[at] = foreground ? 255 : weak ? 128 : 0;
         const bool moved = keep_last && abs(x - previous) > quiet_tolerance;
         int a = foreground ? (moved ? 0 : alpha_fg_q16) : alpha_q16;
-        int r = max(foreground ? var_alpha_fg_q16 : var_alpha_q16, warm);
+        const bool settled = keep_last && abs(x - previous) < variance_min_change;
+        int r = max(foreground ? (settled ? 0 : var_alpha_fg_q16) : var_alpha_q16, warm);
         m += (int)(((long long)d * a + 32768) >> 16);
         long long d2_q8 = (d2 + (1LL << 23)) >> 24, limit_q8 = (limit + 128) >> 8;
         long long sample = d2_q8 < limit_q8 ? d2_q8 : limit_q8;     // Q8

@@ -77,6 +77,7 @@ def test_default_config_contents():
             "still_frames_inter": 17,
             "still_tolerance": 0,
             "quiet_tolerance": 0,
+            "variance_min_change": 9,
             "lightswitch": 0.7,
             "exposure": 1.25,
             "light_field": 0.0,

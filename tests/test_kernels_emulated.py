@@ -136,9 +136,9 @@ void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s,
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
               const u8* c, long long cp, int* cm, int* cv, int cmv, int sc, int sr, int gk, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
-              const int* ratios, int eq8, const int* drift_in, int* drift_out, u8* compared, u8* hist, int boot, int quiet) {
+              const int* ratios, int eq8, const int* drift_in, int* drift_out, u8* compared, u8* hist, int boot, int quiet, int vmin) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv, sc, sr, gk,
-                                              last, still, sf, st, lc, lcount, ratios, eq8, drift_in, drift_out, compared, hist, boot, quiet); }); }
+                                              last, still, sf, st, lc, lcount, ratios, eq8, drift_in, drift_out, compared, hist, boot, quiet, vmin); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -340,7 +340,7 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     threshold, the exposure's margin and its drift (``drift``: a :class:`Drift`; NULL without),
     then ``compared`` (uint8 like the frames: the means
     each frame is compared with, for the light field; NULL without), then the bootstrap's history
-    (:func:`history_state`; NULL without), ``bootstrap`` and ``quiet_tolerance``."""
+    (:func:`history_state`; NULL without), ``bootstrap``, ``quiet_tolerance`` and ``variance_min_change``."""
     c = flt.constants
     constants = tuple(
         c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
@@ -359,6 +359,7 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
         ptr(history),
         flt.params["bootstrap"],
         flt.params["quiet_tolerance"],
+        flt.params["variance_min_change"],
     )
     still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *measures)
     if chroma is None:

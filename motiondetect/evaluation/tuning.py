@@ -130,6 +130,11 @@ GRIDS: dict[str, dict[Axis, list]] = {
     "quiet": {
         ("gaussian_background", "quiet_tolerance"): [0, 1, 2, 4, 8, 255],
     },
+    # The variances' foreground learning gated by the frame's change (0: every foreground frame),
+    # best scored fresh and after long runs (docs/evaluation.md, "People who stop"), 7 points.
+    "settled": {
+        ("gaussian_background", "variance_min_change"): [0, 3, 5, 9, 17, 33, 255],
+    },
     # The Gaussian model's light field (0: off), the grey levels of |x - g b| it explains
     # (docs/evaluation.md, "Changing sunlight"), 5 points.
     "light": {
@@ -182,6 +187,7 @@ _SHORT = {
     "gaussian_background.still_tolerance": "tol",
     "gaussian_background.bootstrap": "boot",
     "gaussian_background.quiet_tolerance": "quiet",
+    "gaussian_background.variance_min_change": "vmin",
     "gaussian_background.ghost_frames": "ghost",
 }
 

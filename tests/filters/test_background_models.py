@@ -155,6 +155,7 @@ def naive_gaussian(
     light_field=0.0,
     bootstrap=0,
     quiet_tolerance=255,
+    variance_min_change=0,
     still_frames_inter=None,  # the pipeline's to swap in for an inter-coded video; the model never reads it
     ghost_frames=0,
     shadow_chroma=0.0,
@@ -182,7 +183,9 @@ def naive_gaussian(
     one plane, every mean of the pixel becomes that middle value and its still count 0, unless
     one of frames 1..N was a light switch or a followed gain; a foreground pixel whose grey level
     moved by more than ``quiet_tolerance`` from the previous frame's learns no mean that frame
-    (its variances still learn). A grey pixel (the frame's Cb and Cr, or the rounded chroma
+    (its variances still learn); past the warm-up, a foreground pixel whose grey level moved by
+    less than ``variance_min_change`` learns its variances at the warm-up's rate alone (0 then).
+    A grey pixel (the frame's Cb and Cr, or the rounded chroma
     means, both within 3 of 128) compares and learns no chroma; restarts set the chroma means only
     where the frame's chroma is not grey; grey means take a coloured frame's chroma where the grey
     level is background; with ``shadow_chroma`` (t, rounded to Q8) a grey level darker than its
@@ -302,6 +305,8 @@ def naive_gaussian(
                 a, r = (rates[1], rates[3]) if fg else (rates[0], rates[2])  # a weak pixel learns as background
                 if fg and abs(int(frame[y, x]) - int(frames[t - 1][y, x])) > quiet_tolerance:
                     a = 0
+                if fg and abs(int(frame[y, x]) - int(frames[t - 1][y, x])) < variance_min_change:
+                    r = warm
                 learnt = []
                 for (_, m, v, _), (d, limit) in zip(planes, terms):
                     sample = min((d * d + (1 << 23)) // (1 << 24), (limit + 128) // 256)
@@ -365,6 +370,8 @@ PARAMS = [
     GAUSSIAN_QUIET,
     GAUSSIAN_UNGATED,
     {**GAUSSIAN_FAST, "quiet_tolerance": 6},
+    {**GAUSSIAN_FAST, "variance_min_change": 0},  # every foreground frame's variance learnt
+    {**GAUSSIAN_FAST, "variance_min_change": 40, "warmup": 4},  # the noise never, most jumps do
     GAUSSIAN_SHADOW_CHROMA,
     {**GAUSSIAN_SHADOW_CHROMA, "shadow_ratio": 0.97},  # the ratio's bound inside the noise
     GAUSSIAN_GROW,  # the weak level
@@ -719,6 +726,7 @@ def test_gaussian_extremes_of_the_fixed_point_ranges(bands):
             "variance_alpha": 1.0,
             "variance_alpha_foreground": 1.0,
             "warmup": 0,
+            "variance_min_change": 0,  # the held flip teaches the variance too
         },
     ]:
         var = assert_gaussian_matches_naive(frames, params)
@@ -949,6 +957,40 @@ def test_what_moves_while_it_stays_is_not_learnt_and_what_is_quiet_is():
     assert all((mask[parked] == 0).all() for mask in ungated[-10:])
     # Without the gate the mover drew its mean up to it: it goes unseen on half of its frames.
     assert sum((mask[moving] == 0).all() for mask in ungated[-10:]) >= 5
+
+
+def test_what_stops_keeps_its_threshold_and_what_starts_waving_is_learnt(rng):
+    # docs/evaluation.md, "People who stop": after the warm-up, a person who stops in view (left:
+    # 60 grey levels above the background, sensor noise of 1.5 on every frame, so never still for
+    # the still count) used to widen his own variance until he was missed; leaves that start
+    # waving (right: 35 levels above and below the background in turn) must still be learnt. The
+    # means learn nothing under foreground here, so only the variance can absorb either.
+    shape = (16, 40)
+    base = rng.integers(60, 180, shape)
+    person, leaves = (slice(4, 12), slice(2, 14)), (slice(4, 12), slice(24, 36))
+    frames = []
+    for t in range(801):
+        frame = base + rng.normal(0, 1.5, shape)
+        if t > 100:
+            frame[person] += 60
+            frame[leaves] += 35 if t % 2 else -35
+        frames.append(np.clip(frame, 0, 255).astype(np.uint8))
+    params = {
+        **GAUSSIAN_GREY,
+        "alpha_foreground": 0.0,
+        "still_frames": 0,
+        "bootstrap": 0,
+        "ghost_frames": 0,
+        "lightswitch": 0.0,
+        "exposure": 0.0,
+    }
+    assert GaussianBackground().params["variance_min_change"] == 9  # the default
+    gated = run_filter(GaussianBackground(**params), frames)
+    assert all((mask[person] == 255).all() for mask in gated[-50:])  # still there after 700 frames
+    assert (gated[101][leaves] == 255).all() and not any(mask[leaves].any() for mask in gated[-50:])  # learnt
+    ungated = run_filter(GaussianBackground(**params, variance_min_change=0), frames)
+    assert not any(mask[person].any() for mask in ungated[-50:])  # his own variance hid him
+    assert not any(mask[leaves].any() for mask in ungated[-50:])
 
 
 def test_gaussian_ghost_test_matches_naive_fixed_point(rng):
