@@ -216,9 +216,9 @@ class GaussianBackground(Filter):
     only on frames on which its grey level changed by at least ``variance_min_change`` (9) from the
     previous frame's: leaves or water that start moving change that much and are learnt, while a
     person who stops in view, never still for the still count on a real camera's noise, no longer
-    widens his own threshold until he is missed (docs/evaluation.md, "People who stop"). During the first ``warmup`` frame pairs of a stream
-    the variance learns at least at rate ``1 / (t + 1)`` on frame pair ``t`` (a plain average of
-    the first frames), on foreground pixels too, the way OpenCV's MOG2 starts with the rate
+    widens his own threshold until he is missed (docs/evaluation.md, "People who stop"). During
+    the first ``warmup`` frame pairs of a stream the variance learns at least at rate
+    ``1 / (t + 1)`` on frame pair ``t`` (a plain average of the first frames), on foreground pixels too, the way OpenCV's MOG2 starts with the rate
     ``1 / min(2 t, history)``: the model knows the scene's noise and its waving trees after a few
     seconds, and later passing objects barely widen the threshold.
 
