@@ -282,9 +282,10 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
             }
         }
         dst[at] = foreground ? 255 : weak ? 128 : 0;
-        const bool moved = keep_last && abs(x - previous) > quiet_tolerance;
+        const int change = abs(x - previous);                        // from the previous frame: read with `last` only
+        const bool moved = keep_last && change > quiet_tolerance;
         int a = foreground ? (moved ? 0 : alpha_fg_q16) : alpha_q16;
-        const bool settled = keep_last && abs(x - previous) < variance_min_change;
+        const bool settled = keep_last && change < variance_min_change;
         int r = max(foreground ? (settled ? 0 : var_alpha_fg_q16) : var_alpha_q16, warm);
         m += (int)(((long long)d * a + 32768) >> 16);
         long long d2_q8 = (d2 + (1LL << 23)) >> 24, limit_q8 = (limit + 128) >> 8;
@@ -301,7 +302,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
             for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
         }
         if (absorb) {
-            still_count = foreground && abs(x - previous) <= still_tolerance ? still_count + 1 : 0;
+            still_count = foreground && change <= still_tolerance ? still_count + 1 : 0;
             if (still_count >= still_frames) take_frame(at, x);
         }
         if (boot && pair <= bootstrap) {

@@ -758,7 +758,6 @@ class GaussianBackground(Filter):
         shared = {**_SHARED_SCRATCH, **(_CHROMA_SCRATCH if self.needs_chroma else {})}
         self._scratch = Scratch(**layout, **{name: (dtype, ()) for name, dtype in shared.items()})
         self._pairs = 0  # frame pairs seen by the CPU model
-        self._still_var_rate = 0.0  # the variance rate of a foreground pixel below variance_min_change
         self._ghosts = GhostWindow()  # the CPU model's ghost test (ghost_frames)
         self._device_ghosts = GhostWindow()  # the device model's
         self._device_shape: tuple[int, ...] | None = None
@@ -847,7 +846,7 @@ class GaussianBackground(Filter):
         mean_rates[255] = alpha_fg * 2.0**-4
         var_rates = np.full(256, var_alpha * 2.0**-16)
         var_rates[255] = var_alpha_fg * 2.0**-16
-        self._still_var_rate = self.warm_rate(self._pairs) * 2.0**-16  # a foreground pixel that barely changed
+        settled_rate = self.warm_rate(self._pairs) * 2.0**-16  # a foreground pixel below variance_min_change
         out = np.empty(src.shape, np.uint8)
         height, width = src.shape
         rows = chunk_rows(width)
@@ -856,7 +855,7 @@ class GaussianBackground(Filter):
         def update(band: int, start: int, stop: int) -> None:
             buffers = {name: b[: stop - start] for name, b in self._scratch.get(band, rows, width).items()}
             per_plane = [[buffers[f"{name}{p}"] for name in _PLANE_SCRATCH] for p in range(planes)]
-            self._update(src, chroma, out, slice(start, stop), (mean_rates, var_rates), per_plane, buffers)
+            self._update(src, chroma, out, slice(start, stop), (mean_rates, var_rates, settled_rate), per_plane, buffers)
 
         run_bands(height, width, update, rows)
         if self._boot_grey is not None:
@@ -1014,11 +1013,12 @@ class GaussianBackground(Filter):
         margin = self.constants["exposure_q8"]
         return bool(margin) and ratio != EXPOSURE_ONE and explained * 256 > margin * unchanged
 
-    def _update(self, src, chroma, out, rows: slice, rates: tuple[np.ndarray, np.ndarray], per_plane: list, shared: dict) -> None:
+    def _update(self, src, chroma, out, rows: slice, rates: tuple[np.ndarray, np.ndarray, float], per_plane: list, shared: dict) -> None:
         """Compare rows ``rows`` of ``src`` (and of ``chroma``) with the model into ``out``
         (:meth:`_classify`), then update the model there: :meth:`_learn` on each plane with the
-        mask's rates (the means' foreground rate 0 where the pixel is not quiet), then the
-        still-foreground count.
+        mask's rates (the means' foreground rate 0 where the pixel is not quiet, the variances'
+        ``rates[2]``, the warm-up's alone, where it changed by less than ``variance_min_change``),
+        then the still-foreground count.
 
         Whole-array operations on chunks of rows, into buffers kept between frames: at the
         default working size (480 x 270) 1.3x faster than the int64 NumPy form on one thread,
@@ -1043,7 +1043,7 @@ class GaussianBackground(Filter):
             settled = shared["darker"]
             np.less(change, min_change, out=settled)
             np.logical_and(settled, mask, out=settled)
-            np.copyto(shared["vrate"], self._still_var_rate, where=settled)
+            np.copyto(shared["vrate"], rates[2], where=settled)
         self._learn(*planes[0], shared["rate"], shared["vrate"])
         if chroma is not None:
             rate, vrate, coloured = shared["chroma_rate"], shared["chroma_vrate"], shared["coloured"]
