@@ -188,13 +188,14 @@ def file_pairs(folder: str) -> list[tuple[str, str]]:
     return [(name, name) for name in clip_files(first, last)]
 
 
-def materialize(mirror: Path) -> None:
-    """Copy every clip's files out of the bare snapshots under ``mirror``."""
-    for folder, (repo, commit, prefix, _, _) in CLIPS.items():
+def materialize(mirror: Path, clips: dict = CLIPS, root: Path = HERE, pairs=file_pairs) -> None:
+    """Copy every clip of ``clips`` (folder -> as :data:`CLIPS`) out of the bare snapshots under
+    ``mirror`` into ``root/<folder>/``: ``pairs(folder)`` names its files (upstream, here)."""
+    for folder, (repo, commit, prefix, _, _) in clips.items():
         git_dir = git_dir_of(mirror, repo)
-        for source, name in file_pairs(folder):
+        for source, name in pairs(folder):
             blob = git(git_dir, "cat-file", "blob", f"{commit}:{prefix}/{source}")
-            target = HERE / folder / name
+            target = root / folder / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(blob)
 
@@ -236,14 +237,10 @@ def materialize_cdnet_labels(mirror: Path) -> None:
 def materialize_check_set(mirror: Path) -> None:
     """Copy the whole sequences of :data:`CHECK_CLIPS` out of their bare snapshot under ``mirror``
     into ``samples/check/<folder>/`` (same bytes, same names)."""
-    for folder, (repo, commit, prefix, first, last) in CHECK_CLIPS.items():
+    for _, _, prefix, _, _ in CHECK_CLIPS.values():
         if prefix.rsplit("/", 1)[-1] in RESERVED:
             sys.exit(f"{prefix} is reserved for held-out scoring: not copied")
-        git_dir = git_dir_of(mirror, repo)
-        for name in clip_files(first, last):
-            target = CHECK_DIR / folder / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(git(git_dir, "cat-file", "blob", f"{commit}:{prefix}/{name}"))
+    materialize(mirror, CHECK_CLIPS, CHECK_DIR, lambda folder: [(name, name) for name in clip_files(*CHECK_CLIPS[folder][3:])])
 
 
 def verify(sums: Path = HERE / "SHA256SUMS", root: Path = HERE) -> int:
