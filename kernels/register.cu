@@ -50,13 +50,14 @@ __global__ void md_cross_power_c64(float2* __restrict__ spectrum,
 // The coarse peak: the largest value of the correlation surface over shifts dx, dy in
 // [-max_shift, max_shift] (indices wrap around), ties to (0, 0), then to the first in row-major
 // order of (dy, dx); NaN counts as -infinity. A peak beyond the near window (|dx| or |dy| >
-// ceil(max_shift / 2)) that is less than `far_ratio` times the near window's largest value gives
+// min(ceil(max_shift / 2), MD_NEAR_MAX)) that is less than `far_ratio` times the near window's largest value gives
 // way to that near peak (1: the plain peak). Then a peak that does not exceed `ratio` times the
 // value at (0, 0) gives (0, 0); a largest value that does not exceed `floor` (the smallest peak
 // height taken, on the unnormalised surface) gives no shift at all: (dx, dy, 1), or found = 0 for
 // no shift (the CPU reference's `peak_shift`). (value, rank) is a total order, so the order of
 // the block's reduction does not change the result.
 #define MD_PEAK_THREADS 256
+#define MD_NEAR_MAX 4  // the near window's largest half-width (the CPU reference's NEAR_MAX)
 __device__ __forceinline__ int md_rank(int k, int centre) { return k == centre ? -1 : k; }
 
 // Whether (v, k) beats (value, index): larger, or equal and ranked first.
@@ -74,7 +75,7 @@ __device__ void md_peak_search(const float* __restrict__ corr, int width, int he
     __shared__ int where[MD_PEAK_THREADS], near_where[MD_PEAK_THREADS];
     int side = 2 * max_shift + 1;
     int count = side * side, centre = count / 2;
-    int near = (max_shift + 1) / 2;
+    int near = min((max_shift + 1) / 2, MD_NEAR_MAX);
     float value = -INFINITY, near_value = -INFINITY;
     int index = count, near_index = count;  // rank after every candidate
     for (int k = threadIdx.x; k < count; k += MD_PEAK_THREADS) {

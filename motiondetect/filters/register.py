@@ -32,6 +32,12 @@ COARSE = 2
 CANDIDATES = 10
 #: The candidate at the centre of the 3 x 3, twice the coarse shift itself: ties go to it.
 CENTRE = 4
+#: The near window's largest half-width, pixels of the shrunk image (8 at the filter's size): a
+#: coarse peak beyond it must beat the window's by ``far_ratio``, whatever the reach, so the
+#: secondary peaks of a periodic scene (a highway's dashed lane markings) 8-16 pixels off stay
+#: refused when the reach grows past 16 (``sbi_highway_ii`` jittered by 4 px: 0.870 with it, 0.821
+#: with half of a reach of 32 as the window).
+NEAR_MAX = 4
 
 
 def hann_window(height: int, width: int) -> np.ndarray:
@@ -66,8 +72,8 @@ def peak_shift(corr: np.ndarray, max_shift: int, ratio: float = 1.0, floor: floa
     first in row-major order of (dy, dx), so a flat frame, whose surface is all zeros, is not
     moved; NaN counts as -infinity, and a surface with no finite value gives None.
 
-    Near shifts are preferred: a peak beyond ``+-ceil(max_shift / 2)`` (either coordinate) is
-    taken only when it is at least ``far_ratio`` times the largest value within that near window
+    Near shifts are preferred: a peak beyond ``+-min(ceil(max_shift / 2), NEAR_MAX)`` (either
+    coordinate) is taken only when it is at least ``far_ratio`` times the largest value within that near window
     (float32 product; 1 keeps the plain peak), else the near window's peak stands in for it, so the secondary peaks of a
     periodic scene (dashed lane markings, fences) do not beat a small true shift while a large
     shake, whose peak stands alone, is still found. Then a peak that does not exceed ``ratio``
@@ -85,7 +91,7 @@ def peak_shift(corr: np.ndarray, max_shift: int, ratio: float = 1.0, floor: floa
     best, k = peak(values)
     if not best > np.float32(floor):
         return None
-    near = -(-max_shift // 2)
+    near = min(-(-max_shift // 2), NEAR_MAX)
     if max(abs(k % side - max_shift), abs(k // side - max_shift)) > near:  # a far peak
         dy, dx = np.divmod(np.arange(side * side), side)
         inside = (np.abs(dx - max_shift) <= near) & (np.abs(dy - max_shift) <= near)
@@ -201,7 +207,8 @@ class Register(Filter):
     multiplied by a 2-D Hann window, are Fourier transformed (float32: NumPy's pocketfft on the
     CPU, cuFFT through scikit-cuda on the GPU), their cross-power spectrum
     ``F conj(A) / |F conj(A)|`` is transformed back, and the peak of that surface within
-    ``+-max_shift / 2`` is the coarse shift, a peak beyond half that reach taken only when it
+    ``+-max_shift / 2`` is the coarse shift, a peak beyond half that reach (at most 8 pixels at the
+    filter's size, :data:`NEAR_MAX`) taken only when it
     beats the nearer ones by ``far_ratio`` (:func:`peak_shift`). A frame whose surface nowhere
     there exceeds ``min_peak``
     (the share of the frame that agrees on a shift: rippling water gives low random peaks, a scene
@@ -246,14 +253,15 @@ class Register(Filter):
         Param(
             "max_shift",
             int,
-            16,
+            32,
             1,
             64,
             "pixels",
-            "largest shift searched, each way, at the size the filter sees (7 % of the default "
-            "240 rows). On the 20 dev clips jittered by up to 12 px (benchmarks/jitter_study.py) 16 "
-            "holds mean pixel F 0.706 where 8 fell to 0.396, below no registration (0.422); "
-            "steady and at +-4 and +-8 px the two are within 0.004 (docs/evaluation.md)",
+            "largest shift searched, each way, at the size the filter sees (13 % of the default "
+            "240 rows). On the 20 dev clips jittered by up to 20 px (benchmarks/jitter_study.py) 32 "
+            "holds mean pixel F 0.698 where 16 fell to 0.436; steady, +-4 and +-12 px within 0.003 "
+            "(16 held +-12 px where 8 fell to 0.396); a pan of 5 % of the width 0.532 -> 0.778 "
+            "(benchmarks/pan_study.py; docs/evaluation.md)",
         ),
         Param(
             "peak_ratio",

@@ -200,15 +200,38 @@ def test_peak_prefers_near_shifts():
     assert peak_shift(surface, 8, ratio=2.5, far_ratio=1.0) == (7, -6)
 
 
+def test_the_near_window_stops_at_four_coarse_pixels_whatever_the_reach():
+    """With a reach of 16 (32 pixels at the filter's size) the near window is +-4, as with a reach
+    of 8, not +-8: a peak 6 off must still beat the near one by far_ratio, and one 12 off can."""
+    surface = np.zeros((48, 48), np.float32)
+    surface[1, 2] = 1.0  # (2, 1): near
+    surface[0, 6] = 1.5  # (6, 0): inside half a reach of 16, outside NEAR_MAX
+    assert peak_shift(surface, 16, far_ratio=2.0) == (2, 1)
+    assert peak_shift(surface, 16, far_ratio=1.5) == (6, 0)
+    surface[0, 6] = 0.0
+    surface[-12, -12] = 2.5  # (-12, -12): beyond a reach of 8, found with 16
+    assert peak_shift(surface, 8, far_ratio=2.0) == (2, 1)
+    assert peak_shift(surface, 16, far_ratio=2.0) == (-12, -12)
+    assert peak_shift(surface, 3, far_ratio=2.0) == (2, 1)  # a small reach keeps ceil(3 / 2) = 2
+
+
 def test_a_lone_moving_object_does_not_move_the_frame(monkeypatch):
     """A square moving on a plain background is all the structure there is, so phase correlation
     peaks at its motion (6 px on the first moved frame); the tiles it does not cover do not
-    agree, and the frame stays where it is, so the square's motion is found."""
+    agree, and the frame stays where it is, so the square's motion is found. The vote needs the
+    object's old and new places to cover fewer than MIN_VOTES of the 16 tiles: on this 64x48
+    frame the 16-pixel square 18 px from its start covers 9, so the reach is 16 here (the
+    default's 32 moves frame 3 by (18, 0)); a frame of 320x240 holds it at the default reach."""
     greys = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in square_frames()]
     sads = tile_sads(greys[1], greys[0], [(6, 0), (0, 0)])
     assert 0 < np.sum(sads[0] < sads[1]) < register_module.MIN_VOTES  # the square's tiles only
-    flt = Register()
+    flt = Register(max_shift=16)
     assert [(flt.reference(g), flt.shift)[1] for g in greys] == [(0, 0)] * len(greys)
+    wide = Register()
+    assert [(wide.reference(g), wide.shift)[1] for g in greys[:4]] == [(0, 0)] * 3 + [(18, 0)]
+    larger = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in square_frames(count=12, height=240, width=320)]
+    wide = Register()
+    assert [(wide.reference(g), wide.shift)[1] for g in larger] == [(0, 0)] * len(larger)
     monkeypatch.setattr(register_module, "MIN_VOTES", 0)  # without the consensus check
     unchecked = Register()
     assert [(unchecked.reference(g), unchecked.shift)[1] for g in greys[:2]] == [(0, 0), (6, 0)]
