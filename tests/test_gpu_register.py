@@ -89,9 +89,7 @@ def test_guards_equal_the_cpu(cuda, sample_frames, rng, monkeypatch):
     for guarded in (True, False):
         if not guarded:
             monkeypatch.setattr(register_module, "MIN_VOTES", 0)
-        # The squares at a reach of 16: their 64x48 frame is too small for the vote at 32
-        # (tests/filters/test_register.py, the lone moving object).
-        for greys, params in ((squares, {"max_shift": 16}), (noisy, {} if guarded else {"min_peak": 0.0})):
+        for greys, params in ((squares, {}), (noisy, {} if guarded else {"min_peak": 0.0})):
             cpu = Register(**params)
             want = [(cpu.reference(g), cpu.shift)[1] for g in greys]
             assert _shifts(cuda, Register(**params), greys) == want

@@ -218,7 +218,9 @@ class Register(Filter):
     absolute differences of the full frame to the anchor choose among the 3 x 3 whole-pixel
     shifts around twice the coarse one, and the tiles vote (:func:`refine_shift`: a lone object on
     a plain background cannot move the frame). The result (dx, dy) says the frame shows the
-    anchor's scene moved by (dx, dy), within ``+-max_shift`` pixels. The shrunk correlation costs a
+    anchor's scene moved by (dx, dy), within ``+-max_shift`` pixels and at most one tile (a
+    quarter of the height or width: a longer shift would give a lone object the votes of two
+    places). The shrunk correlation costs a
     quarter of the full one's transforms (1080p on an H200: see docs/evaluation.md, "Camera
     jitter"); the refinement keeps whole-pixel precision, including shifts of one pixel, which
     the shrunk surface splits between two peaks. The frame is then read at
@@ -259,7 +261,7 @@ class Register(Filter):
             "pixels",
             "largest shift searched, each way, at the size the filter sees (13 % of the default "
             "240 rows). On the 20 dev clips jittered by up to 20 px (benchmarks/jitter_study.py) 32 "
-            "holds mean pixel F 0.698 where 16 fell to 0.436; steady, +-4 and +-12 px within 0.003 "
+            "holds mean pixel F 0.697 where 16 fell to 0.436; steady, +-4 and +-12 px within 0.003 "
             "(16 held +-12 px where 8 fell to 0.396); a pan of 5 % of the width 0.532 -> 0.778 "
             "(benchmarks/pan_study.py; docs/evaluation.md)",
         ),
@@ -335,13 +337,16 @@ class Register(Filter):
         return self._shift
 
     def _reach(self, height: int, width: int) -> int:
-        """``max_shift``, limited so the search window does not wrap onto itself."""
-        return max(0, min(self.params["max_shift"], (height - 1) // 2, (width - 1) // 2))
+        """``max_shift``, limited so the search window does not wrap onto itself and to one tile
+        of the vote (``height // TILES``, ``width // TILES``): a longer shift lets a lone object's
+        old and new places cover separate tiles, twice the votes it has (a 16-pixel square on a
+        64 x 48 frame 18 pixels from its start: 9 of the 16). 240 rows leave 60."""
+        return max(0, min(self.params["max_shift"], (height - 1) // 2, (width - 1) // 2, height // TILES, width // TILES))
 
     def _coarse_reach(self, height: int, width: int) -> int:
         """The coarse search's reach, pixels of the shrunk (h, w) image: ``ceil(max_shift / 2)``,
         limited as :meth:`_reach`."""
-        return max(0, min(-(-self.params["max_shift"] // COARSE), (height - 1) // 2, (width - 1) // 2))
+        return max(0, min(-(-self.params["max_shift"] // COARSE), (height - 1) // 2, (width - 1) // 2, height // TILES, width // TILES))
 
     def _floor(self, height: int, width: int) -> np.float32:
         """``min_peak`` on the unnormalised surface of an (h, w) shrunk image: ``min_peak * h * w``

@@ -219,19 +219,19 @@ def test_a_lone_moving_object_does_not_move_the_frame(monkeypatch):
     """A square moving on a plain background is all the structure there is, so phase correlation
     peaks at its motion (6 px on the first moved frame); the tiles it does not cover do not
     agree, and the frame stays where it is, so the square's motion is found. The vote needs the
-    object's old and new places to cover fewer than MIN_VOTES of the 16 tiles: on this 64x48
-    frame the 16-pixel square 18 px from its start covers 9, so the reach is 16 here (the
-    default's 32 moves frame 3 by (18, 0)); a frame of 320x240 holds it at the default reach."""
+    object's old and new places to cover fewer than MIN_VOTES of the 16 tiles, so the reach stops
+    at one tile (12 px on this 64x48 frame): 18 px from its start the square covers 9 tiles and,
+    searched that far, moves frame 3 by (18, 0)."""
     greys = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in square_frames()]
     sads = tile_sads(greys[1], greys[0], [(6, 0), (0, 0)])
     assert 0 < np.sum(sads[0] < sads[1]) < register_module.MIN_VOTES  # the square's tiles only
-    flt = Register(max_shift=16)
+    assert np.sum(np.subtract(*tile_sads(greys[3], greys[0], [(18, 0), (0, 0)])) < 0) == 9
+    flt = Register()
+    assert flt._reach(48, 64) == 12 and flt._reach(240, 320) == 32
     assert [(flt.reference(g), flt.shift)[1] for g in greys] == [(0, 0)] * len(greys)
-    wide = Register()
-    assert [(wide.reference(g), wide.shift)[1] for g in greys[:4]] == [(0, 0)] * 3 + [(18, 0)]
     larger = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in square_frames(count=12, height=240, width=320)]
-    wide = Register()
-    assert [(wide.reference(g), wide.shift)[1] for g in larger] == [(0, 0)] * len(larger)
+    flt = Register()
+    assert [(flt.reference(g), flt.shift)[1] for g in larger] == [(0, 0)] * len(larger)
     monkeypatch.setattr(register_module, "MIN_VOTES", 0)  # without the consensus check
     unchecked = Register()
     assert [(unchecked.reference(g), unchecked.shift)[1] for g in greys[:2]] == [(0, 0), (6, 0)]
