@@ -107,21 +107,34 @@ def methods(max_shifts: list[int]):
     return [detector_method(MotionDetector(build_filters(config), annotate=False), name) for name, config in configs]
 
 
+def scored_rows(name: str, cases: list[tuple[str, Path]], methods) -> list[tuple[str, str, str, float, float]]:
+    """Rows (clip ``name``, case, method, pixel F, frame F1) of each (case, folder) in ``cases``,
+    scored with the fresh methods ``methods()`` returns for each."""
+    rows = []
+    for case, folder in cases:
+        for method, score in evaluate(load_folder(folder), methods()).scores:
+            rows.append((name, case, method.name, score.pixel.f_measure, score.frames.f1))
+    return rows
+
+
+def mean_cell(chosen: list[tuple[str, str, str, float, float]]) -> str:
+    """``pixel F / frame F1 (lowest frame F1)`` of rows as :func:`scored_rows` makes them: the
+    means over the clips, and the lowest clip's frame F1."""
+    frames = [r[4] for r in chosen]
+    return f"{np.mean([r[3] for r in chosen]):.3f} / {np.mean(frames):.3f} ({min(frames):.3f})"
+
+
 def score_clip(
     clip: Path, amps: list[int], max_shifts: list[int], subpixel: bool = False, rotation: float = 0.0
 ) -> list[tuple[str, str, str, float, float]]:
     """Rows (clip, camera, method, pixel F, frame F1) for ``clip`` steady and at each amplitude."""
-    rows = []
     # The same crop at every amplitude, so the rows compare.
     crop_by = max(amps) + MARGIN + rotation_margin(load_folder(clip).size, rotation)
     with tempfile.TemporaryDirectory(prefix="jitter_") as scratch:
         cases = [("steady", clip)] + [
             (f"+-{a} px", jittered(clip, Path(scratch) / f"j{a}", a, 1, crop_by, subpixel, rotation)) for a in amps
         ]
-        for camera, folder in cases:
-            for method, score in evaluate(load_folder(folder), methods(max_shifts)).scores:
-                rows.append((clip.name, camera, method.name, score.pixel.f_measure, score.frames.f1))
-    return rows
+        return scored_rows(clip.name, cases, lambda: methods(max_shifts))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from jitter_study import dev_clips  # noqa: E402
+from jitter_study import dev_clips, mean_cell, scored_rows  # noqa: E402
 
-from motiondetect.evaluation.scoring import classic_baselines, detector_method, evaluate, load_folder  # noqa: E402
+from motiondetect.evaluation.scoring import classic_baselines, detector_method, load_folder  # noqa: E402
 from motiondetect.filters import register as register_module  # noqa: E402
 from motiondetect.filters.gaussian_background import GaussianBackground  # noqa: E402
 from motiondetect.filters.register import Register  # noqa: E402
@@ -222,17 +222,13 @@ FOLLOWING = "default, following the view (prototype)"
 
 def score_clip(clip: Path, shares: list[float], ramp: int, follow: bool = False) -> list[tuple[str, str, str, float, float]]:
     """Rows (clip, camera, method, pixel F, frame F1) for ``clip`` fixed and panned by each share."""
-    rows = []
     widest = max(shares)
     with tempfile.TemporaryDirectory(prefix="pan_") as scratch:
         # One crop width for every case (the widest pan's), so the rows compare; fixed: no pan.
         cases = [("fixed", panned(clip, Path(scratch) / "fixed", widest, 0.0, ramp))] + [
             (f"pan {s:g}", panned(clip, Path(scratch) / f"p{i}", widest, s, ramp)) for i, s in enumerate(shares)
         ]
-        for camera, folder in cases:
-            for method, score in evaluate(load_folder(folder), methods(follow)).scores:
-                rows.append((clip.name, camera, method.name, score.pixel.f_measure, score.frames.f1))
-    return rows
+        return scored_rows(clip.name, cases, lambda: methods(follow))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,11 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| method | " + " | ".join(f"{c}: pixel F / frame F1 (lowest)" for c in cameras) + " |")
     print("| --- |" + " --- |" * len(cameras))
     for name in names:
-        cells = []
-        for camera in cameras:
-            chosen = [r for r in rows if r[1] == camera and r[2] == name]
-            frames = [r[4] for r in chosen]
-            cells.append(f"{np.mean([r[3] for r in chosen]):.3f} / {np.mean(frames):.3f} ({min(frames):.3f})")
+        cells = [mean_cell([r for r in rows if r[1] == camera and r[2] == name]) for camera in cameras]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print(f"\nmeans over {len(folders)} clips, pan over {args.ramp} frames; pixel F, fixed -> panned, where it falls by more than 0.1:")
     for name in names[: 2 if args.follow else 1]:
