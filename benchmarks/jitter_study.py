@@ -107,12 +107,12 @@ def methods(max_shifts: list[int]):
     return [detector_method(MotionDetector(build_filters(config), annotate=False), name) for name, config in configs]
 
 
-def scored_rows(name: str, cases: list[tuple[str, Path]], methods) -> list[tuple[str, str, str, float, float]]:
+def scored_rows(name: str, cases: list[tuple[str, Path]], make_methods) -> list[tuple[str, str, str, float, float]]:
     """Rows (clip ``name``, case, method, pixel F, frame F1) of each (case, folder) in ``cases``,
-    scored with the fresh methods ``methods()`` returns for each."""
+    scored with the fresh methods ``make_methods()`` returns for each."""
     rows = []
     for case, folder in cases:
-        for method, score in evaluate(load_folder(folder), methods()).scores:
+        for method, score in evaluate(load_folder(folder), make_methods()).scores:
             rows.append((name, case, method.name, score.pixel.f_measure, score.frames.f1))
     return rows
 

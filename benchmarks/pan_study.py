@@ -84,6 +84,10 @@ def panned(src: Path, dst: Path, crop: float, share: float, ramp: int) -> Path:
     return dst
 
 
+#: The search the watched one hands the surface on to.
+PEAK_SHIFT = register_module.peak_shift
+
+
 class WatchedRegister(Register):
     """``register`` that keeps each frame's correlation surface (``surface``: the shrunk frame's
     (h, w) float32 surface and the coarse reach, pixels of the shrunk frame), as the search saw it."""
@@ -99,9 +103,6 @@ class WatchedRegister(Register):
             moved = super().reference(src, side)
         self.surface = seen.get("surface")
         return moved
-
-
-PEAK_SHIFT = register_module.peak_shift
 
 
 def _moved(array: np.ndarray, dx: int, dy: int, fill) -> np.ndarray:
@@ -149,8 +150,7 @@ class FollowingDetector(MotionDetector):
 
     def reset(self) -> None:
         super().reset()
-        if hasattr(self, "register"):
-            self._forget_level()
+        self._forget_level()
 
     def process(self, frame):
         result = super().process(frame)
@@ -160,8 +160,7 @@ class FollowingDetector(MotionDetector):
         self.moves += 1
         self._collapsed = 0
         if self.model._boot_grey is not None:  # the bootstrap's frames would be of two views
-            super().reset()
-            self._forget_level()
+            self.reset()
         else:
             self._move_model(*shift)
             self.register.reset()

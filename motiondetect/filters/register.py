@@ -336,17 +336,23 @@ class Register(Filter):
         """The last frame's shift (dx, dy) in pixels, on the CPU backend."""
         return self._shift
 
+    @staticmethod
+    def _limit(height: int, width: int) -> int:
+        """The longest shift searched in an (h, w) image, pixels: one tile of the vote
+        (``min(h, w) // TILES``). A longer shift lets a lone object's old and new places cover
+        separate tiles, twice the votes it has (a 16-pixel square on a 64 x 48 frame 18 pixels from
+        its start: 9 of the 16); it also keeps the search window from wrapping onto itself. 240
+        rows leave 60."""
+        return min(height, width) // TILES
+
     def _reach(self, height: int, width: int) -> int:
-        """``max_shift``, limited so the search window does not wrap onto itself and to one tile
-        of the vote (``height // TILES``, ``width // TILES``): a longer shift lets a lone object's
-        old and new places cover separate tiles, twice the votes it has (a 16-pixel square on a
-        64 x 48 frame 18 pixels from its start: 9 of the 16). 240 rows leave 60."""
-        return max(0, min(self.params["max_shift"], (height - 1) // 2, (width - 1) // 2, height // TILES, width // TILES))
+        """``max_shift``, limited by :meth:`_limit`."""
+        return min(self.params["max_shift"], self._limit(height, width))
 
     def _coarse_reach(self, height: int, width: int) -> int:
         """The coarse search's reach, pixels of the shrunk (h, w) image: ``ceil(max_shift / 2)``,
-        limited as :meth:`_reach`."""
-        return max(0, min(-(-self.params["max_shift"] // COARSE), (height - 1) // 2, (width - 1) // 2, height // TILES, width // TILES))
+        limited by :meth:`_limit`."""
+        return min(-(-self.params["max_shift"] // COARSE), self._limit(height, width))
 
     def _floor(self, height: int, width: int) -> np.float32:
         """``min_peak`` on the unnormalised surface of an (h, w) shrunk image: ``min_peak * h * w``
