@@ -1,12 +1,12 @@
 // Registration of a grey frame to the stream's first frame (the anchor), global whole-pixel
 // translation, in two steps. Phase correlation (Kuglin and Hines 1975) on the frame shrunk by 2
-// each way: the 2 x 2 block sums are windowed (Hann), transformed with cuFFT, their cross-power
-// spectrum with the anchor's normalised to unit magnitude, transformed back, and the peak of that
-// correlation surface within the coarse reach is the coarse shift. Then the sums of absolute
-// differences of the full frame to the anchor, per tile, choose among the 3 x 3 shifts around
-// twice the coarse one, and the tiles vote on the choice. Every kernel takes a batch through
-// blockIdx.z (batch.cuh), blockIdx.y (md_register_shift_u8: the peak, the sums and the choice)
-// or blockIdx.x (md_peak_shift_f32, the peak alone).
+// each way: the 2 x 2 block sums are windowed (a Tukey window the host computes), transformed
+// with cuFFT, their cross-power spectrum with the anchor's normalised to unit magnitude,
+// transformed back, and the peak of that correlation surface within the coarse reach is the
+// coarse shift. Then the sums of absolute differences of the full frame to the anchor, per tile,
+// choose among the 3 x 3 shifts around twice the coarse one, and the tiles vote on the choice.
+// Every kernel takes a batch through blockIdx.z (batch.cuh), blockIdx.y (md_register_shift_u8:
+// the peak, the sums and the choice) or blockIdx.x (md_peak_shift_f32, the peak alone).
 
 #include "batch.cuh"
 

@@ -38,15 +38,31 @@ CENTRE = 4
 #: refused when the reach grows past 16 (``sbi_highway_ii`` jittered by 4 px: 0.870 with it, 0.821
 #: with half of a reach of 32 as the window).
 NEAR_MAX = 4
+#: The share of each side of the coarse image that its window tapers (:func:`tukey_window`), an
+#: eighth at each end. A Hann window (1) weighs the middle and fades the outer quarter away,
+#: where a highway camera's texture often is (the verges, the barrier) while the middle holds
+#: the road and its cars: ``sbi_highway_ii`` shaken by +-12 px (benchmarks/jitter_study.py)
+#: 0.542 with the Hann window, 0.872 with 0.25. Leave-one-clip-out over the Hann window and
+#: tapers of 0.5, 0.25 and 0.1 (the 20 dev clips, steady and shaken by whole pixels, fractions of
+#: a pixel, and with a turn) chose 0.25 in 18 of 20 folds: 0.7663 held out against 0.7641; a
+#: turn, which moves the edges most, is where it loses (docs/evaluation.md, "The correlation's
+#: window").
+TAPER = 0.25
 
 
-def hann_window(height: int, width: int) -> np.ndarray:
-    """The separable 2-D Hann window, (H, W) float32: ``w(y) * w(x)`` with the symmetric
-    ``w(i) = 0.5 - 0.5 cos(2 pi i / (n - 1))`` (1 where n is 1), computed in float64.
-    ``cv2.createHanningWindow`` (used by ``cv2.phaseCorrelate``) is its square root."""
+def tukey_window(height: int, width: int, taper: float = TAPER) -> np.ndarray:
+    """The separable 2-D Tukey (tapered cosine) window, (H, W) float32: ``w(y) * w(x)``, where
+    the symmetric ``w`` over n points is 1 in the middle and falls to 0 at each end over the outer
+    ``taper / 2`` of the points as half a Hann window: ``w(i) = 0.5 - 0.5 cos(2 pi x / taper)`` for
+    ``x = i / (n - 1) < taper / 2``, mirrored at the other end (Harris 1978;
+    ``scipy.signal.windows.tukey`` with ``alpha = taper``; 1 is the Hann window). 1 where n is 1.
+    Computed in float64."""
 
     def one(n: int) -> np.ndarray:
-        return np.ones(1) if n == 1 else 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / (n - 1))
+        if n == 1:
+            return np.ones(1)
+        x = np.minimum(np.arange(n), np.arange(n)[::-1]) / (n - 1)  # distance to the nearer end
+        return np.where(x < taper / 2, 0.5 - 0.5 * np.cos(2 * np.pi * x / taper), 1.0)
 
     return np.outer(one(height), one(width)).astype(np.float32)
 
@@ -204,8 +220,9 @@ class Register(Filter):
 
     The translation is found in two steps. Phase correlation (Kuglin and Hines, 1975) on the
     frame shrunk by :data:`COARSE` (:func:`block_sums`): the shrunk frame and anchor, each
-    multiplied by a 2-D Hann window, are Fourier transformed (float32: NumPy's pocketfft on the
-    CPU, cuFFT through scikit-cuda on the GPU), their cross-power spectrum
+    multiplied by a 2-D Tukey window (:func:`tukey_window`, flat but for the outer eighth of each
+    side), are Fourier transformed (float32: NumPy's pocketfft on the CPU, cuFFT through
+    scikit-cuda on the GPU), their cross-power spectrum
     ``F conj(A) / |F conj(A)|`` is transformed back, and the peak of that surface within
     ``+-max_shift / 2`` is the coarse shift, a peak beyond half that reach (at most 8 pixels at the
     filter's size, :data:`NEAR_MAX`) taken only when it
@@ -317,7 +334,7 @@ class Register(Filter):
     def reset(self) -> None:
         self._anchor: np.ndarray | None = None  # conj-free half spectrum of the windowed anchor
         self._anchor_image: np.ndarray | None = None  # the anchor, (H, W) uint8, for refine_shift
-        self._window: np.ndarray | None = None  # the Hann window of the shrunk anchor's size
+        self._window: np.ndarray | None = None  # the Tukey window of the shrunk anchor's size
         self._shift = (0, 0)
         self._device_anchor: tuple[int, int] | None = None  # (H, W) of the anchor on the device
         self._launch: _Launch | None = None
@@ -363,7 +380,7 @@ class Register(Filter):
         height, width = src.shape
         shrunk = block_sums(src)
         if self._window is None or self._window.shape != shrunk.shape:
-            self._window, self._anchor = hann_window(*shrunk.shape), None
+            self._window, self._anchor = tukey_window(*shrunk.shape), None
         spectrum = np.fft.rfft2(shrunk * self._window)
         if self._anchor is None:
             self._anchor, self._anchor_image = spectrum, src.copy()
@@ -461,7 +478,7 @@ class Register(Filter):
         if self._device_anchor != (height, width):
             import pycuda.driver as drv
 
-            window.set(hann_window(*shrunk))
+            window.set(tukey_window(*shrunk))
             cuda.launch_2d(windowed, shrunk, src.gpudata, window.gpudata, real.gpudata, *launch.window_args)
             cuda.fft.forward(real[:1], anchor)
             drv.memcpy_dtod_async(anchor_image.gpudata, src.gpudata, height * width, cuda.stream)
