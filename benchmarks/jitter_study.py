@@ -10,11 +10,12 @@ adds a random turn of up to DEG degrees about the centre (the crop grows by what
 the corners). Each clip is scored steady and jittered,
 with configs/steady.yaml (the default pipeline without ``register``) and with the default, by the same CDnet
 scorer as ``motiondetect evaluate`` (first 50 frames of the window unscored, CPU backend: the
-GPU gives the same masks); ``--max-shifts`` adds the default with other ``register.max_shift``
-values. Prints one Markdown table and the means. Usage::
+GPU gives the same masks); ``--max-shifts`` and ``--tapers`` add the default with other
+``register.max_shift`` and ``register.taper`` values. Prints one Markdown table and the means.
+Usage::
 
-    python benchmarks/jitter_study.py [FOLDER ...] [--amps 2,4] [--max-shifts 12,16] [--jobs 2]
-        [--subpixel] [--rotation 0.5]
+    python benchmarks/jitter_study.py [FOLDER ...] [--amps 2,4] [--max-shifts 12,16] [--tapers 1,0.5]
+        [--jobs 2] [--subpixel] [--rotation 0.5]
     # default folders: ../shared/samples/cdnet_* and samples/dev/*/ (after samples/dev/fetch_dev.py)
 """
 
@@ -25,6 +26,7 @@ import math
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -98,12 +100,13 @@ def dev_clips() -> list[Path]:
     )
 
 
-def methods(max_shifts: list[int]):
-    """configs/steady.yaml, the default pipeline and the default with each of ``max_shifts``,
-    fresh detectors."""
+def methods(max_shifts: list[int], tapers: Sequence[float] = ()):
+    """configs/steady.yaml, the default pipeline and the default with each of ``max_shifts`` and
+    each of ``tapers``, fresh detectors."""
     steady = load_config(ROOT / "configs" / "steady.yaml")
     configs = [("steady.yaml", steady), ("default (register)", default_config())]
     configs += [(f"default, max_shift {m}", config_for(default_config(), {("register", "max_shift"): m})) for m in max_shifts]
+    configs += [(f"default, taper {t:g}", config_for(default_config(), {("register", "taper"): t})) for t in tapers]
     return [detector_method(MotionDetector(build_filters(config), annotate=False), name) for name, config in configs]
 
 
@@ -125,7 +128,7 @@ def mean_cell(chosen: list[tuple[str, str, str, float, float]]) -> str:
 
 
 def score_clip(
-    clip: Path, amps: list[int], max_shifts: list[int], subpixel: bool = False, rotation: float = 0.0
+    clip: Path, amps: list[int], max_shifts: list[int], subpixel: bool = False, rotation: float = 0.0, tapers: Sequence[float] = ()
 ) -> list[tuple[str, str, str, float, float]]:
     """Rows (clip, camera, method, pixel F, frame F1) for ``clip`` steady and at each amplitude."""
     # The same crop at every amplitude, so the rows compare.
@@ -134,7 +137,7 @@ def score_clip(
         cases = [("steady", clip)] + [
             (f"+-{a} px", jittered(clip, Path(scratch) / f"j{a}", a, 1, crop_by, subpixel, rotation)) for a in amps
         ]
-        return scored_rows(clip.name, cases, lambda: methods(max_shifts))
+        return scored_rows(clip.name, cases, lambda: methods(max_shifts, tapers))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument("--amps", default="2,4", help="jitter amplitudes, pixels each way [2,4]")
     parser.add_argument("--max-shifts", default="", help="register.max_shift values to score beside the default's [none]")
+    parser.add_argument("--tapers", default="", help="register.taper values to score beside the default's [none]")
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     parser.add_argument("--subpixel", action="store_true", help="real-valued shifts, frames resampled bilinearly")
     parser.add_argument("--rotation", type=float, default=0.0, help="turn each frame by up to this many degrees [0]")
@@ -149,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     folders = args.folders or dev_clips()
     amps = [int(a) for a in args.amps.split(",")]
     max_shifts = [int(m) for m in args.max_shifts.split(",") if m]
+    tapers = [float(t) for t in args.tapers.split(",") if t]
     with ProcessPoolExecutor(args.jobs) as pool:
         results = list(
             pool.map(
@@ -158,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 [max_shifts] * len(folders),
                 [args.subpixel] * len(folders),
                 [args.rotation] * len(folders),
+                [tapers] * len(folders),
             )
         )
     print("| clip | camera | method | pixel F | frame F1 |\n| --- | --- | --- | ---: | ---: |")
@@ -166,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {clip} | {camera} | {method} | {pixel_f:.3f} | {frame_f1:.3f} |")
     print()
     for camera in ["steady"] + [f"+-{a} px" for a in amps]:
-        for method in ["steady.yaml", "default (register)"] + [f"default, max_shift {m}" for m in max_shifts]:
+        extra = [f"default, max_shift {m}" for m in max_shifts] + [f"default, taper {t:g}" for t in tapers]
+        for method in ["steady.yaml", "default (register)"] + extra:
             chosen = [r for r in rows if r[1] == camera and r[2] == method]
             pixel = np.mean([r[3] for r in chosen])
             frames = [r[4] for r in chosen]

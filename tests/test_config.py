@@ -59,7 +59,7 @@ def test_default_config_contents():
     assert cfg["pipeline"] == [
         {"filter": "gray"},
         {"filter": "downscale", "height": 240},
-        {"filter": "register", "max_shift": 32, "peak_ratio": 3.0, "min_peak": 0.08, "far_ratio": 2.0},
+        {"filter": "register", "max_shift": 32, "peak_ratio": 3.0, "min_peak": 0.08, "far_ratio": 2.0, "taper": 0.25},
         {
             "filter": "gaussian_background",
             "sigmas": 2.0,

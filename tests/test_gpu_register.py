@@ -35,21 +35,23 @@ def jittered_clip(path, count: int, amp: int = 4, seed: int = 7) -> tuple[list[n
     return jitter(frames, amp, seed, MARGIN)
 
 
-@pytest.mark.parametrize("batch, odd, max_splits", [(1, False, 8), (7, True, 8), (7, False, 1)])
-def test_kernels_equal_the_cpu_on_a_jittered_clip(cuda, sample_clip, monkeypatch, batch, odd, max_splits):
+@pytest.mark.parametrize(
+    "batch, odd, max_splits, taper", [(1, False, 8, 0.25), (7, True, 8, 0.25), (7, False, 1, 0.25), (7, False, 8, 1.0)]
+)
+def test_kernels_equal_the_cpu_on_a_jittered_clip(cuda, sample_clip, monkeypatch, batch, odd, max_splits, taper):
     """300 jittered frames of the bundled clip (also cropped to an odd height and width, whose
     shrunk image repeats the last row and column): the device shifts equal the CPU's, which are
     the applied ones but on frame 194 ((-1, 1) for (-2, 1): its coarse peak a hair under
     ``peak_ratio`` times no shift's, tests/filters/test_register.py), and the moved frames and
     moved-back images are identical, whether the tiles' sums are split over 8 row bands each or
-    none."""
+    none, and with the Hann window (``taper`` 1) too."""
     import pycuda.gpuarray as gpuarray
 
     monkeypatch.setattr("motiondetect.filters.register.MAX_SPLITS", max_splits)
 
     frames, shifts = jittered_clip(sample_clip, 300)
     greys = [np.ascontiguousarray(cv2.cvtColor(f, cv2.COLOR_BGR2GRAY)[: -1 if odd else None, : -1 if odd else None]) for f in frames]
-    cpu, gpu = Register(), Register()
+    cpu, gpu = Register(taper=taper), Register(taper=taper)
     shape = greys[0].shape
     for start in range(0, len(greys), batch):
         stop = min(len(greys), start + batch)

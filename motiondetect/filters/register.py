@@ -38,8 +38,8 @@ CENTRE = 4
 #: refused when the reach grows past 16 (``sbi_highway_ii`` jittered by 4 px: 0.870 with it, 0.821
 #: with half of a reach of 32 as the window).
 NEAR_MAX = 4
-#: The share of each side of the coarse image that its window tapers (:func:`tukey_window`), an
-#: eighth at each end. A Hann window (1) weighs the middle and fades the outer quarter away,
+#: The default ``taper``: the share of each side of the coarse image that its window tapers
+#: (:func:`tukey_window`), an eighth at each end. A Hann window (1) weighs the middle and fades the outer quarter away,
 #: where a highway camera's texture often is (the verges, the barrier) while the middle holds
 #: the road and its cars: ``sbi_highway_ii`` shaken by +-12 px (benchmarks/jitter_study.py)
 #: 0.542 with the Hann window, 0.872 with 0.25. Leave-one-clip-out over the Hann window and
@@ -55,12 +55,12 @@ def tukey_window(height: int, width: int, taper: float = TAPER) -> np.ndarray:
     the symmetric ``w`` over n points is 1 in the middle and falls to 0 at each end over the outer
     ``taper / 2`` of the points as half a Hann window: ``w(i) = 0.5 - 0.5 cos(2 pi x / taper)`` for
     ``x = i / (n - 1) < taper / 2``, mirrored at the other end (Harris 1978;
-    ``scipy.signal.windows.tukey`` with ``alpha = taper``; 1 is the Hann window). 1 where n is 1.
-    Computed in float64."""
+    ``scipy.signal.windows.tukey`` with ``alpha = taper``; 1 is the Hann window, 0 none). 1 where n
+    is 1. Computed in float64."""
 
     def one(n: int) -> np.ndarray:
-        if n == 1:
-            return np.ones(1)
+        if n == 1 or taper <= 0:
+            return np.ones(n)
         x = np.minimum(np.arange(n), np.arange(n)[::-1]) / (n - 1)  # distance to the nearer end
         return np.where(x < taper / 2, 0.5 - 0.5 * np.cos(2 * np.pi * x / taper), 1.0)
 
@@ -311,6 +311,20 @@ class Register(Filter):
             "0.05 and 0.08 (steady and jittered by 2 and 4 px) chose 0.08 (docs/evaluation.md)",
         ),
         Param(
+            "taper",
+            float,
+            TAPER,
+            0.0,
+            1.0,
+            "fraction",
+            "share of each side of the shrunk image over which the correlation's Tukey window "
+            "falls to 0 (an eighth at each end); 1: the Hann window, which weighs the middle. 0.25: "
+            "leave-one-clip-out over 1, 0.5, 0.25 and 0.1 (the 20 dev clips steady, shaken by whole "
+            "and fractions of pixels, and turned) chose it in 18 of 20 folds, 0.7663 held out "
+            "against the Hann window's 0.7641; a camera that rolls may do better with 0.5 or 1 "
+            "(docs/evaluation.md)",
+        ),
+        Param(
             "far_ratio",
             float,
             2.0,
@@ -380,7 +394,7 @@ class Register(Filter):
         height, width = src.shape
         shrunk = block_sums(src)
         if self._window is None or self._window.shape != shrunk.shape:
-            self._window, self._anchor = tukey_window(*shrunk.shape), None
+            self._window, self._anchor = tukey_window(*shrunk.shape, self.params["taper"]), None
         spectrum = np.fft.rfft2(shrunk * self._window)
         if self._anchor is None:
             self._anchor, self._anchor_image = spectrum, src.copy()
@@ -465,7 +479,8 @@ class Register(Filter):
             raise ValueError(f"register: at most {MAX_FRAMES} frames per call; got {frames}")
         launch = self._launch_values(frames, height, width, cuda.multiprocessors)
         shrunk, bins, splits = launch.shrunk, launch.bins, launch.splits
-        window = cuda.buffer(("register_window", *shrunk), shrunk, np.float32)
+        taper = self.params["taper"]
+        window = cuda.buffer(("register_window", *shrunk, taper), shrunk, np.float32)  # per taper: shared by filters
         real = cuda.buffer(("register_real", frames, *shrunk), (frames, *shrunk), np.float32)
         spectra = cuda.buffer(("register_spectra", frames, *bins), (frames, *bins), np.complex64)
         anchor = cuda.buffer(self.state_key("anchor"), (1, *bins), np.complex64)
@@ -478,7 +493,7 @@ class Register(Filter):
         if self._device_anchor != (height, width):
             import pycuda.driver as drv
 
-            window.set(tukey_window(*shrunk))
+            window.set(tukey_window(*shrunk, taper))
             cuda.launch_2d(windowed, shrunk, src.gpudata, window.gpudata, real.gpudata, *launch.window_args)
             cuda.fft.forward(real[:1], anchor)
             drv.memcpy_dtod_async(anchor_image.gpudata, src.gpudata, height * width, cuda.stream)
