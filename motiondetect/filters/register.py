@@ -220,9 +220,9 @@ class Register(Filter):
 
     The translation is found in two steps. Phase correlation (Kuglin and Hines, 1975) on the
     frame shrunk by :data:`COARSE` (:func:`block_sums`): the shrunk frame and anchor, each
-    multiplied by a 2-D Tukey window (:func:`tukey_window`, flat but for the outer eighth of each
-    side), are Fourier transformed (float32: NumPy's pocketfft on the CPU, cuFFT through
-    scikit-cuda on the GPU), their cross-power spectrum
+    multiplied by a 2-D Tukey window (:func:`tukey_window`; with the default ``taper``, flat but
+    for the outer eighth of each side), are Fourier transformed (float32: NumPy's pocketfft on
+    the CPU, cuFFT through scikit-cuda on the GPU), their cross-power spectrum
     ``F conj(A) / |F conj(A)|`` is transformed back, and the peak of that surface within
     ``+-max_shift / 2`` is the coarse shift, a peak beyond half that reach (at most 8 pixels at the
     filter's size, :data:`NEAR_MAX`) taken only when it
