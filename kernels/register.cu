@@ -50,8 +50,8 @@ __global__ void md_cross_power_c64(float2* __restrict__ spectrum,
 // The coarse peak: the largest value of the correlation surface over shifts dx, dy in
 // [-max_shift, max_shift] (indices wrap around), ties to (0, 0), then to the first in row-major
 // order of (dy, dx); NaN counts as -infinity. A peak beyond the near window (|dx| or |dy| >
-// min(ceil(max_shift / 2), MD_NEAR_MAX)) that is less than `far_ratio` times the near window's largest value gives
-// way to that near peak (1: the plain peak). Then a peak that does not exceed `ratio` times the
+// min(ceil(max_shift / 2), MD_NEAR_MAX)) that is less than `far_ratio` times the near window's
+// largest value gives way to that near peak (1: the plain peak). Then a peak that does not exceed `ratio` times the
 // value at (0, 0) gives (0, 0); a largest value that does not exceed `floor` (the smallest peak
 // height taken, on the unnormalised surface) gives no shift at all: (dx, dy, 1), or found = 0 for
 // no shift (the CPU reference's `peak_shift`). (value, rank) is a total order, so the order of

@@ -39,9 +39,9 @@ CENTRE = 4
 #: with half of a reach of 32 as the window).
 NEAR_MAX = 4
 #: The default ``taper``: the share of each side of the coarse image that its window tapers
-#: (:func:`tukey_window`), an eighth at each end. A Hann window (1) weighs the middle and fades the outer quarter away,
-#: where a highway camera's texture often is (the verges, the barrier) while the middle holds
-#: the road and its cars: ``sbi_highway_ii`` shaken by +-12 px (benchmarks/jitter_study.py)
+#: (:func:`tukey_window`), an eighth at each end. A Hann window (1) weighs the middle and fades
+#: the outer quarter away, where a highway camera's texture often is (the verges, the barrier)
+#: while the middle holds the road and its cars: ``sbi_highway_ii`` shaken by +-12 px (benchmarks/jitter_study.py)
 #: 0.542 with the Hann window, 0.872 with 0.25. Leave-one-clip-out over the Hann window and
 #: tapers of 0.5, 0.25 and 0.1 (the 20 dev clips, steady and shaken by whole pixels, fractions of
 #: a pixel, and with a turn) chose 0.25 in 18 of 20 folds: 0.7663 held out against 0.7641; a

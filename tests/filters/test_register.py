@@ -280,8 +280,7 @@ def test_texture_at_the_edges_of_a_plain_scene_registers_it():
     """A plain road whose texture is all in its verges (the outer eighth of each side), with
     dark and bright cars at new places in every frame, shaken by up to 8 pixels: the default
     Tukey window keeps the verges and finds every shift; the Hann window (``taper`` 1) fades them
-    and lets the cars
-    win a third of the frames or more (17 of 31 found)."""
+    and lets the cars win a third of the frames or more (17 of 31 found)."""
     rng = np.random.default_rng(3)
     height, width, margin = 240, 320, MARGIN * 2
     size = (height + 2 * margin, width + 2 * margin)
@@ -305,8 +304,8 @@ def test_texture_at_the_edges_of_a_plain_scene_registers_it():
 
 def test_a_shaken_highway_is_registered():
     """SBI HighwayII (samples/dev, made by fetch_dev.py), its first 60 frames shaken by up to 12
-    pixels: the shift is found on at least 57 (59 when measured; the Hann window 27). The footage bobs by a
-    row of its own, so a found dy may exceed the applied one by 1."""
+    pixels: the shift is found on at least 57 (59 when measured; the Hann window 27). The
+    footage bobs by a row of its own, so a found dy may exceed the applied one by 1."""
     clip = ROOT / "samples" / "dev" / "sbi_highway_ii"
     if not (clip / "input").is_dir():
         pytest.skip(f"{clip} not materialized (python samples/dev/fetch_dev.py)")
@@ -375,9 +374,10 @@ def test_steady_footage_is_unchanged(clip_frames):
 def test_jittered_clip_is_detected_as_if_steady(clip_frames):
     """The bundled clip, each frame moved by a random shift of up to 4 pixels and cropped: the
     filter finds every shift but one (frame 194, (-1, 1) for (-2, 1): its coarse peak, 0.29 of
-    the frame, is a hair under ``peak_ratio`` times no shift's 0.099), and the masks, in each jittered frame's pixels, differ from the
-    steady run's (moved alike) in under 0.2 % of the pixels, where configs/steady.yaml's differ
-    in over 1 % (the shaking background flags its edges)."""
+    the frame, is a hair under ``peak_ratio`` times no shift's 0.099), and the masks, in each
+    jittered frame's pixels, differ from the steady run's (moved alike) in under 0.2 % of the
+    pixels, where configs/steady.yaml's differ in over 1 % (the shaking background flags its
+    edges)."""
     rng = np.random.default_rng(7)
     shifts = [(0, 0)] + [tuple(int(v) for v in rng.integers(-4, 5, 2)) for _ in clip_frames[1:]]
     inner = (slice(MARGIN, -MARGIN), slice(MARGIN, -MARGIN))
