@@ -9,13 +9,13 @@ G (``cv2.convertScaleAbs``, saturating), as a light switched on (``+40``) or off
 makes it flicker by A % either way at H Hz, as mains lighting beating with the frame rate
 (100 Hz light, 30 frames/s: 10 Hz) or a hunting auto-exposure does; the
 labels stay as they are, since the objects do not change. Each clip is scored as it is and with
-each change, with the default pipeline at each value of ``--param`` (``lightswitch`` or
-``exposure``), by the same CDnet scorer as ``motiondetect evaluate`` (first 50 frames of the
+each change, with the default pipeline (or ``--config``'s) at each value of ``--param``
+(``lightswitch``, ``exposure``, ``relative_floor`` or ``min_sigma``), by the same CDnet scorer as ``motiondetect evaluate`` (first 50 frames of the
 window unscored, CPU backend: the GPU gives the same masks). Prints one Markdown table of the
 means and the clips that move. Usage::
 
     python benchmarks/lightswitch_study.py [FOLDER ...] [--steps +40,x0.6,r0.6] [--param lightswitch|exposure]
-                                           [--values 0,0.6,0.7,0.8] [--jobs 2]
+                                           [--values 0,0.6,0.7,0.8] [--config CONFIG.yaml] [--jobs 2]
     # default folders: ../shared/samples/cdnet_* and samples/dev/*/ (after samples/dev/fetch_dev.py)
 """
 
@@ -40,7 +40,7 @@ from jitter_study import dev_clips  # noqa: E402
 
 from motiondetect.evaluation.scoring import detector_method, evaluate, load_folder  # noqa: E402
 from motiondetect.evaluation.tuning import config_for  # noqa: E402
-from motiondetect.pipeline.config import build_filters, default_config  # noqa: E402
+from motiondetect.pipeline.config import build_filters, default_config, load_config  # noqa: E402
 from motiondetect.pipeline.detector import MotionDetector  # noqa: E402
 
 #: Frames over which an ``rG`` step ramps the gain.
@@ -83,13 +83,16 @@ def stepped(src: Path, dst: Path, step: str) -> Path:
     return dst
 
 
-def score_clip(clip: Path, steps: list[str], values: list[float], param: str = "lightswitch") -> list[tuple[str, str, float, float, float]]:
-    """Rows (clip, light, value of ``param``, pixel F, frame F1) for ``clip`` as it is and with each step."""
+def score_clip(
+    clip: Path, steps: list[str], values: list[float], param: str = "lightswitch", config: dict | None = None
+) -> list[tuple[str, str, float, float, float]]:
+    """Rows (clip, light, value of ``param``, pixel F, frame F1) for ``clip`` as it is and with each
+    step, ``param`` set in ``config`` (default: the built-in defaults)."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="light_") as scratch:
         cases = [("as it is", clip)] + [(step, stepped(clip, Path(scratch) / f"s{i}", step)) for i, step in enumerate(steps)]
         for light, folder in cases:
-            configs = [config_for(default_config(), {("gaussian_background", param): v}) for v in values]
+            configs = [config_for(config or default_config(), {("gaussian_background", param): v}) for v in values]
             methods = [detector_method(MotionDetector(build_filters(c), annotate=False), str(v)) for c, v in zip(configs, values)]
             for method, score in evaluate(load_folder(folder), methods).scores:
                 rows.append((clip.name, light, float(method.name), score.pixel.f_measure, score.frames.f1))
@@ -103,8 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         "--steps", default="+40,x0.6", help="changes from the middle frame on: +N grey levels, xG gain, rG ramp, fA@H flicker [+40,x0.6]"
     )
     parser.add_argument(
-        "--param", default="lightswitch", choices=["lightswitch", "exposure"], help="the gaussian_background parameter varied"
+        "--param",
+        default="lightswitch",
+        choices=["lightswitch", "exposure", "relative_floor", "min_sigma"],
+        help="the gaussian_background parameter varied",
     )
+    parser.add_argument("--config", type=Path, help="YAML config the values are set in [default: built-in defaults]")
     parser.add_argument("--values", default="0,0.6,0.7,0.8", help="its values [0,0.6,0.7,0.8]")
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     args = parser.parse_args(argv)
@@ -112,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     steps = [s for s in args.steps.split(",") if s]
     values = [float(v) for v in args.values.split(",")]
     with ProcessPoolExecutor(args.jobs) as pool:
-        runs = pool.map(score_clip, folders, [steps] * len(folders), [values] * len(folders), [args.param] * len(folders))
+        config = load_config(args.config) if args.config else None
+        runs = pool.map(
+            score_clip, folders, [steps] * len(folders), [values] * len(folders), [args.param] * len(folders), [config] * len(folders)
+        )
         rows = [row for clip_rows in runs for row in clip_rows]
     lights = ["as it is", *steps]
     print(f"| `{args.param}` | " + " | ".join(f"{light}: pixel F / frame F1 (lowest)" for light in lights) + " |")

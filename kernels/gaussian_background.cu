@@ -31,6 +31,14 @@ __device__ bool md_beyond(long long d, int k2_q8, int floor_q8)
     return d * d > (((long long)k2_q8 * floor_q8) << 16);
 }
 
+// The variance floor (Q8) of a standard deviation of fraction_q16 (Q16) of the mean m (Q16):
+// the relative and shadow floors (GaussianBackground._relative_var).
+__device__ int md_relative_var(int m, int fraction_q16)
+{
+    const long long s = ((long long)m * fraction_q16 + 32768) >> 16;  // Q16 grey level
+    return (int)((s * s + (1LL << 23)) >> 24);
+}
+
 // Whether Cb and Cr (levels) are no colour: both within GREY_CHROMA (3) of 128, as a camera's
 // night (infrared) mode sends them through an encoder
 // (motiondetect.filters.gaussian_background.GREY_CHROMA).
@@ -95,7 +103,8 @@ __device__ int md_exposure_step(long long& drift, const unsigned int* c, long lo
 // mean and variance then learn at the background rates where the pixel is background and at
 // the (slower) foreground rates where it is foreground; the variance learns from
 // min(d^2, k^2 * max(var, min_var)), so one outlier cannot inflate it beyond the threshold.
-// Where the pixel is darker than its mean, the floor is also (shadow_q16 * mean)^2: a darkening
+// The floor is also (relative_q16 * mean)^2 on every pixel (a slow exposure drift changes bright
+// pixels most) and, where the pixel is darker than its mean, (shadow_q16 * mean)^2: a darkening
 // by a small share of the background (a cast shadow) is not foreground.
 //
 // With chroma_min_var_q8 > 0 the pixel's Cb and Cr are modelled too (a mean and a variance each,
@@ -168,7 +177,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           int* __restrict__ var,
                                           unsigned char* __restrict__ dst,
                                           int count, int frames, int first_pair, int warmup,
-                                          int k2_q8, int min_var_q8, int shadow_q16,
+                                          int k2_q8, int min_var_q8, int shadow_q16, int relative_q16,
                                           int alpha_q16, int alpha_fg_q16,
                                           int var_alpha_q16, int var_alpha_fg_q16,
                                           const unsigned char* __restrict__ chroma,
@@ -252,10 +261,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         int d = (x << 16) - m;                                       // Q16
         long long d2 = (long long)d * d;                             // Q32
         int floor_var = min_var_q8;                                  // Q8
-        if (d < 0 && shadow_q16 > 0) {                               // darker: the shadow floor
-            long long s = ((long long)m * shadow_q16 + 32768) >> 16; // Q16 grey level
-            floor_var = max(floor_var, (int)((s * s + (1LL << 23)) >> 24));
-        }
+        if (relative_q16 > 0) floor_var = max(floor_var, md_relative_var(m, relative_q16));
+        if (d < 0 && shadow_q16 > 0) floor_var = max(floor_var, md_relative_var(m, shadow_q16));  // darker
         long long limit = (long long)k2_q8 * (long long)max(v, floor_var);  // Q16
         const int grey_foreground = d2 > (limit << 16);
         int foreground = grey_foreground;
@@ -348,8 +355,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
 
 // The light switch's and the exposure's counts (see md_gaussian_background_u8): for each of
 // `frames` consecutive frames (frame k at src + k * count), the pixels whose grey level exceeds the
-// previous frame's by more than `change` into counts[4k] and those below it by more than `change`
-// into counts[4k + 1]; with `ratios` (not NULL), the pixels within 3 grey levels of the previous
+// previous frame's p by more than max(change, (p * relative_q16) >> 16) (the model's smallest
+// threshold at p) into counts[4k] and those below it by more than that into counts[4k + 1]; with `ratios` (not NULL), the pixels within 3 grey levels of the previous
 // frame's times ratios[k] (Q8, capped at 255) into counts[4k + 2] and those within 3 of the
 // previous frame's own into counts[4k + 3]. Frame 0's previous frame is `before` (the model's
 // `last`, or the reference on the stream's first pair). counts are zero before (md_exposure_histogram_u8
@@ -360,7 +367,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
 // pipeline's GPU time.) Blocks of at most 1024 threads; every thread reaches the reduction.
 __global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
                                          const unsigned char* __restrict__ before,
-                                         int count, int change,
+                                         int count, int change, int relative_q16,
                                          const int* __restrict__ ratios,
                                          unsigned int* counts)
 {
@@ -371,8 +378,9 @@ __global__ void md_light_change_count_u8(const unsigned char* __restrict__ src,
     unsigned int c[4] = {0, 0, 0, 0};
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
         const int x = now[i], p = previous[i];
-        c[0] += x - p > change;
-        c[1] += x - p < -change;
+        const int beyond = max(change, (p * relative_q16) >> 16);
+        c[0] += x - p > beyond;
+        c[1] += x - p < -beyond;
         if (ratios != NULL) {
             c[2] += abs(x - min((p * ratio + 128) >> 8, 255)) <= 3;
             c[3] += abs(x - p) <= 3;

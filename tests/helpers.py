@@ -302,9 +302,9 @@ GAUSSIAN_EXPOSURE_ALL = {**GAUSSIAN_STILL_CHROMA, "lightswitch": 0.6, "exposure"
 GAUSSIAN_LIGHT_FIELD = {**GAUSSIAN_EXPOSURE, "exposure": 0.0, "light_field": 30.0}
 #: The darker pixels' floor on, high enough to matter against min_sigma on most grey levels.
 GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "variance_alpha": 0.2, "warmup": 2}
-#: The grey-level model (chroma and shadow floor off, min_sigma 8): the default before chroma,
+#: The grey-level model (chroma and the relative floors off, min_sigma 8): the default before chroma,
 #: for tests of the grey level's own behaviour.
-GAUSSIAN_GREY = {"min_sigma": 8.0, "shadow_floor": 0.0, "chroma_min_sigma": 0.0}
+GAUSSIAN_GREY = {"min_sigma": 8.0, "shadow_floor": 0.0, "relative_floor": 0.0, "chroma_min_sigma": 0.0}
 #: The means' foreground learning gated alone (the previous frame kept for it only, every grey
 #: level change counts), and not gated (255: every foreground frame, the previous frame not kept).
 GAUSSIAN_QUIET = {
@@ -324,6 +324,7 @@ GAUSSIAN_SHADOW_CHROMA = {
     "sigmas": 2.0,
     "min_sigma": 2.0,
     "shadow_floor": 0.0,
+    "relative_floor": 0.0,
     "chroma_min_sigma": 3.0,
     "shadow_chroma": 8.0,
     "variance_alpha": 0.2,

@@ -63,8 +63,9 @@ def test_default_config_contents():
         {
             "filter": "gaussian_background",
             "sigmas": 2.0,
-            "min_sigma": 10.0,
+            "min_sigma": 6.0,
             "shadow_floor": 0.08,
+            "relative_floor": 0.08,
             "chroma_min_sigma": 8.0,
             "shadow_chroma": 2.0,
             "shadow_ratio": 0.4,

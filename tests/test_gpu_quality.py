@@ -244,6 +244,8 @@ GAUSSIAN_CASES = [
         GAUSSIAN_FROZEN,
         GAUSSIAN_SHADOW,
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
+        {**GAUSSIAN_SHADOW, "relative_floor": 0.06},
+        {**GAUSSIAN_FAST, "relative_floor": 0.3, "shadow_floor": 0.1, "warmup": 2},
         GAUSSIAN_LIGHT,
         GAUSSIAN_EXPOSURE,
         GAUSSIAN_BOOTSTRAP_GREY,

@@ -134,15 +134,15 @@ void red_blend_yuv(const u8* y, int yp, long long yi, const u8* u, const u8* v, 
     grid2d((w + 1) / 2, (h + 1) / 2, k, [&] { md_red_blend_yuv_u8(y, yp, yi, u, v, cp, cs, ci, m, lut, o, w, h, off, ry, rcr, dy, du, dv); }); }
 void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s, d, n); }); }
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
-void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int a, int afg, int r, int rfg,
+void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int rel, int a, int afg, int r, int rfg,
               const u8* c, long long cp, int* cm, int* cv, int cmv, int sc, int sr, int gk, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
               const int* ratios, int eq8, const int* drift_in, int* drift_out, u8* compared, u8* hist, int boot, int quiet, int vmin) {
-    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, a, afg, r, rfg, c, cp, cm, cv, cmv, sc, sr, gk,
+    grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, rel, a, afg, r, rfg, c, cp, cm, cv, cmv, sc, sr, gk,
                                               last, still, sf, st, lc, lcount, ratios, eq8, drift_in, drift_out, compared, hist, boot, quiet, vmin); }); }
-void light_counts(const u8* s, const u8* before, int n, int change, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
+void light_counts(const u8* s, const u8* before, int n, int change, int rel, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
-        blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_light_change_count_u8(s, before, n, change, ratios, counts); } }
+        blockIdx = {bx, by, 0}; threadIdx = {0, 0, 0}; md_light_change_count_u8(s, before, n, change, rel, ratios, counts); } }
 void exposure(const u8* s, const u8* before, int n, unsigned* hist, unsigned* tickets, int* ratios, unsigned* counts, int k) {
     blockDim = {1, 1, 1}; gridDim = {5, (unsigned)k, 1};   // one thread per block, 5 a frame; the last takes the median
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -343,7 +343,8 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     (:func:`history_state`; NULL without), ``bootstrap``, ``quiet_tolerance`` and ``variance_min_change``."""
     c = flt.constants
     constants = tuple(
-        c[name] for name in ("k2_q8", "min_var_q8", "shadow_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
+        c[name]
+        for name in ("k2_q8", "min_var_q8", "shadow_q16", "relative_q16", "alpha_q16", "alpha_fg_q16", "var_alpha_q16", "var_alpha_fg_q16")
     )
     shadow = (c["shadow_chroma_q8"], c["shadow_ratio_q16"], c["grow_k2_q8"] if flt.writes_weak else 0)
     pixels = still_state[0].size
@@ -387,7 +388,9 @@ def light_counts(lib, flt, batch, before):
         assert not hist.any(), "the last block leaves the histogram zero for the next batch"
         assert not tickets.any(), "the last block leaves its ticket zero for the next batch"
         assert not counts.any()
-    lib.light_counts(ptr(frames), ptr(before), before.size, flt.light_change, ptr(ratios), ptr(counts), len(frames))
+    lib.light_counts(
+        ptr(frames), ptr(before), before.size, flt.light_change, flt.constants["light_relative_q16"], ptr(ratios), ptr(counts), len(frames)
+    )
     previous = [before, *frames[:-1]]
     want = [flt.light_measures(now, last) for now, last in zip(frames, previous)]
     np.testing.assert_array_equal(counts, [(b, d, e, u) for b, d, _, e, u in want])
@@ -500,6 +503,8 @@ GAUSSIAN_FRAME_STATE_PARAMS = [
         GAUSSIAN_TIE,  # rounding ties
         GAUSSIAN_SHADOW,
         {**GAUSSIAN_FAST, "shadow_floor": 1.0, "warmup": 2},
+        {**GAUSSIAN_SHADOW, "relative_floor": 0.06},  # the relative floor under the shadow floor
+        {**GAUSSIAN_FAST, "relative_floor": 0.3, "shadow_floor": 0.1, "warmup": 2},  # and over it
         GAUSSIAN_SHADOW_CHROMA,  # the chroma's shadow test (chroma_for's planes make shadows of small darkenings)
         GAUSSIAN_GROW,  # the weak level
         GAUSSIAN_GROW_GREY,

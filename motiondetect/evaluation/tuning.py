@@ -76,6 +76,12 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("gaussian_background", "shadow_floor"): [0.0, 0.06, 0.08, 0.1],
         ("gaussian_background", "min_sigma"): [8.0, 10.0, 12.0],
     },
+    # The Gaussian model's floor relative to the background's grey level (0: off) against its
+    # absolute floor (docs/evaluation.md, "The relative floor"), 20 points.
+    "floor": {
+        ("gaussian_background", "relative_floor"): [0.0, 0.06, 0.07, 0.08, 0.1],
+        ("gaussian_background", "min_sigma"): [4.0, 6.0, 8.0, 10.0],
+    },
     # The Gaussian model's colour test of shadows (0: off) against the darkest ratio it takes for
     # a shadow (docs/evaluation.md, "Shadows by their colour"), 12 points.
     "shadow_chroma": {
@@ -168,6 +174,7 @@ _SHORT = {
     "gaussian_background.sigmas": "sig",
     "gaussian_background.min_sigma": "minsig",
     "gaussian_background.shadow_floor": "shadow",
+    "gaussian_background.relative_floor": "rel",
     "gaussian_background.chroma_min_sigma": "chroma",
     "gaussian_background.shadow_chroma": "schroma",
     "gaussian_background.shadow_ratio": "sratio",

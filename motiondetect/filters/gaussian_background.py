@@ -122,6 +122,22 @@ def chroma_shadow(
     return shadow
 
 
+def _relative_var(mean: np.ndarray, fraction_q16: int, out: np.ndarray) -> np.ndarray:
+    """The variance floor (Q8) of a standard deviation ``fraction_q16 / 2**16`` of each mean
+    (int32 Q16), into ``out`` (float64, the shape of ``mean``), as the kernel's
+    ``md_relative_var`` computes it: ``s = (m * f + 2**15) >> 16`` (< 2**24), then
+    ``(s**2 + 2**23) >> 24``, each the floor of a float64 product with at most 48 significant
+    bits, so exact."""
+    np.multiply(mean, fraction_q16 * 2.0**-16, out=out)
+    out += 0.5
+    np.floor(out, out=out)
+    out *= out
+    out *= 2.0**-24
+    out += 0.5
+    np.floor(out, out=out)
+    return out
+
+
 def lower_median(values: np.ndarray) -> np.ndarray:
     """The lower median along axis 0 of ``values`` ``(n, ...)`` uint8: the element of rank
     ``(n - 1) // 2`` in ascending order, which for an odd n is the median (the bootstrap's)."""
@@ -194,11 +210,13 @@ class GaussianBackground(Filter):
     variance ``v`` of its grey level (the running Gaussian average of Wren et al., 1997, the
     one-component case of the mixture models behind OpenCV's MOG2). A pixel is foreground (255)
     where ``(x - m)**2 > sigmas**2 * max(v, min_sigma**2)``, i.e. more than ``sigmas`` standard
-    deviations from its background. Where the pixel is darker than its mean (``x < m``), the floor
-    is also ``shadow_floor * m``: a cast shadow or a dimmed reflection darkens the background in
+    deviations from its background. The floor is also ``relative_floor * m`` on every pixel: a
+    camera's slow exposure or white-balance drift moves each grey level in proportion to it
+    (Weber's law), so a bright pixel needs a wider floor than a dark one, and ``min_sigma`` can
+    stay low enough for faint objects on dark backgrounds. Where the pixel is darker than its mean
+    (``x < m``), the floor is also ``shadow_floor * m``: a cast shadow or a dimmed reflection darkens the background in
     proportion to its brightness, so with ``sigmas`` 2 and ``shadow_floor`` 0.08 a pixel must
-    darken by more than 16 % of its background grey level to move (brightening keeps
-    ``min_sigma``'s floor alone). This is the brightness half of the shadow tests of Cucchiara et
+    darken by more than 16 % of its background grey level to move. This is the brightness half of the shadow tests of Cucchiara et
     al. (2003) and OpenCV MOG2 (a darkening by a ratio near 1 is shadow). Their colour half is
     ``shadow_chroma``: a darker pixel, down to ``shadow_ratio`` of its mean, whose Cb and Cr are the
     background's dimmed by the same ratio is a shadow and not foreground by its grey level
@@ -362,9 +380,10 @@ class GaussianBackground(Filter):
     and runs (:class:`~motiondetect.filters.ghosts.GhostWindow`).
     Arithmetic is
     integer fixed point, identical on both backends: ``m`` in Q16 (grey level * 2**16, int32),
-    ``v`` in Q8 (grey level**2 * 2**8, int32), rates and ``shadow_floor`` in Q16, ``sigmas**2``
-    and ``min_sigma**2`` in Q8, each quantised once by rounding; the darker pixels' floor
-    ``(s**2 + 2**23) >> 24`` (Q8) with ``s = (m * shadow_floor_q16 + 2**15) >> 16``; 64-bit products; updates
+    ``v`` in Q8 (grey level**2 * 2**8, int32), rates, ``relative_floor`` and ``shadow_floor`` in
+    Q16, ``sigmas**2`` and ``min_sigma**2`` in Q8, each quantised once by rounding; the relative
+    and the darker pixels' floors ``(s**2 + 2**23) >> 24`` (Q8) with ``s = (m * f_q16 + 2**15) >> 16``
+    (``f`` the floor's fraction); 64-bit products; updates
     ``m += (d * a + 2**15) >> 16`` and ``v += ((s - v) * r + 2**15) >> 16`` with ``d = x * 2**16 - m``
     (arithmetic shifts, i.e. floor, after adding half: rounding half up).
     """
@@ -394,14 +413,13 @@ class GaussianBackground(Filter):
         Param(
             "min_sigma",
             float,
-            10.0,
+            6.0,
             0.5,
             64.0,
             "grey levels",
-            "floor of the standard deviation, so a perfectly still pixel does not flag noise; 10 (with "
-            "sigmas 2.0: at least 20 grey levels), with chroma_min_sigma 8 and shadow_floor 0.08, was "
-            "every leave-one-clip-out fold's choice over the 20 dev clips on a grid of 8 and 10 "
-            '(docs/evaluation.md, "Chroma")',
+            "floor of the standard deviation, so a perfectly still pixel does not flag noise; 6 (with "
+            "sigmas 2.0: at least 12 grey levels) with relative_floor 0.08 (docs/evaluation.md, "
+            '"The relative floor"); 10 before it',
         ),
         Param(
             "shadow_floor",
@@ -415,6 +433,22 @@ class GaussianBackground(Filter):
             "shadow, a dimmed reflection: a change in proportion to the brightness, after Weber) is "
             "not motion; 0.08 with chroma (the leave-one-clip-out choice of 12 of the 20 dev clips' "
             "folds, 0.06 of 7); 0 (off) keeps min_sigma's floor alone",
+        ),
+        Param(
+            "relative_floor",
+            float,
+            0.08,
+            0.0,
+            1.0,
+            "fraction of the background's grey level",
+            "floor of the standard deviation on every pixel, as a fraction of its background mean "
+            "(Weber's law: a camera's slow exposure or white-balance drift, which the exposure's "
+            "frame-to-frame gain does not follow, changes bright pixels by more grey levels than "
+            "dark ones), so min_sigma can be low enough for faint objects on dark backgrounds; "
+            "shadow_floor stays the darker pixels' floor where it is higher; 0.08 with min_sigma 6: "
+            "every leave-one-clip-out fold's choice of 0.07 or 0.08 over the 20 dev clips and the "
+            'three check clips (docs/evaluation.md, "The relative floor"); 0 (off) keeps '
+            "min_sigma's floor alone",
         ),
         Param(
             "chroma_min_sigma",
@@ -682,6 +716,8 @@ class GaussianBackground(Filter):
                 "k2_q8": to_q8(p["sigmas"] ** 2),
                 "min_var_q8": to_q8(p["min_sigma"] ** 2),
                 "shadow_q16": to_q16(p["shadow_floor"]),
+                "relative_q16": to_q16(p["relative_floor"]),
+                "light_relative_q16": to_q16(p["sigmas"] * p["relative_floor"]),
                 "chroma_min_var_q8": to_q8(p["chroma_min_sigma"] ** 2),
                 "shadow_chroma_q8": to_q8(p["shadow_chroma"]),
                 "shadow_ratio_q16": to_q16(p["shadow_ratio"]),
@@ -725,9 +761,20 @@ class GaussianBackground(Filter):
     @property
     def light_change(self) -> int:
         """Grey levels, ``floor(sigmas * min_sigma)``: a pixel turned brighter (darker) for the
-        light switch when it exceeds the previous frame's grey level by more than this (falls
-        below it by more than this)."""
+        light switch when it exceeds the previous frame's grey level ``p`` by more than this (falls
+        below it by more than this), or by more than ``(p * light_relative_q16) >> 16`` where that
+        is larger (:attr:`light_changes`)."""
         return int(self.params["sigmas"] * self.params["min_sigma"])
+
+    @property
+    def light_changes(self) -> np.ndarray:
+        """(256,) uint8, by the previous frame's grey level ``p``: the change the light switch
+        counts beyond, ``max(light_change, (p * light_relative_q16) >> 16)`` with
+        ``light_relative_q16`` the Q16 of ``sigmas * relative_floor``, the model's smallest
+        threshold at that grey level (as the kernel computes it), so a flicker of bright pixels
+        that the relative floor keeps out of the mask does not restart the model either."""
+        levels = np.arange(256, dtype=np.int64)
+        return np.maximum(self.light_change, (levels * self.constants["light_relative_q16"]) >> 16).clip(0, 255).astype(np.uint8)
 
     def light_count(self, pixels: int) -> int:
         """Pixels, ``ceil(lightswitch * pixels)`` with ``lightswitch`` in Q16 (0 when off): as
@@ -923,7 +970,8 @@ class GaussianBackground(Filter):
         """The change of light from ``last`` to ``src`` (each ``(H, W)`` uint8 grey levels) that
         the model decides on, as integers both backends compute:
 
-        - ``brighter``, ``darker``: pixels above (below) ``last`` by more than :attr:`light_change`;
+        - ``brighter``, ``darker``: pixels above (below) ``last`` by more than
+          :attr:`light_changes` at ``last``'s grey level;
         - ``ratio``: the exposure's gain in Q8 (256 is 1.0), the lower median of
           ``min((src * 256 + last // 2) // last, EXPOSURE_BINS - 1)`` over the pixels with
           ``EXPOSURE_DARK <= last <= 254`` and ``src <= 254`` (256 when there are none);
@@ -932,7 +980,7 @@ class GaussianBackground(Filter):
 
         With ``exposure`` off, ``ratio`` is 256 and the last two 0.
         """
-        change = self.light_change
+        change = cv2.LUT(last, self.light_changes)
         brighter = int(np.count_nonzero(cv2.subtract(src, last) > change))
         darker = int(np.count_nonzero(cv2.subtract(last, src) > change))
         if not self.constants["exposure_q8"]:
@@ -1175,7 +1223,7 @@ class GaussianBackground(Filter):
         var,
         floor_q8: int,
         buffers: list[np.ndarray],
-        shadow: tuple[np.ndarray, np.ndarray] | None,
+        floors: tuple[np.ndarray, np.ndarray] | None,
         weak: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """Fill ``buffers`` (d, vmax, df, e, limit) for one plane's rows: the fixed-point formulas
@@ -1184,12 +1232,13 @@ class GaussianBackground(Filter):
         float64 holds it exactly and the results are the integer ones:
 
         - ``df = d * 2**-12`` with ``|d| < 2**24``; ``e = df**2 = d**2 * 2**-24`` (``d**2 < 2**48``);
-        - ``limit = k2 * max(v, floor, shadow) * 2**-8`` (the Q16 limit, below 2**40, times
-          2**-8; ``shadow`` the darker pixels' floor, 0 elsewhere, on the grey level only: pass
-          ``shadow``, scratch buffers (float64 and bool) for it), so ``d**2 > limit_q16 << 16`` is
-          ``e > limit``;
-        - with ``weak`` (a float64 scratch buffer, which may be ``shadow``'s, and a bool output):
-          ``e > grow_k2 * max(v, floor, shadow) * 2**-8`` into the output, the limit of
+        - ``limit = k2 * max(v, floor, relative, shadow) * 2**-8`` (the Q16 limit, below 2**40,
+          times 2**-8; ``relative`` the floor of ``relative_floor`` and ``shadow`` the darker
+          pixels' floor of ``shadow_floor``, 0 elsewhere (:func:`_relative_var`), on the grey
+          level only: pass ``floors``, scratch buffers (float64 and bool) for them), so
+          ``d**2 > limit_q16 << 16`` is ``e > limit``;
+        - with ``weak`` (a float64 scratch buffer, which may be ``floors``'s, and a bool output):
+          ``e > grow_k2 * max(v, floor, relative, shadow) * 2**-8`` into the output, the limit of
           ``grow_sigmas``.
         """
         c = self.constants
@@ -1199,22 +1248,17 @@ class GaussianBackground(Filter):
         np.multiply(d, 2.0**-12, out=df)
         np.multiply(df, df, out=e)
         np.maximum(var, np.int32(floor_q8), out=vmax)
-        if shadow is not None and c["shadow_q16"]:
-            shade, darker = shadow
-            # The darker pixels' floor: s = (m * f + 2**15) >> 16 (< 2**24) and (s**2 + 2**23) >> 24,
-            # each a floor of a float64 product with at most 48 significant bits.
-            np.multiply(mean, c["shadow_q16"] * 2.0**-16, out=shade)
-            shade += 0.5
-            np.floor(shade, out=shade)
-            shade *= shade
-            shade *= 2.0**-24
-            shade += 0.5
-            np.floor(shade, out=shade)
+        np.copyto(limit, vmax)
+        if floors is not None and c["relative_q16"]:
+            shade, _ = floors
+            _relative_var(mean, c["relative_q16"], shade)
+            np.maximum(limit, shade, out=limit)
+        if floors is not None and c["shadow_q16"]:
+            shade, darker = floors
+            _relative_var(mean, c["shadow_q16"], shade)
             np.less(d, 0, out=darker)
             np.multiply(shade, darker, out=shade)  # 0 where the pixel is not darker
-            np.maximum(vmax, shade, out=limit)
-        else:
-            np.copyto(limit, vmax)
+            np.maximum(limit, shade, out=limit)
         if weak is not None:
             weak_limit, flags = weak
             np.multiply(limit, c["grow_k2_q8"] * 2.0**-8, out=weak_limit)
@@ -1300,7 +1344,7 @@ class GaussianBackground(Filter):
             drift = cuda.buffer(self.state_key("exposure_drift"), (2,), np.int32)
             self._drift_slot = 0 if first_pair == 1 else 1 - self._drift_slot
             drift_in, drift_out = (int(drift.gpudata) + 4 * slot for slot in (self._drift_slot, 1 - self._drift_slot))
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiPqPPiiiiPPiiPiPiPPPPiii")
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiiPqPPiiiiPPiiPiPiPPPPiii")
         c, p = self.constants, self.params
         history = None
         if p["bootstrap"] and first_pair <= p["bootstrap"]:  # written and read up to pair N only
@@ -1322,6 +1366,7 @@ class GaussianBackground(Filter):
             c["k2_q8"],
             c["min_var_q8"],
             c["shadow_q16"],
+            c["relative_q16"],
             c["alpha_q16"],
             c["alpha_fg_q16"],
             c["var_alpha_q16"],
@@ -1412,7 +1457,7 @@ class GaussianBackground(Filter):
             )
         else:
             drv.memset_d32_async(counts.gpudata, 0, 4 * frames, cuda.stream)
-        fn = cuda.function(self.KERNEL, "md_light_change_count_u8", "PPiiPP")
+        fn = cuda.function(self.KERNEL, "md_light_change_count_u8", "PPiiiPP")
         cuda.launch_strided(
             fn,
             count,
@@ -1421,6 +1466,7 @@ class GaussianBackground(Filter):
             before.gpudata,
             count,
             self.light_change,
+            self.constants["light_relative_q16"],
             0 if ratios is None else ratios.gpudata,
             counts.gpudata,
             frames=frames,

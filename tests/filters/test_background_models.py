@@ -161,6 +161,7 @@ def naive_gaussian(
     shadow_chroma=0.0,
     shadow_ratio=0.4,
     grow_sigmas=0.0,
+    relative_floor=0.0,
     chromas=None,
     followed=None,
     weak_level=False,
@@ -171,7 +172,8 @@ def naive_gaussian(
     within ``still_tolerance`` of its previous grey level that many frames in a row takes the
     frame's values as its means; with ``lightswitch``, a frame on which at least that share of the
     pixels (in Q16, rounded up) turned brighter than the previous frame by more than
-    ``int(sigmas * min_sigma)``, or as many darker, first sets every mean to the frame's values
+    ``int(sigmas * min_sigma)`` (or than ``p * q(sigmas * relative_floor, 16) // 65536`` at
+    the previous grey level ``p``, where larger), or as many darker, first sets every mean to the frame's values
     and every still count to 0; with ``exposure``, a frame that is no such switch and whose median
     ratio to the previous frame (in Q8, over the pixels measured) is not 1 and predicts more pixels
     within 3 grey levels than the previous frame itself by that margin multiplies every mean by it
@@ -196,10 +198,13 @@ def naive_gaussian(
     tests/filters/test_ghosts.py) names the pixels whose means, chroma (where the frame has colour)
     and still count restart, cleared from the mask; with ``weak_level`` and ``grow_sigmas``, a
     pixel that is no foreground is 128 in the mask where its grey level, or a Cb or Cr compared,
-    lies further than ``grow_sigmas`` (squared, in Q8) times the same floors from its mean. Returns the masks, the grey level's mean and
+    lies further than ``grow_sigmas`` (squared, in Q8) times the same floors from its mean; with
+    ``relative_floor`` the grey level's floor is also ``(relative_floor * m)**2`` (Q16, then Q8,
+    as the shadow floor) on every pixel. Returns the masks, the grey level's mean and
     variance and the chroma planes' (``None`` without)."""
     assert light_field == 0, "the light field changes only the output: tests/filters/test_light_field.py checks it"
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
+    relative = q(relative_floor, 16)
     grow_k2 = q(grow_sigmas**2, 8) if weak_level else 0
     height, width = frames[0].shape
     mean = [[int(v) << 16 for v in row] for row in frames[0]]
@@ -245,9 +250,10 @@ def naive_gaussian(
         mask = np.zeros((height, width), np.uint8)
         if lightswitch or exposure:
             pairs = [(int(frames[t - 1][y, x]), int(frame[y, x])) for y in range(height) for x in range(width)]
-            limit = int(sigmas * min_sigma)
-            brighter = sum(now - before > limit for before, now in pairs)
-            darker = sum(now - before < -limit for before, now in pairs)
+            limit = int(sigmas * min_sigma)  # or the relative floor's threshold at the previous grey level
+            beyond = [max(limit, (before * q(sigmas * relative_floor, 16)) // 65536) for before, _ in pairs]
+            brighter = sum(now - before > b for (before, now), b in zip(pairs, beyond))
+            darker = sum(now - before < -b for (before, now), b in zip(pairs, beyond))
             ratios = sorted(min((now * 256 + before // 2) // before, 1023) for before, now in pairs if 16 <= before <= 254 and now <= 254)
             gain = ratios[(len(ratios) + 1) // 2 - 1] if ratios else 256
             explained = sum(abs(now - min((before * gain + 128) // 256, 255)) <= 3 for before, now in pairs)
@@ -294,8 +300,9 @@ def naive_gaussian(
                 terms, weak = [], False
                 for p, (value, m, v, floor) in enumerate(planes):
                     d = (value << 16) - m
-                    if p == 0 and d < 0:  # darker than the mean: the shadow floor, (shadow_floor * m)**2 in Q8
-                        floor = max(floor, (((m * shadow + 32768) // 65536) ** 2 + (1 << 23)) // (1 << 24))
+                    if p == 0:  # the grey level's floors relative to its mean, (f * m)**2 in Q8
+                        for f in (relative, shadow if d < 0 else 0):  # the shadow floor: darker than the mean
+                            floor = max(floor, (((m * f + 32768) // 65536) ** 2 + (1 << 23)) // (1 << 24))
                     terms.append((d, k2 * max(v, floor)))  # the limit in grey level^2 * 2**16
                     weak |= grow_k2 > 0 and d * d > grow_k2 * max(v, floor) * 65536
                 grey_fg = terms[0][0] ** 2 > terms[0][1] * 65536
@@ -365,6 +372,8 @@ PARAMS = [
     GAUSSIAN_TIE,
     GAUSSIAN_SHADOW,
     {**GAUSSIAN_FAST, "shadow_floor": 1.0},
+    {**GAUSSIAN_SHADOW, "relative_floor": 0.06},  # below the shadow floor: it rules the brighter pixels
+    {**GAUSSIAN_FAST, "relative_floor": 0.3, "shadow_floor": 0.1},  # above it: every pixel's
     GAUSSIAN_BOOTSTRAP_GREY,
     {**GAUSSIAN_FAST, "bootstrap": 9},  # the last frame pair
     GAUSSIAN_QUIET,
@@ -813,6 +822,25 @@ def test_gaussian_shadow_floor_ignores_proportional_darkening_only():
         np.testing.assert_array_equal(got, want)
 
 
+def test_gaussian_relative_floor_scales_with_the_background():
+    # The scene of the shadow floor's test, each half stepped by 20 levels. With relative_floor
+    # 0.08 a pixel must change by more than 2 x 0.08 x its grey level whichever way: 20 levels
+    # are enough on grey 100 (16) and not on grey 200 (32); min_sigma 8 alone flags every pixel.
+    levels = np.array([100, 200, 100, 200], np.uint8)
+    still = np.tile(levels, (4, 2))
+    step = still.astype(np.int16) + np.where(np.arange(8) < 4, -20, 20)
+    frames = [still] * 60 + [step.astype(np.uint8)]
+    grey = {**GAUSSIAN_GREY, "exposure": 0.0}
+    assert (run_filter(GaussianBackground(**grey), frames)[-1] != 0).all()
+    relative = run_filter(GaussianBackground(**{**grey, "relative_floor": 0.08}), frames)[-1] != 0
+    np.testing.assert_array_equal(relative, np.tile(levels == 100, (4, 2)))
+    # Below min_sigma's floor on every grey level here (2 x 0.03 x 200 = 12 < 16): no change.
+    for got, want in zip(
+        run_filter(GaussianBackground(**{**grey, "relative_floor": 0.03}), frames), run_filter(GaussianBackground(**grey), frames)
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_gaussian_shadow_chroma_clears_pixels_on_the_noisy_scenes(rng):
     # The naive comparison above is not vacuous for the shadow test: on its scenes the test
     # clears foreground that the model without it keeps, and clears nothing it would not flag.
@@ -908,7 +936,7 @@ def test_gaussian_sensitivity_change_takes_effect():
     still = np.full((12, 12), 100, np.uint8)
     square = still.copy()
     square[4:8, 4:8] = 125
-    grey_only = {"chroma_min_sigma": 0.0, "still_frames": 0, "lightswitch": 0.0, "exposure": 0.0}
+    grey_only = {"min_sigma": 10.0, "chroma_min_sigma": 0.0, "still_frames": 0, "lightswitch": 0.0, "exposure": 0.0}
     flt = GaussianBackground(**grey_only)
     assert run_filter(flt, [still] * 5 + [square])[-1][4:8, 4:8].all()
     flt.params["sigmas"] = 3.0
@@ -1039,3 +1067,18 @@ def test_weak_level_changes_the_output_alone(rng, params):
     np.testing.assert_array_equal(models[0].model[0], models[1].model[0])
     np.testing.assert_array_equal(models[0].model[1], models[1].model[1])
     np.testing.assert_array_equal(models[0].chroma_model[0], models[1].chroma_model[0])
+
+
+def test_light_switch_counts_beyond_the_relative_floor():
+    # A flicker of 5 % either way swings a bright scene by 10 % from frame to frame (200 -> 220):
+    # within the relative floor's threshold there (2 x 0.08 x 200 = 32 grey levels), so no pixel
+    # counts towards a light switch, while min_sigma's 12 alone would count them all. On grey 60
+    # the threshold is min_sigma's (2 x 6 = 12).
+    bright, dark = np.full((4, 4), 200, np.uint8), np.full((4, 4), 60, np.uint8)
+    relative = GaussianBackground(min_sigma=6.0, relative_floor=0.08)
+    flat = GaussianBackground(min_sigma=6.0, relative_floor=0.0)
+    assert relative.light_measures(bright + 20, bright)[:2] == (0, 0)
+    assert flat.light_measures(bright + 20, bright)[:2] == (16, 0)
+    assert relative.light_measures(bright - 33, bright)[:2] == (0, 16)
+    assert relative.light_measures(dark + 13, dark)[:2] == flat.light_measures(dark + 13, dark)[:2] == (16, 0)
+    np.testing.assert_array_equal(relative.light_changes[[0, 60, 75, 76, 200, 255]], [12, 12, 12, 12, 32, 40])
