@@ -280,8 +280,9 @@ class GaussianBackground(Filter):
     launch and tests on the host with the same code (:meth:`apply_kernel`).
 
     Light switch (``lightswitch`` > 0): before a frame is compared, the pixels that turned brighter
-    than the previous frame by more than the model's smallest threshold (``sigmas * min_sigma``
-    grey levels, rounded down) are counted, and those that turned darker by as much; when either
+    than the previous frame by more than the model's smallest threshold at their previous grey
+    level ``p`` (``sigmas * min_sigma`` grey levels, rounded down, or ``sigmas * relative_floor * p``
+    where larger: :attr:`light_changes`) are counted, and those that turned darker by as much; when either
     count reaches ``lightswitch`` of the frame, the model restarts from the frame: its mean (and
     chroma means) become the frame's values, its variance stays, the still counts restart. A light
     switched on or off, or a camera's day/night switch, changes most of the picture the same way
@@ -617,8 +618,9 @@ class GaussianBackground(Filter):
             "fraction of the frame",
             "the model restarts from a frame on which at least this share of the pixels turned "
             "brighter (or this share darker) than the previous frame by more than sigmas * min_sigma "
-            "grey levels: a light switched on or off; 0.7: on the 20 dev clips, real motion turned at "
-            "most 0.58 of the frame one way and no clip changes, while with light switches added "
+            "grey levels (or sigmas * relative_floor of the previous grey level, where larger): a light "
+            "switched on or off; 0.7: on the 20 dev clips, real motion turned at most 0.58 of the frame "
+            "one way with min_sigma 10 (at most 0.66 with 6) and no clip changes, while with light switches added "
             "(+25, +40, x0.6) the mean pixel F rises from 0.24-0.30 to 0.56-0.58 (0.5 costs a dev "
             'clip 0.018; Frigate\'s lightning_threshold is 0.8; docs/evaluation.md, "Light switches"); 0 (off) '
             "leaves it to the learning rates",
