@@ -262,7 +262,8 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         long long d2 = (long long)d * d;                             // Q32
         int floor_var = min_var_q8;                                  // Q8
         if (relative_q16 > 0) floor_var = max(floor_var, md_relative_var(m, relative_q16));
-        if (d < 0 && shadow_q16 > 0) floor_var = max(floor_var, md_relative_var(m, shadow_q16));  // darker
+        // Darker: the shadow floor, where it is above the relative one (equal by default: no second pass).
+        if (d < 0 && shadow_q16 > relative_q16) floor_var = max(floor_var, md_relative_var(m, shadow_q16));
         long long limit = (long long)k2_q8 * (long long)max(v, floor_var);  // Q16
         const int grey_foreground = d2 > (limit << 16);
         int foreground = grey_foreground;

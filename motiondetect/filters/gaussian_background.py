@@ -1255,7 +1255,9 @@ class GaussianBackground(Filter):
             shade, _ = floors
             _relative_var(mean, c["relative_q16"], shade)
             np.maximum(limit, shade, out=limit)
-        if floors is not None and c["shadow_q16"]:
+        # The shadow floor only where it is above the relative one (md_relative_var grows with the
+        # fraction; they are equal by default, and a second pass would change nothing).
+        if floors is not None and c["shadow_q16"] > c["relative_q16"]:
             shade, darker = floors
             _relative_var(mean, c["shadow_q16"], shade)
             np.less(d, 0, out=darker)
