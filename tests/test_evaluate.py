@@ -526,7 +526,8 @@ def test_two_clip_default_is_the_earlier_pipeline():
     assert steps == ["gray", "downscale", "gaussian_background", "median", "erosion", "dilation", "upscale", "red_blend"]
     model = config["pipeline"][2]
     assert (model["sigmas"], model["min_sigma"], config["pipeline"][3]["kernel_size"]) == (3.0, 6.0, 5)
-    assert model["shadow_floor"] == model["relative_floor"] == model["chroma_min_sigma"] == model["still_frames"] == model["lightswitch"] == model["exposure"] == 0
+    assert model["shadow_floor"] == model["relative_floor"] == model["chroma_min_sigma"] == 0
+    assert model["still_frames"] == model["lightswitch"] == model["exposure"] == 0
     assert model["bootstrap"] == 0 and model["quiet_tolerance"] == 255  # no median start; every foreground frame learnt
 
 
