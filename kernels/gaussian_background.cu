@@ -75,6 +75,25 @@ __device__ bool md_chroma_shadow(int x, int m, int cb, int cr, const int* cm, in
     return llabs(eb) * 256 <= within && llabs(er) * 256 <= within;
 }
 
+// The exposure's gain `ratio` (Q8) is followed: on, not 1.0, and explaining (c[2]) more than
+// exposure_q8 / 256 times the pixels that kept their grey level (c[3]) (GaussianBackground.follows_gain).
+__device__ bool md_follows_gain(const unsigned int* c, long long ratio, int exposure_q8)
+{
+    return exposure_q8 > 0 && ratio != 256 && (long long)c[2] * 256 > (long long)exposure_q8 * c[3];
+}
+
+// A light switch restarts the model: the larger count of pixels that changed beyond the model's
+// smallest threshold (c[0] brighter, c[1] darker) reaches light_count, and the exposure's gain
+// does not explain the frame (GaussianBackground.exposure_gain): a gain followed that explains
+// (c[2]) half as many pixels or more is a dimmer or an iris, whose objects a restart would take in.
+__device__ bool md_light_switch(const unsigned int* c, long long ratio, int light_count, int exposure_q8)
+{
+    if (light_count <= 0) return false;  // off: c is NULL
+    const unsigned int changed = max(c[0], c[1]);
+    if (changed < (unsigned int)light_count) return false;
+    return !(md_follows_gain(c, ratio, exposure_q8) && 2LL * c[2] >= (long long)changed);
+}
+
 // The exposure's step for one frame (GaussianBackground.exposure_gain, which documents the rule):
 // from the frame's light counts c (brighter, darker, explained, unchanged), its median ratio
 // (Q8) and whether it is a light switch, the gain the means are scaled by (Q8, 256: none; a
@@ -88,7 +107,7 @@ __device__ int md_exposure_step(long long& drift, const unsigned int* c, long lo
         return 256;
     }
     const long long chained = min(max((drift * ratio + 128) >> 8, low), high);  // the drift times this ratio
-    if (ratio != 256 && (long long)c[2] * 256 > (long long)exposure_q8 * c[3]) {
+    if (md_follows_gain(c, ratio, exposure_q8)) {
         const int gain = (int)((chained + 128) >> 8);
         drift = (chained * 256 + gain / 2) / gain;  // what rounding to Q8 left
         return gain;
@@ -241,7 +260,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         size_t at = (size_t)k * count + i;
         const int x = src[at];
         const unsigned int* light = light_counts + 4 * k;
-        const bool light_switch = light_count > 0 && max(light[0], light[1]) >= (unsigned int)light_count;
+        const bool light_switch = md_light_switch(light, ratios == NULL ? 256 : ratios[k], light_count, exposure_q8);
         const int gain = ratios == NULL ? 256 : md_exposure_step(drift, light, ratios[k], light_switch, exposure_q8, alpha_q16);
         if (light_switch) {
             take_frame(at, x);

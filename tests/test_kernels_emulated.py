@@ -668,7 +668,7 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
 def test_exposure_drift_through_the_model_kernel(lib, rng, splits):
     """The Gaussian kernel's exposure drift (md_exposure_step, carried between launches in two
     slots) equals the CPU's exposure_gain walked frame by frame, on made-up light counts and
-    ratios: light switches, gains taken, swings the margin misses (explained more often than no
+    ratios: light switches (and switches a followed gain explains), gains taken, swings the margin misses (explained more often than no
     change), moving objects' ratios (explained less), and ratios at the bins' ends that drive
     the drift to its bounds."""
     flt = GaussianBackground(lightswitch=0.5, exposure=1.25, chroma_min_sigma=0.0)
@@ -680,11 +680,16 @@ def test_exposure_drift_through_the_model_kernel(lib, rng, splits):
     explained = np.minimum(unchanged * rng.choice([0.5, 1.0, 1.1, 1.3, 3.0], total), pixels).astype(np.int64)
     unchanged[20:30], explained[20:29], explained[29] = 400, 440, 900  # 1.1 times: missed; 2.25: taken
     switch = rng.random(total) < 0.05
+    # Two light switches with a followed gain: one explaining half the pixels that changed or more
+    # (no restart, the gain is taken), one fewer (a restart).
+    # A swing the margin misses before each, so the drift taken or restarted differs from 1.0.
+    switch[[40, 45]], ratios[[40, 45]], unchanged[[40, 45]], explained[[40, 45]] = True, 240, 100, [need // 2, need // 2 - 1]
+    switch[[39, 44]], ratios[[39, 44]], unchanged[[39, 44]], explained[[39, 44]] = False, 250, 400, 440
     counts = np.stack([np.where(switch, need, rng.integers(0, 100, total)), rng.integers(0, 100, total), explained, unchanged], axis=1)
     counts = counts.astype(np.uint32)
     frames = [rng.integers(0, 256, size, dtype=np.uint8) for _ in range(total + 1)]
     mean, var, still, drift = np.zeros(size, np.int32), np.zeros(size, np.int32), still_state(size), Drift()
-    walked, gains, first = DRIFT_ONE, [], 1
+    walked, gains, drifts, first = DRIFT_ONE, [], [], 1
     for k in splits:
         batch = slice(first - 1, first - 1 + k)
         light = (np.ascontiguousarray(counts[batch]), np.ascontiguousarray(ratios[batch]))
@@ -695,9 +700,11 @@ def test_exposure_drift_through_the_model_kernel(lib, rng, splits):
         for (brighter, darker, matched, same), ratio in zip(light[0].tolist(), light[1].tolist()):
             gain, walked = flt.exposure_gain(walked, brighter, darker, ratio, matched, same, need)
             gains.append(gain)
+            drifts.append(walked)
         assert drift.value == walked
         first += k
     assert 0 in gains and 256 in gains and 1023 in gains  # a switch, no gain, the drift at its bound
+    assert gains[40] not in (0, 256) and drifts[40] != DRIFT_ONE and gains[45] == 0 and drifts[45] == DRIFT_ONE
     assert len(set(gains) - {0, 256, 1023}) > 3
 
 

@@ -284,7 +284,12 @@ class GaussianBackground(Filter):
     level ``p`` (``sigmas * min_sigma`` grey levels, rounded down, or ``sigmas * relative_floor * p``
     where larger: :attr:`light_changes`) are counted, and those that turned darker by as much; when either
     count reaches ``lightswitch`` of the frame, the model restarts from the frame: its mean (and
-    chroma means) become the frame's values, its variance stays, the still counts restart. A light
+    chroma means) become the frame's values, its variance stays, the still counts restart. Unless
+    the exposure (below) follows a gain that explains at least half as many pixels as the larger
+    count: a dimmer, an iris or one lamp of two going off scales the whole picture, and the
+    means scaled by the gain keep what is in view foreground, where a restart takes it into the
+    background (a light switched to 0.6 halfway through each of the 20 dev clips: 0.668 -> 0.768
+    mean pixel F; docs/evaluation.md, "Light switches a gain explains"). A light
     switched on or off, or a camera's day/night switch, changes most of the picture the same way
     between two frames, and would otherwise flag the whole frame until the model has learnt it
     (hundreds of frames at ``alpha_foreground``); the frame of the switch compares equal to the
@@ -622,7 +627,9 @@ class GaussianBackground(Filter):
             "switched on or off; 0.7: on the 20 dev clips, real motion turned at most 0.58 of the frame "
             "one way with min_sigma 10 (at most 0.66 with 6) and no clip changes, while with light switches added "
             "(+25, +40, x0.6) the mean pixel F rises from 0.24-0.30 to 0.56-0.58 (0.5 costs a dev "
-            'clip 0.018; Frigate\'s lightning_threshold is 0.8; docs/evaluation.md, "Light switches"); 0 (off) '
+            'clip 0.018; Frigate\'s lightning_threshold is 0.8; docs/evaluation.md, "Light switches"); not '
+            "when the exposure follows a gain that explains half as many pixels or more (a dimmer or an iris: "
+            'what is in view stays foreground; "Light switches a gain explains"); 0 (off) '
             "leaves it to the learning rates",
         ),
         Param(
@@ -1037,8 +1044,10 @@ class GaussianBackground(Filter):
             need: pixels that make a light switch (:meth:`light_count`; 0: off).
 
         Returns:
-            ``(gain, drift)``: ``gain`` 0 restarts the model from the frame (a light switch; the
-            drift becomes 1.0); else the Q8 gain to scale the means by (256: none). When
+            ``(gain, drift)``: ``gain`` 0 restarts the model from the frame (a light switch: either
+            count reaches ``need``, and no gain :meth:`follows_gain` takes explains half as many
+            pixels as the larger count; the drift becomes 1.0); else the Q8 gain to scale the
+            means by (256: none). When
             :meth:`follows_gain` takes the frame pair's ``ratio``, the gain is the drift times it,
             rounded to Q8 and kept within the bins (1 to 1023), and the drift keeps what that
             rounding left. A ratio not taken joins the drift when it explains more pixels
@@ -1046,10 +1055,12 @@ class GaussianBackground(Filter):
             object's ratio explains fewer), and the drift's distance from 1.0 then fades by the
             means' learning rate ``alpha``, since the means learn the scene's light by themselves.
         """
-        if need and max(brighter, darker) >= need:
+        followed = self.follows_gain(ratio, explained, unchanged)
+        changed = max(brighter, darker)
+        if need and changed >= need and not (followed and 2 * explained >= changed):
             return 0, DRIFT_ONE
         chained = min(max((drift * ratio + 128) >> 8, DRIFT_MIN), DRIFT_MAX)  # the drift times this ratio
-        if self.follows_gain(ratio, explained, unchanged):
+        if followed:
             gain = (chained + 128) >> 8
             return gain, (chained * 256 + gain // 2) // gain
         if explained > unchanged:

@@ -174,7 +174,8 @@ def naive_gaussian(
     pixels (in Q16, rounded up) turned brighter than the previous frame by more than
     ``int(sigmas * min_sigma)`` (or than ``p * q(sigmas * relative_floor, 16) // 65536`` at
     the previous grey level ``p``, where larger), or as many darker, first sets every mean to the frame's values
-    and every still count to 0; with ``exposure``, a frame that is no such switch and whose median
+    and every still count to 0, unless the exposure follows a gain that explains half those pixels or more;
+    with ``exposure``, a frame that is no such switch and whose median
     ratio to the previous frame (in Q8, over the pixels measured) is not 1 and predicts more pixels
     within 3 grey levels than the previous frame itself by that margin multiplies every mean by it
     times the drift (the ratios not followed that predicted more pixels, fading at
@@ -258,7 +259,10 @@ def naive_gaussian(
             gain = ratios[(len(ratios) + 1) // 2 - 1] if ratios else 256
             explained = sum(abs(now - min((before * gain + 128) // 256, 255)) <= 3 for before, now in pairs)
             unchanged = sum(abs(now - before) <= 3 for before, now in pairs)
-            if lightswitch and max(brighter, darker) * 65536 >= q(lightswitch, 16) * height * width:
+            follows = exposure and gain != 256 and explained * 256 > q(exposure, 8) * unchanged
+            # A switch of light unless the followed gain explains half the pixels that changed.
+            switch = max(brighter, darker) * 65536 >= q(lightswitch, 16) * height * width
+            if lightswitch and switch and not (follows and 2 * explained >= max(brighter, darker)):
                 mean = [[int(v) << 16 for v in row] for row in frame]
                 if chroma:
                     for y in range(height):
@@ -267,7 +271,7 @@ def naive_gaussian(
                 still = [[0] * width for _ in range(height)]
                 restarted = True
                 drift = 1 << 16
-            elif exposure and gain != 256 and explained * 256 > q(exposure, 8) * unchanged:
+            elif follows:
                 # The scene's gain since the means last matched it: the drift times this frame's.
                 drift = min(max((drift * gain + 128) // 256, 1 << 8), 1023 << 8)
                 taken = (drift + 128) // 256
@@ -472,6 +476,21 @@ def test_gaussian_exposure_matches_naive_fixed_point(rng, params, bands):
     assert len(followed) < 9 * len(SHAPES)
 
 
+@pytest.mark.parametrize("step", ["x0.5", "+60"])
+def test_gaussian_light_switch_or_gain_matches_naive_fixed_point(rng, step):
+    # A change of light past the light switch on frame 5: halved, one gain explains it (followed,
+    # no restart); 60 grey levels added, none does (a restart).
+    base = rng.integers(100, 230, (12, 17))
+    gain, offset = (0.5, 0) if step == "x0.5" else (1.0, 60)
+    frames = [
+        np.clip(base * (gain if t >= 5 else 1.0) + (offset if t >= 5 else 0) + rng.normal(0, 1, base.shape), 0, 255).astype(np.uint8)
+        for t in range(9)
+    ]
+    followed = []
+    assert_gaussian_matches_naive(frames, {**GAUSSIAN_EXPOSURE, "lightswitch": 0.7}, None, followed)
+    assert (5 in followed) == (step == "x0.5")
+
+
 def test_gaussian_exposure_follows_a_camera_gain_and_keeps_the_object(rng):
     # A textured scene; an object of a quarter of the frame walks in and stands; then the camera's
     # exposure falls to 0.6 over ten frames (4-5 % a frame: too little for the light switch). The
@@ -497,6 +516,39 @@ def test_gaussian_exposure_follows_a_camera_gain_and_keeps_the_object(rng):
         assert np.count_nonzero(mask[~background]) >= 0.9 * 24 * 24  # the object
         assert np.count_nonzero(mask[background]) <= 0.01 * background.sum()  # quiet
     assert max(np.count_nonzero(m[background]) / background.sum() for m in ignored[39:]) > 0.5  # flooded
+
+
+@pytest.mark.parametrize(("step", "follows"), [("x0.5", True), ("+60", False)])
+def test_gaussian_light_switch_gives_way_to_a_gain_that_explains_it(rng, step, follows):
+    # An object stands in view (jittering by a pixel) when the light changes in one frame, past
+    # the light switch's threshold on every background pixel. Halved (a dimmer, an iris, a lamp of
+    # two going off), one gain explains nearly every pixel: the model follows it and the object
+    # stays found, where a restart (the switch alone, exposure off) takes it into the background.
+    # 60 grey levels added (an offset, which no one gain explains) restart the model either way.
+    base = rng.integers(100, 230, (48, 96)).astype(np.float64)
+
+    def frame(t):
+        f = base.copy()
+        if t >= 20:
+            f[8:32, 8 + t % 2 : 32 + t % 2] = 20
+        if t >= 40:
+            f = f * 0.5 if step == "x0.5" else f + 60
+        return np.clip(np.rint(f + rng.normal(0, 1, f.shape)), 0, 255).astype(np.uint8)
+
+    frames = [frame(t) for t in range(60)]
+    params = {**GAUSSIAN_GREY, "still_frames": 0, "warmup": 0, "lightswitch": 0.7}
+    exposure, switch_only = (run_filter(GaussianBackground(**params, exposure=e), frames) for e in (1.25, 0.0))
+    background = np.ones((48, 96), bool)
+    background[8:32, 8:33] = False
+    found = [np.count_nonzero(m[8:32, 9:32]) / (24 * 23) for m in exposure[39:]]  # frames 40..59
+    assert max(np.count_nonzero(m[background]) / background.sum() for m in exposure[39:]) <= 0.01  # quiet
+    assert max(np.count_nonzero(m[background]) / background.sum() for m in switch_only[39:]) <= 0.01
+    restarted = [np.count_nonzero(m[8:32, 9:32]) / (24 * 23) for m in switch_only[39:]]
+    assert max(restarted) < 0.1  # the restart took the object in
+    if follows:
+        assert min(found) > 0.9
+    else:
+        assert max(found) < 0.1
 
 
 def test_gaussian_light_switch_restarts_the_model_not_for_objects(rng):
