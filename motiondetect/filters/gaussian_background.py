@@ -709,6 +709,7 @@ class GaussianBackground(Filter):
     def __init__(self, **params) -> None:
         super().__init__(**params)
         self._constants_of: tuple | None = None  # the parameter values self._constants derive from
+        self._light_changes_of: dict | None = None  # the constants self._light_changes derive from
         #: A dilation follows that grows into the weak level (set by
         #: :func:`~motiondetect.pipeline.detector.link_growth`); alone, the model writes 0 or 255.
         self.weak_level = False
@@ -781,9 +782,14 @@ class GaussianBackground(Filter):
         counts beyond, ``max(light_change, (p * light_relative_q16) >> 16)`` with
         ``light_relative_q16`` the Q16 of ``sigmas * relative_floor``, the model's smallest
         threshold at that grey level (as the kernel computes it), so a flicker of bright pixels
-        that the relative floor keeps out of the mask does not restart the model either."""
-        levels = np.arange(256, dtype=np.int64)
-        return np.maximum(self.light_change, (levels * self.constants["light_relative_q16"]) >> 16).clip(0, 255).astype(np.uint8)
+        that the relative floor keeps out of the mask does not restart the model either. Made
+        again only with the constants (it is read every frame); read-only."""
+        c = self.constants
+        if self._light_changes_of is not c:
+            levels = np.arange(256, dtype=np.int64)
+            self._light_changes = np.maximum(self.light_change, (levels * c["light_relative_q16"]) >> 16).clip(0, 255).astype(np.uint8)
+            self._light_changes_of = c
+        return self._light_changes
 
     def light_count(self, pixels: int) -> int:
         """Pixels, ``ceil(lightswitch * pixels)`` with ``lightswitch`` in Q16 (0 when off): as
