@@ -18,6 +18,7 @@ from helpers import assert_gpu_paths_equal_cpu, jitter, square_frames
 
 from motiondetect.core.picture import Picture, as_bgr
 from motiondetect.filters import Register
+from motiondetect.filters.register import block_sums
 from motiondetect.pipeline.config import load_config
 from motiondetect.sources.video import VideoHandler
 
@@ -142,6 +143,40 @@ def test_peak_kernel_equals_the_cpu_on_planted_peaks(cuda, rng):
             assert (want is not None) == bool(ok)
             if want is not None:
                 assert (dx, dy) == want, (reach, ratio, floor, far_ratio)
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+def test_light_changes_are_matched_as_on_the_cpu(cuda, sample_clip, rng, batch):
+    """200 jittered frames whose levels are times 0.4 from frame 60, 1.3 from 120 and 1.01 (within
+    the 2 % left alone) from 170, with noise frames (no correlation peak, so no refinement) at 50,
+    100 and 150: every device shift equals the CPU's (matched_levels), the device holds the
+    anchor's brightness the CPU measured, and each call leaves the frames' brightness sums at 0
+    for the next, whether a frame was refined or not."""
+    import pycuda.gpuarray as gpuarray
+
+    from motiondetect.filters import register as register_module
+
+    frames, _ = jittered_clip(sample_clip, 200)
+    gains = [1.0] * 60 + [0.4] * 60 + [1.3] * 50 + [1.01] * 30
+    greys = [cv2.convertScaleAbs(cv2.cvtColor(f, cv2.COLOR_BGR2GRAY), alpha=g) for f, g in zip(frames, gains)]
+    for i in (50, 100, 150):
+        greys[i] = rng.integers(0, 256, greys[0].shape, dtype=np.uint8)
+    cpu, gpu = Register(), Register()
+    want = [(cpu.reference(g), cpu.shift)[1] for g in greys]
+    got = []
+    for start in range(0, len(greys), batch):
+        src = gpuarray.to_gpu(np.ascontiguousarray(np.stack(greys[start : start + batch])))
+        images = src if batch > 1 else src.reshape(src.shape[1:])
+        gpu.apply(cuda, images, gpuarray.empty(images.shape, np.uint8))
+        device = cuda.buffer(gpu.state_key("shift"), (register_module.MAX_FRAMES, 2), np.int32).get()
+        left = cuda.buffer(("register_brightness",), (register_module.MAX_FRAMES,), np.uint64).get()
+        cuda.synchronize()
+        got += [tuple(int(v) for v in device[k]) for k in range(src.shape[0])]
+        assert not left.any(), f"brightness left after frame {start}"
+    assert got == want
+    anchor = cuda.buffer(gpu.state_key("anchor_brightness"), (1,), np.uint64).get()
+    assert int(anchor[0]) == int(block_sums(greys[0]).sum(dtype=np.float64))
+    assert sum(s != (0, 0) for s in want) > 150  # the shifts are real, not all refused
 
 
 @pytest.mark.parametrize("batch", [1, 32])

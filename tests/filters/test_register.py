@@ -15,7 +15,16 @@ from helpers import square_frames
 from motiondetect.core.picture import as_bgr
 from motiondetect.filters import Register
 from motiondetect.filters import register as register_module
-from motiondetect.filters.register import block_sums, candidates, peak_shift, refine_shift, tile_sads, translate, tukey_window
+from motiondetect.filters.register import (
+    block_sums,
+    candidates,
+    matched_levels,
+    peak_shift,
+    refine_shift,
+    tile_sads,
+    translate,
+    tukey_window,
+)
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector, pipeline_problems
 from motiondetect.scaleout.chunks import warmup_frames
@@ -155,6 +164,80 @@ def test_refinement_follows_its_definition(rng):
                     cases += 1
     assert refine_shift(base[12 : 12 + height, 7 : 7 + width], anchor, (1, -1), 8) == (3, -2)  # found, not only agreed
     assert cases == 120
+
+
+def test_matched_levels_follow_their_definition():
+    """Level v -> round(v * frame / anchor), halves up, at most 255, written with exact fractions;
+    the identity within 2 % of the anchor's brightness (the bound itself included) and for a black
+    anchor."""
+    from fractions import Fraction
+
+    identity = np.arange(256, dtype=np.uint8)
+    for frame, anchor in [(400, 1000), (1000, 400), (979, 1000), (1021, 1000), (3, 7), (0, 500), (10**12 + 7, 3 * 10**11)]:
+        want = [min(255, int(Fraction(v * frame, anchor) + Fraction(1, 2))) for v in range(256)]
+        got = matched_levels(frame, anchor)
+        assert got.dtype == np.uint8 and got.shape == (256,)
+        assert got.tolist() == want, (frame, anchor)
+    for frame, anchor in [(980, 1000), (1020, 1000), (1000, 1000), (5000, 0), (0, 0)]:
+        np.testing.assert_array_equal(matched_levels(frame, anchor), identity)
+    assert matched_levels(1, 2)[1] == 1  # 0.5 rounds up
+
+
+@pytest.mark.parametrize("gain, unmatched_wrong", [(0.4, 30), (0.6, 1), (1.3, 0)])
+def test_a_light_change_leaves_the_shifts_alone(clip_frames, monkeypatch, gain, unmatched_wrong):
+    """The bundled clip jittered by up to 4 px, its levels times ``gain`` from frame 100 on (a
+    light dimmed or raised, ``cv2.convertScaleAbs``): each frame gets the shift it gets with its
+    own levels (which are the applied shifts on all but frame 194, whose coarse peak misses). With
+    the anchor compared at its own levels instead (``GAIN_DIVISOR`` 0), a dimmed frame's sums of
+    absolute differences favour the shift that reads brighter pixels: at 0.4, 111 of the 200
+    frames of a 300-frame run moved by a pixel or two that did not (at least ``unmatched_wrong``
+    of these 100 frames here)."""
+    from helpers import jitter
+
+    frames, applied = jitter(clip_frames, 4, 7, MARGIN)
+    greys = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in frames]
+    changed = [g if i < 100 else cv2.convertScaleAbs(g, alpha=gain) for i, g in enumerate(greys)]
+
+    def shifts(images):
+        flt = Register()
+        return [(flt.reference(g), flt.shift)[1] for g in images]
+
+    own = shifts(greys)
+    assert [i for i, (a, b) in enumerate(zip(own, applied)) if a != b] == [194]
+    assert shifts(changed) == own
+    monkeypatch.setattr(register_module, "GAIN_DIVISOR", 0)
+    wrong = sum(a != b for a, b in zip(shifts(changed), own))
+    assert wrong >= unmatched_wrong, wrong
+
+
+@pytest.mark.parametrize("gain", [0.4, 0.6, 1.3])
+def test_a_scene_lit_from_one_side_keeps_its_shift_under_a_gain(rng, monkeypatch, gain):
+    """A textured scene on a ramp of light (40 to 215 grey levels across, a little down), moved
+    by known shifts and its levels times ``gain``: found exactly. The anchor compared at its own
+    levels finds none of them: a dimmed frame matches best where it reads the brighter side, a
+    brightened one the darker. (The limit: the frame's brightness also moves with the shift on
+    such a ramp, 1.9 grey levels for (2, 1), so a texture that changes less than that a pixel,
+    Gaussian noise of 20 levels blurred 7 x 7, loses 31 of 150 such cases over 10 seeds; noise of
+    30 blurred 5 x 5, used here, loses none.)"""
+    height, width = 120, 160
+    rows, cols = np.mgrid[0 : height + 40, 0 : width + 40]
+    texture = cv2.GaussianBlur(rng.normal(0.0, 30.0, rows.shape), (5, 5), 0)
+    scene = np.clip(40 + 0.8 * cols + 0.3 * rows + texture, 0, 255).astype(np.uint8)
+    anchor = scene[20 : 20 + height, 20 : 20 + width]
+    cases = [(0, 0), (1, -1), (-1, 0), (2, 1), (3, -2)]
+
+    def found():
+        out = []
+        for dx, dy in cases:
+            flt = Register()
+            flt.reference(anchor)
+            flt.reference(cv2.convertScaleAbs(translate(scene, dx, dy, 1, True)[20 : 20 + height, 20 : 20 + width], alpha=gain))
+            out.append(flt.shift)
+        return out
+
+    assert found() == [(-dx, -dy) for dx, dy in cases]  # the frame shows the scene moved by -(dx, dy)
+    monkeypatch.setattr(register_module, "GAIN_DIVISOR", 0)
+    assert all(a != (-dx, -dy) for a, (dx, dy) in zip(found(), cases))
 
 
 def test_peak_ties_and_missing_values():
