@@ -7,7 +7,9 @@ side, so no border enters; the ROI is cropped alike. A real mount also moves by 
 pixel and turns a little: ``--subpixel`` draws real-valued shifts (the frame resampled
 bilinearly, its labels by nearest neighbour, as ``cv2.warpAffine`` does) and ``--rotation DEG``
 adds a random turn of up to DEG degrees about the centre (the crop grows by what the turn moves
-the corners). Each clip is scored steady and jittered,
+the corners). ``--light STEP`` changes the light from each clip's middle frame on, after the
+shake (``benchmarks/lightswitch_study.py``'s steps: ``x0.4`` a light dimmed to 0.4, ``+40``), for
+a shaking camera whose light changes. Each clip is scored steady and jittered,
 with configs/steady.yaml (the default pipeline without ``register``) and with the default, by the same CDnet
 scorer as ``motiondetect evaluate`` (first 50 frames of the window unscored, CPU backend: the
 GPU gives the same masks); ``--max-shifts`` and ``--tapers`` add the default with other
@@ -15,7 +17,7 @@ GPU gives the same masks); ``--max-shifts`` and ``--tapers`` add the default wit
 Usage::
 
     python benchmarks/jitter_study.py [FOLDER ...] [--amps 2,4] [--max-shifts 12,16] [--tapers 1,0.5]
-        [--jobs 2] [--subpixel] [--rotation 0.5]
+        [--jobs 2] [--subpixel] [--rotation 0.5] [--light x0.4]
     # default folders: ../shared/samples/cdnet_* and samples/dev/*/ (after samples/dev/fetch_dev.py)
 """
 
@@ -128,15 +130,26 @@ def mean_cell(chosen: list[tuple[str, str, str, float, float]]) -> str:
 
 
 def score_clip(
-    clip: Path, amps: list[int], max_shifts: list[int], subpixel: bool = False, rotation: float = 0.0, tapers: Sequence[float] = ()
+    clip: Path,
+    amps: list[int],
+    max_shifts: list[int],
+    subpixel: bool = False,
+    rotation: float = 0.0,
+    tapers: Sequence[float] = (),
+    light: str = "",
 ) -> list[tuple[str, str, str, float, float]]:
-    """Rows (clip, camera, method, pixel F, frame F1) for ``clip`` steady and at each amplitude."""
+    """Rows (clip, camera, method, pixel F, frame F1) for ``clip`` steady and at each amplitude,
+    each with the ``light`` step from its middle frame on when one is given."""
     # The same crop at every amplitude, so the rows compare.
     crop_by = max(amps) + MARGIN + rotation_margin(load_folder(clip).size, rotation)
     with tempfile.TemporaryDirectory(prefix="jitter_") as scratch:
         cases = [("steady", clip)] + [
             (f"+-{a} px", jittered(clip, Path(scratch) / f"j{a}", a, 1, crop_by, subpixel, rotation)) for a in amps
         ]
+        if light:
+            from lightswitch_study import stepped  # a script beside this one, which imports this one
+
+            cases = [(case, stepped(folder, Path(scratch) / f"light{i}", light)) for i, (case, folder) in enumerate(cases)]
         return scored_rows(clip.name, cases, lambda: methods(max_shifts, tapers))
 
 
@@ -149,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="clips scored at once [2]")
     parser.add_argument("--subpixel", action="store_true", help="real-valued shifts, frames resampled bilinearly")
     parser.add_argument("--rotation", type=float, default=0.0, help="turn each frame by up to this many degrees [0]")
+    parser.add_argument("--light", default="", help="a light step from each clip's middle frame on, e.g. x0.4 or +40 [none]")
     args = parser.parse_args(argv)
     folders = args.folders or dev_clips()
     amps = [int(a) for a in args.amps.split(",")]
@@ -164,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                 [args.subpixel] * len(folders),
                 [args.rotation] * len(folders),
                 [tapers] * len(folders),
+                [args.light] * len(folders),
             )
         )
     print("| clip | camera | method | pixel F | frame F1 |\n| --- | --- | --- | ---: | ---: |")
