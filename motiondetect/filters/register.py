@@ -90,18 +90,18 @@ def block_sums(image: np.ndarray) -> np.ndarray:
     return full[0::2, 0::2] + full[1::2, 0::2] + full[0::2, 1::2] + full[1::2, 1::2]
 
 
-def matched_levels(frame: int, anchor: int) -> np.ndarray:
+def matched_levels(frame: int, anchor: int) -> np.ndarray | None:
     """The table (256,) uint8 that takes the anchor's grey levels to the frame's brightness: level
     ``v`` to ``round(v * frame / anchor)`` (halves up), at most 255, where ``frame`` and
     ``anchor`` are the brightness of the two, grey levels: the sum of their :func:`block_sums`
     (the last row and column counted twice where H or W is odd, as ``md_coarse_window_u8_f32``
-    accumulates it); the identity where they differ by no more than ``anchor /
+    accumulates it); None (the anchor as it is) where they differ by no more than ``anchor /
     GAIN_DIVISOR`` or the anchor is black. A gain (a light dimmed, an iris, an exposure step)
     multiplies every level alike, so the anchor at the frame's brightness differs from the frame
     by its shift alone. Integer arithmetic, as ``md_register_shift_u8``."""
-    levels = np.arange(256, dtype=np.int64)
     if anchor <= 0 or GAIN_DIVISOR * abs(frame - anchor) <= anchor:
-        return levels.astype(np.uint8)
+        return None
+    levels = np.arange(256, dtype=np.int64)
     return np.minimum((2 * levels * frame + anchor) // (2 * anchor), 255).astype(np.uint8)
 
 
@@ -440,7 +440,7 @@ class Register(Filter):
             self._shift = (0, 0)
         else:
             levels = matched_levels(int(shrunk.sum(dtype=np.float64)), self._anchor_brightness)
-            anchor = cv2.LUT(self._anchor_image, levels)  # at the frame's brightness
+            anchor = self._anchor_image if levels is None else cv2.LUT(self._anchor_image, levels)  # at the frame's brightness
             self._shift = refine_shift(src, anchor, coarse, self._reach(height, width))
         return translate(src, *self._shift, sign=1, replicate=True)
 
