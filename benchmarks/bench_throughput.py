@@ -131,11 +131,10 @@ def pcie_limit(cuda, shape, repeats: int) -> float:
     return rate
 
 
-def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None = None, count: int = 200) -> float:
+def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None = None) -> float:
     """Frames per second of a pipeline's kernels (``config``, the default's when None), one frame
     at a time, on BGR frames already on the device, after the stream's start (its first 16
-    frames, and the frames a model tests for ghosts): the median of ``repeats`` runs of ``count``
-    frames."""
+    frames, and the frames a model tests for ghosts)."""
     import pycuda.driver as drv
     import pycuda.gpuarray as gpuarray
 
@@ -144,6 +143,7 @@ def on_device(cuda, frames: list[np.ndarray], repeats: int, config: dict | None 
     device_frames = [gpuarray.to_gpu(f) for f in frames[:16]]
     reference = gpuarray.to_gpu(cv2.cvtColor(frames[0], cv2.COLOR_BGR2GRAY))
     start, stop = drv.Event(), drv.Event()
+    count = 200
     outputs: dict[object, object] = {}
 
     def run_once(frame):

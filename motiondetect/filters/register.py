@@ -423,9 +423,9 @@ class Register(Filter):
         if self._window is None or self._window.shape != shrunk.shape:
             self._window, self._anchor = tukey_window(*shrunk.shape, self.params["taper"]), None
         spectrum = np.fft.rfft2(shrunk * self._window)
+        brightness = int(shrunk.sum(dtype=np.float64))  # exact below 2**53
         if self._anchor is None:
-            self._anchor, self._anchor_image = spectrum, src.copy()
-            self._anchor_brightness = int(shrunk.sum(dtype=np.float64))  # exact below 2**53
+            self._anchor, self._anchor_image, self._anchor_brightness = spectrum, src.copy(), brightness
         product = spectrum * np.conj(self._anchor)
         magnitude = np.abs(product)
         # A flat frame (a covered lens) has spectra of rounding noise, whose ratios may overflow to
@@ -439,7 +439,7 @@ class Register(Filter):
         if coarse is None:  # nothing in common with the anchor: no shift to refine
             self._shift = (0, 0)
         else:
-            levels = matched_levels(int(shrunk.sum(dtype=np.float64)), self._anchor_brightness)
+            levels = matched_levels(brightness, self._anchor_brightness)
             anchor = self._anchor_image if levels is None else cv2.LUT(self._anchor_image, levels)  # at the frame's brightness
             self._shift = refine_shift(src, anchor, coarse, self._reach(height, width))
         return translate(src, *self._shift, sign=1, replicate=True)
