@@ -4,6 +4,7 @@ stream reconnects with a stand-in capture, and timestamped recordings."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import cv2
@@ -36,12 +37,26 @@ def test_slow_consumer_gets_the_newest_frames_and_drops_are_counted(sample_clip)
     assert reader.dropped > 300
 
 
-def test_fast_consumer_gets_every_frame_at_the_paced_rate():
-    # 25 frames/s leaves the consumer 40 ms a frame: at 100 a busy 2-core CI machine once took
-    # more than 10 ms to wake it, and the reader rightly dropped frames.
+def test_consumer_that_keeps_up_gets_every_frame_at_the_paced_rate():
+    # The source hands the reader frame n + 1 only once the consumer has taken frame n, so the
+    # consumer always keeps up, however late a busy CI machine wakes it (at 25 and 100 frames/s
+    # a free-running source once lost frames there, as a reader should when its consumer is
+    # late). A reader that dropped or repeated a frame anyway fails the first assertion; one
+    # that missed a wake-up and waited out its 0.5 s poll instead takes about 5 s for the 20.
+    taken = threading.Event()
+
+    def frames_after_each_is_taken():
+        for frame in synthetic_frames(20):
+            yield frame
+            assert taken.wait(timeout=10), "the consumer never took the frame"
+            taken.clear()
+
     started = time.monotonic()
-    with LatestFrameReader(synthetic_frames(20), pace_fps=25) as reader:
-        seen = [frame.index for frame in reader]
+    with LatestFrameReader(frames_after_each_is_taken(), pace_fps=25) as reader:
+        seen = []
+        for frame in reader:
+            seen.append(frame.index)
+            taken.set()
     elapsed = time.monotonic() - started
     assert seen == list(range(20)) and reader.dropped == 0
     assert 0.74 <= elapsed < 3.0  # 20 frames at 25 fps take at least 0.76 s
