@@ -300,6 +300,27 @@ class EventScore:
         }
 
 
+def pixel_classes(mask: np.ndarray, labels: np.ndarray, roi: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CDnet classes of one frame's pixels: (predicted, positive, negative), each ``(H, W)``
+    bool, inside ``roi`` (an ``(H, W)`` bool region of interest, or ``None`` for the whole frame).
+
+    ``predicted`` is the mask's motion (255; any other value is not), ``positive`` the labels'
+    motion (255), ``negative`` their static and hard-shadow pixels (0, 50); the labels' 85 and
+    170 are neither, so they are not scored.
+
+    Raises:
+        ValueError: ``mask`` and ``labels`` differ in shape.
+    """
+    if mask.shape != labels.shape:
+        raise ValueError(f"mask is {mask.shape[1]}x{mask.shape[0]}, the labels {labels.shape[1]}x{labels.shape[0]}")
+    predicted = mask == MOTION
+    positive = labels == MOTION
+    negative = (labels == STATIC) | (labels == SHADOW)
+    if roi is not None:
+        predicted, positive, negative = predicted & roi, positive & roi, negative & roi
+    return predicted, positive, negative
+
+
 class Scorer:
     """Accumulates the scores of one method, frame by frame.
 
@@ -340,13 +361,7 @@ class Scorer:
         Raises:
             ValueError: ``mask`` and ``labels`` differ in shape.
         """
-        if mask.shape != labels.shape:
-            raise ValueError(f"mask is {mask.shape[1]}x{mask.shape[0]}, the labels {labels.shape[1]}x{labels.shape[0]}")
-        predicted = mask == MOTION
-        positive = labels == MOTION
-        negative = (labels == STATIC) | (labels == SHADOW)
-        if self.roi is not None:
-            predicted, positive, negative = predicted & self.roi, positive & self.roi, negative & self.roi
+        predicted, positive, negative = pixel_classes(mask, labels, self.roi)
         p = self.pixel
         p.tp += int(np.count_nonzero(predicted & positive))
         p.fn += int(np.count_nonzero(positive & ~predicted))
