@@ -16,8 +16,8 @@ and splits the counts over bands of rows. Each row of the table is one band:
 
 Measured with it (docs/evaluation.md, "Busy lanes"): on ``cdnet_highway`` 89 % of the default's
 missed pixels lie in its top 10 rows, where oncoming cars queue into view and the labels hold
-motion on up to 92 % of the frames, while OpenCV's GSOC + median misses 182 of those 50,887
-pixels. Usage::
+motion on up to 84 % of the scored frames, while OpenCV's GSOC + median misses 151 of those
+50,887 pixels. Usage::
 
     python benchmarks/miss_bands.py FOLDER ... [-c CONFIG] [--edges 5,10,20,40,-40,-20,-10]
         [--anchors "OpenCV KNN + median 5x5,OpenCV GSOC + median 5x5"] [--skip 50]
