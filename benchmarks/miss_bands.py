@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -66,59 +65,54 @@ def band_limits(height: int, edges: list[int]) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-@dataclass
-class RowCounts:
-    """One method's CDnet pixel counts per row, summed over the scored frames, and the labels'
-    motion per pixel (``(H, W)`` frames on which it is labelled 255)."""
+class RowCounts(scoring.Scorer):
+    """A :class:`~motiondetect.evaluation.scoring.Scorer` that also keeps its CDnet pixel counts
+    per row, ``(H,)`` each, summed over the scored frames, and the labels' motion per pixel
+    (``(H, W)``: frames on which it is labelled 255); made on the first frame it scores."""
 
     hit: np.ndarray
     missed: np.ndarray
     false: np.ndarray
     labelled: np.ndarray
-    frames: int = 0
+
+    @property
+    def scored(self) -> int:
+        """Frames scored."""
+        return len(self.numbers)
 
     @property
     def positives(self) -> np.ndarray:
         """(H,) labelled-motion pixels per row."""
         return self.hit + self.missed
 
-    @classmethod
-    def empty(cls, height: int, width: int) -> RowCounts:
-        return cls(*(np.zeros(height, np.int64) for _ in range(3)), np.zeros((height, width), np.int64))
-
-    def add(self, mask: np.ndarray, labels: np.ndarray, roi: np.ndarray | None) -> None:
-        """Count one scored frame: ``(H, W)`` uint8 mask and CDnet labels, ``(H, W)`` bool ROI or None."""
-        predicted, positive, negative = scoring.pixel_classes(mask, labels, roi)
+    def add(self, mask: np.ndarray, labels: np.ndarray, number: int | None = None) -> None:
+        """Score one frame as the Scorer does, and count it per row (see the class docstring)."""
+        super().add(mask, labels, number)
+        if self.scored == 1:
+            height, width = labels.shape
+            self.hit, self.missed, self.false = (np.zeros(height, np.int64) for _ in range(3))
+            self.labelled = np.zeros((height, width), np.int64)
+        predicted, positive, negative = scoring.pixel_classes(mask, labels, self.roi)
         self.hit += np.count_nonzero(predicted & positive, axis=1)
         self.missed += np.count_nonzero(positive & ~predicted, axis=1)
         self.false += np.count_nonzero(predicted & negative, axis=1)
         self.labelled += positive
-        self.frames += 1
 
 
 def count_rows(folder: scoring.GroundTruthFolder, methods: list[scoring.Method], skip: int) -> list[RowCounts]:
-    """Run every method over the folder's frames in order (each sees every frame) and count its
-    scored frames per row, with :func:`~motiondetect.evaluation.scoring.evaluate`'s rules: frames
-    with labels inside the temporal ROI, past the first ``skip`` processed.
+    """Each method's :class:`RowCounts` over the folder, by the rules of
+    :func:`~motiondetect.evaluation.scoring.evaluate`, which runs them.
 
     Raises:
         GroundTruthError: a frame or label image cannot be decoded or has another size.
     """
-    width, height = folder.size
-    counts = [RowCounts.empty(height, width) for _ in methods]
-    for position, (_, image, labels) in enumerate(scoring.decoded_frames(folder)):
-        masks = [method(image) for method in methods]
-        if position < skip or labels is None:
-            continue
-        for count, mask in zip(counts, masks):
-            count.add(mask, labels, folder.roi)
-    return counts
+    return [counts for _, counts in scoring.evaluate(folder, methods, skip=skip, scorer=RowCounts).scores]
 
 
 def band_rows(counts: RowCounts, bands: list[tuple[int, int]]) -> list[list[str]]:
     """The table's cells for one method: a row per band (see the module docstring)."""
     missed_all, false_all = max(int(counts.missed.sum()), 1), max(int(counts.false.sum()), 1)
-    busy = counts.labelled / max(counts.frames, 1)
+    busy = counts.labelled / max(counts.scored, 1)
     rows = []
     for top, bottom in bands:
         positive, hit = int(counts.positives[top:bottom].sum()), int(counts.hit[top:bottom].sum())
@@ -192,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             bands = band_limits(folder.size[1], edges)
             methods = [scoring.detector_method(MotionDetector(build_filters(config), annotate=False))] + chosen_anchors(names)
             for method, counts in zip(methods, count_rows(folder, methods, args.skip)):
-                print(f"\n{folder.name}: {method.name}, {counts.frames} frames scored\n")
+                print(f"\n{folder.name}: {method.name}, {counts.scored} frames scored\n")
                 print(markdown(band_rows(counts, bands)))
     except (MotionDetectError, ValueError) as exc:
         print(f"miss_bands.py: {exc}", file=sys.stderr)

@@ -36,7 +36,7 @@ def test_row_counts_sum_to_the_scorers_counts_and_follow_the_labels(bands, tmp_p
 
     (counts,) = bands.count_rows(folder, [detector()], SKIP)
     ((_, scorer),) = scoring.evaluate(folder, [detector()], skip=SKIP).scores
-    assert counts.frames == 12 - SKIP
+    assert counts.scored == 12 - SKIP
     assert (counts.hit.sum(), counts.missed.sum(), counts.false.sum()) == (scorer.pixel.tp, scorer.pixel.fn, scorer.pixel.fp)
     assert scorer.pixel.tp > 0  # the square is found, so the rows are not all zero
     # The labels, counted here on their own: 255 on rows 10..21 of the frames after the skip.
@@ -47,10 +47,8 @@ def test_row_counts_sum_to_the_scorers_counts_and_follow_the_labels(bands, tmp_p
 
 
 def test_band_rows_give_each_bands_share(bands):
-    counts = bands.RowCounts.empty(4, 2)
-    counts.add(
-        np.array([[255, 0], [0, 0], [255, 255], [0, 0]], np.uint8), np.array([[255, 255], [0, 0], [255, 0], [170, 170]], np.uint8), None
-    )
+    counts = bands.RowCounts(None, 0.001)
+    counts.add(np.array([[255, 0], [0, 0], [255, 255], [0, 0]], np.uint8), np.array([[255, 255], [0, 0], [255, 0], [170, 170]], np.uint8))
     rows = bands.band_rows(counts, [(0, 2), (2, 4)])
     # rows 0-1: 2 labelled, 1 hit, 1 missed, no false; rows 2-3: 1 labelled and hit, 1 false
     assert rows[0] == ["0-1", "2", "1", "1", "0", "0.500", "100.0", "0.0", "0.50/1.00"]

@@ -695,6 +695,7 @@ def evaluate(
     min_area: float = 0.001,
     progress=None,
     frames: Iterable[DecodedFrame] | None = None,
+    scorer: type[Scorer] = Scorer,
 ) -> Evaluation:
     """Run every method over the folder's frames in order and score them.
 
@@ -706,6 +707,8 @@ def evaluate(
         progress: optional object with ``update(n)`` (a tqdm bar).
         frames: the folder's frames already decoded (:func:`decoded_frames`), or ``None`` to
             read them now.
+        scorer: the :class:`Scorer` class each method's scores accumulate in (a subclass can
+            count more, as ``benchmarks/miss_bands.py``'s counts by row).
 
     Returns:
         The :class:`Evaluation`.
@@ -713,7 +716,7 @@ def evaluate(
     Raises:
         GroundTruthError: a frame or label image cannot be decoded or has another size.
     """
-    scorers = [Scorer(folder.roi, min_area) for _ in methods]
+    scorers = [scorer(folder.roi, min_area) for _ in methods]
     scored: list[int] = []
     processed = 0
     for position, (number, image, labels) in enumerate(decoded_frames(folder) if frames is None else frames):
