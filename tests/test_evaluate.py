@@ -3,6 +3,7 @@ on a synthetic sequence checked against an independent OpenCV chain, and the rea
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import subprocess
@@ -567,6 +568,8 @@ def test_dev_set_files_match_their_checksums():
     assert folders == {
         "baseline_pedestrians",
         "baseline_office",
+        "baseline_highway_0770",
+        "baseline_highway_1100",
         "wallflower_wavingtrees_0_247",
         "sbi_caviar2",
         "sbi_foliage",
@@ -592,6 +595,24 @@ def test_dev_set_files_match_their_checksums():
 
     for digest, name in present:
         assert hashlib.sha256((DEV / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_dev_set_holds_no_reserved_highway_frame_and_fetch_refuses_one(tmp_path):
+    # CDnet highway after frame 1400 is the team's held-out set: the dev set lists none of it, and
+    # fetch_dev.py refuses a window that reaches into it before it reads a snapshot.
+    listed = [line.split(maxsplit=1)[1] for line in (DEV / "SHA256SUMS").read_text().splitlines()]
+    highway = [n for n in listed if n.startswith("baseline_highway_") and "/input/" in n]
+    assert len(highway) == 600
+    assert max(int(n[-10:-4]) for n in highway) <= 1400
+    sys.path.insert(0, str(DEV))
+    try:
+        fetch = importlib.import_module("fetch_dev")
+    finally:
+        sys.path.remove(str(DEV))
+    repo, commit, prefix, _, _ = fetch.CLIPS["baseline_highway_1100"]
+    with pytest.raises(SystemExit, match="reserved for held-out scoring"):
+        fetch.materialize(tmp_path / "no mirror", {"late": (repo, commit, prefix, 1300, 1401)}, tmp_path)
+    assert not any(tmp_path.iterdir())
 
 
 def test_cdnet_label_copies_list_200_labels_of_each_of_three_clips_inside_their_windows():
