@@ -72,7 +72,7 @@ def test_default_config_contents():
             "grow_sigmas": 1.2,
             "alpha": 0.01,
             "alpha_foreground": 0.002,
-            "variance_alpha": 0.02,
+            "variance_alpha": 0.04,
             "variance_alpha_foreground": 0.0025,
             "still_frames": 7,
             "still_frames_inter": 17,

@@ -68,7 +68,7 @@ def test_half_rate_values_by_hand():
     assert k == 2.0
     assert entry["alpha"] == pytest.approx(0.0199)  # 1 - 0.99^2
     assert entry["alpha_foreground"] == pytest.approx(0.003996)  # 1 - 0.998^2
-    assert entry["variance_alpha"] == pytest.approx(0.0396)  # 1 - 0.98^2
+    assert entry["variance_alpha"] == pytest.approx(0.0784)  # 1 - 0.96^2
     assert entry["variance_alpha_foreground"] == pytest.approx(0.00499375)  # 1 - 0.9975^2
     assert (entry["still_frames"], entry["warmup"], entry["bootstrap"]) == (4, 25, 12)
     # Everything else as it was: thresholds, floors, the other filters.
