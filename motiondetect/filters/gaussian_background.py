@@ -538,7 +538,7 @@ class GaussianBackground(Filter):
             "fraction per frame",
             "variance learning rate where the pixel is background; 0.04: the leave-one-clip-out "
             "choice of 22 of the 23 dev clips' folds, with the two windows of the highway camera "
-            "after the shared one (docs/evaluation.md, \"Three windows of the highway camera\")",
+            'after the shared one (docs/evaluation.md, "Three windows of the highway camera")',
         ),
         Param(
             "variance_alpha_foreground",
