@@ -610,8 +610,9 @@ def test_dev_set_holds_no_reserved_highway_frame_and_fetch_refuses_one(tmp_path)
     finally:
         sys.path.remove(str(DEV))
     repo, commit, prefix, _, _ = fetch.CLIPS["baseline_highway_1100"]
-    with pytest.raises(SystemExit, match="reserved for held-out scoring"):
-        fetch.materialize(tmp_path / "no mirror", {"late": (repo, commit, prefix, 1300, 1401)}, tmp_path)
+    allowed = fetch.CLIPS["baseline_office"]
+    with pytest.raises(SystemExit, match="late: .* reserved for held-out scoring"):
+        fetch.materialize(tmp_path / "no mirror", {"office": allowed, "late": (repo, commit, prefix, 1300, 1401)}, tmp_path)
     assert not any(tmp_path.iterdir())
 
 

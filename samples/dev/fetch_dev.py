@@ -200,9 +200,10 @@ def file_pairs(folder: str) -> list[tuple[str, str]]:
 def materialize(mirror: Path, clips: dict = CLIPS, root: Path = HERE, pairs=file_pairs) -> None:
     """Copy every clip of ``clips`` (folder -> as :data:`CLIPS`) out of the bare snapshots under
     ``mirror`` into ``root/<folder>/``: ``pairs(folder)`` names its files (upstream, here)."""
-    for folder, (repo, commit, prefix, _, last) in clips.items():
+    for folder, (_, _, prefix, _, last) in clips.items():  # all refused before anything is copied
         if prefix.rsplit("/", 1)[-1] in RESERVED and last > RESERVED_AFTER:
             sys.exit(f"{folder}: frames of {prefix} after {RESERVED_AFTER} are reserved for held-out scoring: not copied")
+    for folder, (repo, commit, prefix, _, _) in clips.items():
         git_dir = git_dir_of(mirror, repo)
         for source, name in pairs(folder):
             blob = git(git_dir, "cat-file", "blob", f"{commit}:{prefix}/{source}")
