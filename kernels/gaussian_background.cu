@@ -190,6 +190,10 @@ __device__ int md_exposure_step(long long& drift, const unsigned int* c, long lo
 // Frame k is frame pair first_pair + k of the stream; pair 1 starts the model from `reference`
 // (the stream's first frame). During the first `warmup` pairs the variance learns at least at
 // round(65536 / (pair + 1)) (Q16, rounded half up), computed here in integers.
+// Grey levels: a background pixel within this of the previous frame's grey level is its recent
+// still background (recent_gate.STILL).
+#define MD_RECENT_STILL 6
+
 __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           const unsigned char* __restrict__ reference,
                                           int* __restrict__ mean,
@@ -219,7 +223,11 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                                           unsigned char* __restrict__ history,
                                           int bootstrap,
                                           int quiet_tolerance,
-                                          int variance_min_change)
+                                          int variance_min_change,
+                                          unsigned char* __restrict__ recent,
+                                          short* __restrict__ recent_diff,
+                                          int recent_gate,
+                                          int recent_var_q8)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
@@ -236,6 +244,9 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
     const bool absorb = still_frames > 0, keep_last = last != NULL;
     int previous = keep_last ? (first_pair == 1 ? reference[i] : last[i]) : 0;
     int still_count = absorb && first_pair != 1 ? still[i] : 0;
+    // The recent still background (motiondetect/filters/recent_gate.py); NULL: the gate is off.
+    const bool keep_recent = recent != NULL;
+    int b = keep_recent ? (first_pair == 1 ? reference[i] : recent[i]) : 0;
     // The bootstrap's history is written and read only up to pair N; `cancelled` is its flag.
     const bool boot = history != NULL && bootstrap > 0 && first_pair <= bootstrap;
     const size_t flag_at = (size_t)(bootstrap + 1) * count + i;
@@ -262,6 +273,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         const unsigned int* light = light_counts + 4 * k;
         const bool light_switch = md_light_switch(light, ratios == NULL ? 256 : ratios[k], light_count, exposure_q8);
         const int gain = ratios == NULL ? 256 : md_exposure_step(drift, light, ratios[k], light_switch, exposure_q8, alpha_q16);
+        if (keep_recent && (light_switch || gain != 256)) b = x;  // an old brightness is no recent background
         if (light_switch) {
             take_frame(at, x);
             cancelled = true;
@@ -328,6 +340,11 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
         } else if (mean_grey && !frame_grey && !grey_foreground) {  // the colours come: take them
             for (int p = 0; p < 2; ++p) cm[p] = (int)chroma[p * chroma_plane + at] << 16;
         }
+        if (keep_recent) {  // 2 d + eligible, for kernels/recent_gate.cu
+            const int rd = x - b;
+            const bool eligible = pair > warmup && v > recent_var_q8 && abs(rd) > recent_gate;
+            recent_diff[at] = (short)(rd * 2 + (eligible ? 1 : 0));
+        }
         if (absorb) {
             still_count = foreground && change <= still_tolerance ? still_count + 1 : 0;
             if (still_count >= still_frames) take_frame(at, x);
@@ -355,8 +372,10 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
                     }
                     still_count = 0;
                 }
+                if (keep_recent) b = (m + 32768) >> 16;  // what moved through the first frames is not it
             }
         }
+        if (keep_recent && !foreground && change <= MD_RECENT_STILL) b = x;
         previous = x;
     }
     if (boot) history[flag_at] = cancelled;
@@ -365,6 +384,7 @@ __global__ void md_gaussian_background_u8(const unsigned char* __restrict__ src,
     var[i] = v;
     if (keep_last) last[i] = (unsigned char)previous;
     if (absorb) still[i] = still_count;
+    if (keep_recent) recent[i] = (unsigned char)b;
     if (colour) {
         for (int p = 0; p < 2; ++p) {
             chroma_mean[(size_t)p * count + i] = cm[p];

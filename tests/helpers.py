@@ -307,6 +307,12 @@ GAUSSIAN_SHADOW = {"sigmas": 2.0, "min_sigma": 2.0, "shadow_floor": 0.1, "varian
 GAUSSIAN_GREY = {"min_sigma": 8.0, "shadow_floor": 0.0, "relative_floor": 0.0, "chroma_min_sigma": 0.0}
 #: The means' foreground learning gated alone (the previous frame kept for it only, every grey
 #: level change counts), and not gated (255: every foreground frame, the previous frame not kept).
+#: The recent-background gate at a low level and a short warm-up, so the tests' noisy scenes
+#: (whose variances pass recent_gate.MIN_SIGMA) reach it; with the bootstrap (its pair resets the
+#: recent background), and with the light switch and exposure (a change of light resets it).
+GAUSSIAN_RECENT = {**GAUSSIAN_FAST, "recent_gate": 2, "warmup": 2, "still_frames": 0}
+GAUSSIAN_RECENT_BOOTSTRAP = {**GAUSSIAN_BOOTSTRAP_GREY, "recent_gate": 3, "bootstrap": 3}
+GAUSSIAN_RECENT_LIGHT = {**GAUSSIAN_EXPOSURE_ALL, "recent_gate": 1, "lightswitch": 0.5}
 GAUSSIAN_QUIET = {
     **GAUSSIAN_FAST,
     "quiet_tolerance": 0,
@@ -402,3 +408,27 @@ def chroma_for(flt, image: np.ndarray) -> np.ndarray | None:
     if not getattr(flt, "needs_chroma", False):
         return None
     return np.ascontiguousarray(np.stack([image, 255 - image]))
+
+
+def traffic_scene(seed: int = 3, frames: int = 50, size: tuple[int, int] = (60, 120)):
+    """A road of grey 100 whose warm-up (pairs 1..20) is a queue of cars of random greys 20..200
+    over its right part, every pixel its own (so the model learns a standard deviation of about
+    50 there), then still road; from pair 40 a textured car (greys 120..141, 24 x 32 pixels)
+    drives right by 3 pixels a frame over it, and waving leaves (each pixel of a 12 x 16 patch
+    100 +- 40 at random, each frame) stand on the left. Returns the grey frames and the car's
+    box in the last frame and the leaves' box."""
+    rng = np.random.default_rng(seed)
+    # Its texture: a ramp of 3 grey levels a column, repeated every 8, so each pixel it covers
+    # changes by 9 or more a frame (a car's texture sweeping by) and is never still.
+    texture = np.tile((120 + 3 * (np.arange(32) % 8)).astype(np.uint8), (24, 1))
+    out, leaves = [], (slice(14, 26), slice(4, 20))
+    for t in range(frames):
+        f = np.full(size, 100, np.uint8)
+        if 1 <= t <= 20:
+            f[:, 26:] = rng.integers(20, 201, (size[0], size[1] - 26))
+        if t >= 40:
+            car = (slice(20, 44), slice(40 + 3 * (t - 40), 72 + 3 * (t - 40)))
+            f[car] = texture
+            f[leaves] = 100 + 40 * rng.choice([-1, 1], (12, 16))
+        out.append(f)
+    return out, car, leaves

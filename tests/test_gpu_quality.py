@@ -32,6 +32,9 @@ from helpers import (
     GAUSSIAN_LIGHT,
     GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_QUIET,
+    GAUSSIAN_RECENT,
+    GAUSSIAN_RECENT_BOOTSTRAP,
+    GAUSSIAN_RECENT_LIGHT,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
     GAUSSIAN_SHADOW_CHROMA,
@@ -252,6 +255,8 @@ GAUSSIAN_CASES = [
         {"lightswitch": 0.0, "exposure": 0.0, "bootstrap": 8},  # the last pair
         GAUSSIAN_QUIET,
         GAUSSIAN_UNGATED,
+        GAUSSIAN_RECENT,
+        GAUSSIAN_RECENT_BOOTSTRAP,
     )
 ]
 
@@ -282,6 +287,7 @@ def test_gaussian_background_sequence(cuda, rng, size, params):
         GAUSSIAN_EXPOSURE_ALL,
         GAUSSIAN_BOOTSTRAP,
         GAUSSIAN_BOOTSTRAP_CANCELLED,
+        GAUSSIAN_RECENT_LIGHT,
     ],
     ids=str,
 )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import SHARED_VIDEOS, run_cli
+from helpers import SHARED_VIDEOS, run_cli, traffic_scene
 
 from motiondetect.core.picture import Picture
 from motiondetect.pipeline.batch import BatchDetector
@@ -235,6 +235,27 @@ def test_batches_equal_through_a_clouds_shadow(cuda, batch):
     detector = MotionDetector(build_filters(default_config()))
     plain = [detector.process(p).motion_fraction for p in frames]
     assert flood(plain) > 0.5 and flood(plain) > 5 * flood(with_field)
+
+
+@pytest.mark.parametrize("batch", [1, 7, 32])
+def test_batches_equal_with_the_recent_gate_in_traffic(cuda, batch):
+    """The recent-background gate (``recent_gate`` 20) on traffic_scene (tests/helpers.py: a
+    queue of cars through the warm-up, then a car the wide variance misses), the warm-up shortened
+    to the scene's 20 frames: the model's deviations and the gate's kernel after the ghost test,
+    in batches of any K, equal K = 1 and the CPU; and the gate adds foreground there."""
+    import cv2
+
+    from motiondetect.evaluation.tuning import config_for
+
+    greys, _, _ = traffic_scene(size=(120, 160))
+    frames = [Picture.from_bgr(cv2.cvtColor(g, cv2.COLOR_GRAY2BGR)) for g in greys]
+    plain_cfg = config_for(default_config(), {("gaussian_background", "warmup"): 20, ("gaussian_background", "bootstrap"): 0})
+    cfg = config_for(plain_cfg, {("gaussian_background", "recent_gate"): 20})
+    gated = default_batches_equal(cuda, batch, frames, cfg)
+    detector = MotionDetector(build_filters(plain_cfg))
+    plain = [detector.process(p).motion_fraction for p in frames]
+    assert len(gated) == len(frames) and gated[:21] == plain[:21]  # off through the warm-up
+    assert sum(gated[40:]) > sum(plain[40:])
 
 
 def test_batches_with_a_roi_and_without_outputs(cuda):

@@ -37,6 +37,9 @@ from helpers import (
     GAUSSIAN_LIGHT_FIELD,
     GAUSSIAN_LIGHT_STILL_CHROMA,
     GAUSSIAN_QUIET,
+    GAUSSIAN_RECENT,
+    GAUSSIAN_RECENT_BOOTSTRAP,
+    GAUSSIAN_RECENT_LIGHT,
     GAUSSIAN_SATURATED,
     GAUSSIAN_SHADOW,
     GAUSSIAN_SHADOW_CHROMA,
@@ -67,11 +70,13 @@ from motiondetect.filters import (
     RunningAverage,
     Subsense,
     Upscale,
+    recent_gate,
 )
 from motiondetect.filters.base import WEAK
 from motiondetect.filters.gaussian_background import DRIFT_ONE
 from motiondetect.filters.gray import bgr_chroma
 from motiondetect.filters.light_field import explained, queue_light_field
+from motiondetect.filters.recent_gate import queue_gate
 from motiondetect.gpu.kernel_sources import kernel_dir
 
 CXX = shutil.which("g++") or shutil.which("clang++")
@@ -136,9 +141,11 @@ void gray_bt601(const u8* s, u8* d, int n) { grid1d(n, [&] { md_gray_bt601_u8(s,
 void running_average(const u8* s, const u8* ref, int* bg, u8* d, int n, int a, int init) { grid1d(n, [&] { md_running_average_u8(s, ref, bg, d, n, a, init); }); }
 void gaussian(const u8* s, const u8* ref, int* m, int* v, u8* d, int n, int frames, int first_pair, int warmup, int k2, int mv, int sh, int rel, int a, int afg, int r, int rfg,
               const u8* c, long long cp, int* cm, int* cv, int cmv, int sc, int sr, int gk, u8* last, int* still, int sf, int st, const unsigned* lc, int lcount,
-              const int* ratios, int eq8, const int* drift_in, int* drift_out, u8* compared, u8* hist, int boot, int quiet, int vmin) {
+              const int* ratios, int eq8, const int* drift_in, int* drift_out, u8* compared, u8* hist, int boot, int quiet, int vmin,
+              u8* recent, short* rdiff, int rgate, int rvar) {
     grid1d(n, [&] { md_gaussian_background_u8(s, ref, m, v, d, n, frames, first_pair, warmup, k2, mv, sh, rel, a, afg, r, rfg, c, cp, cm, cv, cmv, sc, sr, gk,
-                                              last, still, sf, st, lc, lcount, ratios, eq8, drift_in, drift_out, compared, hist, boot, quiet, vmin); }); }
+                                              last, still, sf, st, lc, lcount, ratios, eq8, drift_in, drift_out, compared, hist, boot, quiet, vmin,
+                                              recent, rdiff, rgate, rvar); }); }
 void light_counts(const u8* s, const u8* before, int n, int change, int rel, const int* ratios, unsigned* counts, int k) {   // one thread per block, 7 blocks a frame
     blockDim = {1, 1, 1}; gridDim = {7, (unsigned)k, 1};
     for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
@@ -177,6 +184,8 @@ void md_light_field_blocks_grid(int gw, int gh, int k, const int* r, int* g, int
     grid2d(gw, gh, k, [&] { md_light_field_blocks(r, g, w, h, bw, bh); }); }
 void md_light_field_smooth_grid(int gw, int gh, int k, const int* g, int* s, int bw, int bh) {
     grid2d(gw, gh, k, [&] { md_light_field_smooth(g, s, bw, bh); }); }
+void md_recent_gate_u8_grid(int gw, int gh, int k, const short* diff, u8* m, int w, int h, int level) {
+    grid2d(gw, gh, k, [&] { md_recent_gate_u8(diff, m, w, h, level); }); }
 void md_light_field_veto_u8_grid(int gw, int gh, int k, const u8* x, const u8* b, const int* s, u8* m, int w, int h, int bw, int bh, int t, int mc) {
     grid2d(gw, gh, k, [&] { md_light_field_veto_u8(x, b, s, m, w, h, bw, bh, t, mc); }); }
 void subsense_init(const u8* ref, u8* col, u16* des, int* r, int* t, int* v, int* dm, int* sa, int* dl, u8* last, u8* lc, u16* desc,
@@ -200,6 +209,7 @@ KERNELS = [
     "running_average",
     "gaussian_background",
     "light_field",
+    "recent_gate",
     "dispersion_threshold",
     "equalize",
     "gray",
@@ -329,7 +339,9 @@ def test_equalize(lib, rng, size):
         assert_same(out, Equalize().reference(image))
 
 
-def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, light=None, compared=None, history=None, drift=None):
+def gaussian_constants(
+    flt, chroma=None, chroma_state=None, still_state=None, light=None, compared=None, history=None, drift=None, recent=None
+):
     """The Gaussian kernel's arguments after ``warmup``, in its order: the integer constants,
     then the chroma (``chroma``: the first frame's Cb plane and the Cb-to-Cr distance in bytes, an
     array and an int; ``chroma_state``: the (2, H, W) int32 means and variances), NULL without,
@@ -340,7 +352,9 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
     threshold, the exposure's margin and its drift (``drift``: a :class:`Drift`; NULL without),
     then ``compared`` (uint8 like the frames: the means
     each frame is compared with, for the light field; NULL without), then the bootstrap's history
-    (:func:`history_state`; NULL without), ``bootstrap``, ``quiet_tolerance`` and ``variance_min_change``."""
+    (:func:`history_state`; NULL without), ``bootstrap``, ``quiet_tolerance`` and ``variance_min_change``,
+    then the recent-background gate's state and deviations (``recent``: a :class:`Recent`; NULL
+    without), its level and its variance."""
     c = flt.constants
     constants = tuple(
         c[name]
@@ -361,6 +375,9 @@ def gaussian_constants(flt, chroma=None, chroma_state=None, still_state=None, li
         flt.params["bootstrap"],
         flt.params["quiet_tolerance"],
         flt.params["variance_min_change"],
+        *((None, None) if recent is None else (ptr(recent.state), ptr(recent.diff))),
+        flt.params["recent_gate"],
+        recent_gate.min_var_q8(),
     )
     still = (*(ptr(a) for a in still_state), flt.params["still_frames"], flt.params["still_tolerance"], *measures)
     if chroma is None:
@@ -432,6 +449,35 @@ def light_field(lib, flt, frames, compared, out):
         queue_light_field(_HostCuda(lib), lambda name: ("test", name), *arrays, flt.constants["light_field_q16"])
 
 
+class Recent:
+    """The recent-background gate's device state (uint8 (H, W), poisoned until pair 1 starts it)
+    and the deviations of a launch's ``frames`` (int16, poisoned), or ``None`` where the filter's
+    ``recent_gate`` is 0; :meth:`gate` runs queue_gate (its launch, on the emulated kernel)."""
+
+    def __init__(self, size, value=0x5C):
+        self.size, self.state, self.diff = size, np.full(size, value, np.uint8), None
+
+    @classmethod
+    def of(cls, flt, size, value=0x5C):
+        return cls(size, value) if flt.params["recent_gate"] else None
+
+    def launch(self, frames):
+        self.diff = np.full((frames, *self.size) if frames > 1 else self.size, -12345, np.int16)
+        return self
+
+    def gate(self, lib, flt, out):
+        queue_gate(_HostCuda(lib), _HostArray(self.diff), _HostArray(out), flt.params["recent_gate"])
+
+
+def launch_recent(recent, frames=1):
+    return None if recent is None else recent.launch(frames)
+
+
+def gate_recent(lib, flt, recent, out):
+    if recent is not None:
+        recent.gate(lib, flt, out)
+
+
 def history_state(flt, size, value=0xA5):
     """Poisoned uint8 planes for the bootstrap's history (kernels/gaussian_background.cu: N + 2
     planes, 3N + 2 with chroma), or ``None`` with ``bootstrap`` 0."""
@@ -487,6 +533,9 @@ GAUSSIAN_FRAME_STATE_PARAMS = [
     GAUSSIAN_LIGHT_FIELD,
     GAUSSIAN_QUIET,
     GAUSSIAN_UNGATED,
+    GAUSSIAN_RECENT,
+    GAUSSIAN_RECENT_LIGHT,
+    GAUSSIAN_RECENT_BOOTSTRAP,
 ]
 
 
@@ -523,6 +572,8 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     chroma_state = [np.full((2, *size), -7, np.int32), np.full((2, *size), -7, np.int32)]
     still, history = still_state(size), history_state(device, size)
     drift = Drift()  # poisoned: pair 1 starts it
+    recent = Recent.of(device, size)
+    ungated, fired = gaussian_model({**params, "recent_gate": 0}), 0  # the gate changes the mask alone
     colour = device.needs_chroma
     for i in range(1, len(frames)):
         out, compared = poisoned(size), compared_means(device, size)
@@ -546,10 +597,16 @@ def test_gaussian_background_sequence(lib, rng, size, params):
                 compared,
                 history,
                 drift,
+                launch_recent(recent),
             ),
         )
         light_field(lib, device, frames[i], compared, out)
+        gate_recent(lib, device, recent, out)
         assert_same(out, cpu.reference(frames[i], frames[i - 1], chromas[i]) if colour else cpu.reference(frames[i], frames[i - 1]))
+        if recent is not None:
+            plain = ungated.reference(frames[i], frames[i - 1], chromas[i]) if colour else ungated.reference(frames[i], frames[i - 1])
+            assert np.all(out[plain == 255] == 255)
+            fired += np.count_nonzero(out != plain)
         weak += np.count_nonzero(out == WEAK)
     if not device.writes_weak:
         assert weak == 0
@@ -558,6 +615,9 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     np.testing.assert_array_equal(mean.astype(np.int64), cpu.model[0])
     np.testing.assert_array_equal(var.astype(np.int64), cpu.model[1])
     check_still(device, cpu, still)
+    if recent is not None:
+        np.testing.assert_array_equal(recent.state, cpu._recent)
+        assert fired > 0 or frames[0].size < 1000  # the gate was tested
     if colour:
         np.testing.assert_array_equal(chroma_state[0].astype(np.int64), cpu.chroma_model[0])
         np.testing.assert_array_equal(chroma_state[1].astype(np.int64), cpu.chroma_model[1])
@@ -599,12 +659,13 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
     flt = gaussian_model(params)
     colour = flt.needs_chroma
 
-    cpu, expected, models, drifts = gaussian_model(params), [], {}, {}
+    cpu, expected, models, drifts, recents = gaussian_model(params), [], {}, {}, {}
     exposure = bool(flt.constants["exposure_q8"])
     for t in range(1, len(frames)):
         expected.append(cpu.reference(frames[t], frames[t - 1], chromas[t]) if colour else cpu.reference(frames[t], frames[t - 1]))
         # In the order of the state lists below; None where the filter keeps no chroma.
         models[t] = (*cpu.model, *(cpu.chroma_model or (None, None)), *(cpu.still_model or ()))
+        recents[t] = None if cpu._recent is None else cpu._recent.copy()
         drifts[t] = cpu._drift
 
     def state(value):  # poisoned device state: means and variances, grey then chroma, then still
@@ -622,21 +683,36 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
                 np.testing.assert_array_equal(have.astype(np.int64), want)
 
     single_state, single, single_history, single_drift = state(7), [], history_state(flt, size), Drift(7)
+    single_recent = Recent.of(flt, size)
     for t in range(1, len(frames)):
         out, compared = poisoned(size), compared_means(flt, size)
         chroma = (chromas[t], n) if colour else None
         light = light_counts(lib, flt, frames[t], frames[t - 1])
         args = (
             flt.params["warmup"],
-            *gaussian_constants(flt, chroma, single_state[2:4], single_state[4:], light, compared, single_history, single_drift),
+            *gaussian_constants(
+                flt,
+                chroma,
+                single_state[2:4],
+                single_state[4:],
+                light,
+                compared,
+                single_history,
+                single_drift,
+                launch_recent(single_recent),
+            ),
         )
         lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_state[0]), ptr(single_state[1]), ptr(out), n, 1, t, *args)
         light_field(lib, flt, frames[t], compared, out)
+        gate_recent(lib, flt, single_recent, out)
         single.append(out)
+        if single_recent is not None:
+            np.testing.assert_array_equal(single_recent.state, recents[t])
         check_state(models[t], single_state)
         assert not exposure or single_drift.value == drifts[t]
 
     batch_state, batch_history, batch_drift = state(12345), history_state(flt, size, 0x5A), Drift(12345)
+    batch_recent = Recent.of(flt, size, 0x33)
     first = 1
     for k in splits:
         batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
@@ -650,16 +726,27 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         args = (
             flt.params["warmup"],
             *gaussian_constants(
-                flt, (planes, k * n) if colour else None, batch_state[2:4], batch_state[4:], light, compared, batch_history, batch_drift
+                flt,
+                (planes, k * n) if colour else None,
+                batch_state[2:4],
+                batch_state[4:],
+                light,
+                compared,
+                batch_history,
+                batch_drift,
+                launch_recent(batch_recent, k),
             ),
         )
         out = poisoned((k, *size))
         lib.gaussian(ptr(batch), ptr(reference), ptr(batch_state[0]), ptr(batch_state[1]), ptr(out), n, k, first, *args)
         light_field(lib, flt, batch, compared, out)
+        gate_recent(lib, flt, batch_recent, out)
         for j in range(k):
             assert_same(out[j], single[first - 1 + j])
             assert_same(out[j], expected[first - 1 + j])
         check_state(models[first + k - 1], batch_state)
+        if batch_recent is not None:
+            np.testing.assert_array_equal(batch_recent.state, recents[first + k - 1])
         assert not exposure or batch_drift.value == drifts[first + k - 1]
         first += k
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from motiondetect.filters import recent_gate
 from motiondetect.filters.bands import Scratch, chunk_rows, run_bands
 from motiondetect.filters.base import WEAK, Filter, Kind, Param, frames_view, planes
 from motiondetect.filters.ghosts import GhostWindow
@@ -706,6 +707,20 @@ class GaussianBackground(Filter):
             'sbi_caviar1 0.917 -> 0.975; docs/evaluation.md, "Ghosts"); the CUDA backend runs '
             "these frames one a launch; 0 (off)",
         ),
+        Param(
+            "recent_gate",
+            int,
+            0,
+            0,
+            255,
+            "grey levels",
+            "past the warm-up, a pixel the model calls background but whose standard deviation "
+            "exceeds 15 is foreground where it and its 9x9 window moved away from each pixel's "
+            "most recent still background grey level by more than this, one way (a queue of cars "
+            "the warm-up's variance learnt; leaves move both ways; "
+            'motiondetect/filters/recent_gate.py; docs/evaluation.md, "The recent-background '
+            'gate"); 0 (off)',
+        ),
     )
 
     def __init__(self, **params) -> None:
@@ -754,9 +769,15 @@ class GaussianBackground(Filter):
     @property
     def keeps_last(self) -> bool:
         """The model keeps the previous grey frame between calls (``still_frames``,
-        ``lightswitch`` or ``exposure`` on, ``quiet_tolerance`` below 255 or ``variance_min_change``
-        above 0)."""
-        return bool(self.params["still_frames"] or self.follows_light or self.gates_foreground or self.params["variance_min_change"])
+        ``lightswitch`` or ``exposure`` on, ``quiet_tolerance`` below 255, ``variance_min_change``
+        or ``recent_gate`` above 0)."""
+        return bool(
+            self.params["still_frames"]
+            or self.follows_light
+            or self.gates_foreground
+            or self.params["variance_min_change"]
+            or self.params["recent_gate"]
+        )
 
     @property
     def gates_foreground(self) -> bool:
@@ -811,6 +832,7 @@ class GaussianBackground(Filter):
         self._chroma_var: np.ndarray | None = None  # (2, H, W) int32 Q8
         self._last: np.ndarray | None = None  # (H, W) uint8, the previous grey frame (keeps_last)
         self._still: np.ndarray | None = None  # (H, W) int32, still foreground frames in a row
+        self._recent: np.ndarray | None = None  # (H, W) uint8, the recent still background (recent_gate)
         # The bootstrap's history until pair `bootstrap`: grey levels of pairs 0..N (N + 1, H, W)
         # and chroma of pairs 1..N (N, 2, H, W), uint8; cancelled by a change of light.
         self._boot_grey: np.ndarray | None = None
@@ -895,12 +917,14 @@ class GaussianBackground(Filter):
                 self._last = side.copy()
             if self.params["still_frames"]:
                 self._still = np.zeros(src.shape, np.int32)
+            if self.params["recent_gate"]:
+                self._recent = side.copy()
             self._start_bootstrap(side)
             self._drift = DRIFT_ONE
             self._pairs = 0
             self._ghosts = GhostWindow()
-        if self.follows_light:
-            self._follow_light(src, chroma)
+        if self.follows_light and self._follow_light(src, chroma) and self._recent is not None:
+            self._recent[...] = src  # an old brightness is no recent background
         tolerance = self.constants["light_field_q16"]
         compared = ((self._mean + (1 << 15)) >> 16).astype(np.uint8) if tolerance else None
         self._pairs += 1
@@ -922,8 +946,17 @@ class GaussianBackground(Filter):
             self._update(src, chroma, out, slice(start, stop), (mean_rates, var_rates, settled_rate), per_plane, buffers)
 
         run_bands(height, width, update, rows)
+        level = self.params["recent_gate"]
+        if level:
+            diff = recent_gate.deviations(src, self._recent, self._var, level, self._pairs > self.params["warmup"])
+            still_background = (out != 255) & (np.abs(src.astype(np.int16) - self._last) <= recent_gate.STILL)
+        booting = self._boot_grey is not None and self._pairs == self.params["bootstrap"] and not self._boot_cancelled
         if self._boot_grey is not None:
             self._bootstrap(src, chroma)
+        if level:
+            if booting:  # what moved through the first frames is not the recent background
+                self._recent[...] = (self._mean + (1 << 15)) >> 16
+            self._recent[still_background] = src[still_background]
         if self.keeps_last:
             self._last[...] = src
         if compared is not None:  # the mask changes, the model (which learnt from it) does not
@@ -932,6 +965,8 @@ class GaussianBackground(Filter):
             take = self._ghosts.take(src, self._mean, out)
             if take is not None:
                 take_ghosts(take, src, chroma, self._mean, self._chroma_mean, self._still, out)
+        if level:
+            recent_gate.gate(diff, out, level)
         return out
 
     @property
@@ -1016,10 +1051,11 @@ class GaussianBackground(Filter):
             explained = int(np.count_nonzero(cv2.absdiff(src, predicted) <= EXPOSURE_TOLERANCE))
         return brighter, darker, ratio, explained, unchanged
 
-    def _follow_light(self, src, chroma) -> None:
+    def _follow_light(self, src, chroma) -> bool:
         """Follow the change of light from the previous frame to ``src`` (:meth:`light_measures`):
         restart the model from ``src`` (and ``chroma``) on a light switch, else scale its means by
-        the exposure's gain (:meth:`exposure_gain`; the class docstring)."""
+        the exposure's gain (:meth:`exposure_gain`; the class docstring). Returns whether the
+        light changed (a switch or a gain other than 1)."""
         measures = self.light_measures(src, self._last)
         gain, self._drift = self.exposure_gain(self._drift, *measures, self.light_count(src.size))
         if gain == 0:
@@ -1038,6 +1074,7 @@ class GaussianBackground(Filter):
                 # Cb and Cr are differences from grey (128): a gain scales their distance from it.
                 centred = self._chroma_mean.astype(np.int64) - (128 << 16)
                 self._chroma_mean[...] = np.clip(((centred * gain + 128) >> 8) + (128 << 16), 0, 255 << 16)
+        return gain != EXPOSURE_ONE
 
     def exposure_gain(
         self, drift: int, brighter: int, darker: int, ratio: int, explained: int, unchanged: int, need: int
@@ -1367,13 +1404,16 @@ class GaussianBackground(Filter):
             drift = cuda.buffer(self.state_key("exposure_drift"), (2,), np.int32)
             self._drift_slot = 0 if first_pair == 1 else 1 - self._drift_slot
             drift_in, drift_out = (int(drift.gpudata) + 4 * slot for slot in (self._drift_slot, 1 - self._drift_slot))
-        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiiPqPPiiiiPPiiPiPiPPPPiii")
+        fn = cuda.function(self.KERNEL, "md_gaussian_background_u8", "PPPPPiiiiiiiiiiiiPqPPiiiiPPiiPiPiPPPPiiiPPii")
         c, p = self.constants, self.params
         history = None
         if p["bootstrap"] and first_pair <= p["bootstrap"]:  # written and read up to pair N only
             n = p["bootstrap"]  # planes: kernels/gaussian_background.cu
             history = cuda.buffer(self.state_key("bootstrap"), ((3 * n + 2) if self.needs_chroma else (n + 2), height, width), np.uint8)
         compared = cuda.buffer(self.state_key("compared"), (frames, height, width), np.uint8) if c["light_field_q16"] else None
+        level = p["recent_gate"]
+        recent = cuda.buffer(self.state_key("recent"), (height, width), np.uint8) if level else None
+        recent_diff = cuda.buffer(self.state_key("recent_diff"), (frames, height, width), np.int16) if level else None
         cuda.launch_1d(
             fn,
             height * width,
@@ -1414,6 +1454,10 @@ class GaussianBackground(Filter):
             p["bootstrap"],
             p["quiet_tolerance"],
             p["variance_min_change"],
+            0 if recent is None else recent.gpudata,  # NULL: never read
+            0 if recent_diff is None else recent_diff.gpudata,
+            level,
+            recent_gate.min_var_q8(),
         )
         if compared is not None:
             queue_light_field(cuda, self.state_key, src, compared, dst, c["light_field_q16"])
@@ -1421,6 +1465,8 @@ class GaussianBackground(Filter):
         self._device_shape = (height, width)
         if first_pair in ghosts:  # one frame (above)
             self._test_ghosts_on_device(cuda, src, dst, chroma, mean, chroma_mean, still)
+        if recent_diff is not None:
+            recent_gate.queue_gate(cuda, recent_diff, dst, level)
 
     def _test_ghosts_on_device(self, cuda, src, dst, chroma, mean, chroma_mean, still) -> None:
         """The ghost test of one frame of the device model, on the host with the CPU model's

@@ -34,6 +34,7 @@ from helpers import (
     GAUSSIAN_UNGATED,
     chroma_for,
     gaussian_model,
+    traffic_scene,
     with_exposure,
     with_ghosts,
     with_light_switch,
@@ -162,6 +163,7 @@ def naive_gaussian(
     shadow_ratio=0.4,
     grow_sigmas=0.0,
     relative_floor=0.0,
+    recent_gate=0,  # the gate changes the mask alone; test_recent_gate_* check it
     chromas=None,
     followed=None,
     weak_level=False,
@@ -203,6 +205,7 @@ def naive_gaussian(
     ``relative_floor`` the grey level's floor is also ``(relative_floor * m)**2`` (Q16, then Q8,
     as the shadow floor) on every pixel. Returns the masks, the grey level's mean and
     variance and the chroma planes' (``None`` without)."""
+    assert not recent_gate, "the naive model has no recent-background gate"
     assert light_field == 0, "the light field changes only the output: tests/filters/test_light_field.py checks it"
     k2, min_var, shadow, chroma_var = q(sigmas**2, 8), q(min_sigma**2, 8), q(shadow_floor, 16), q(chroma_min_sigma**2, 8)
     relative = q(relative_floor, 16)
@@ -1134,3 +1137,31 @@ def test_light_switch_counts_beyond_the_relative_floor():
     assert relative.light_measures(bright - 33, bright)[:2] == (0, 16)
     assert relative.light_measures(dark + 13, dark)[:2] == flat.light_measures(dark + 13, dark)[:2] == (16, 0)
     np.testing.assert_array_equal(relative.light_changes[[0, 60, 75, 76, 200, 255]], [12, 12, 12, 12, 32, 40])
+
+
+def test_recent_gate_finds_the_car_the_wide_variance_misses_and_not_the_leaves():
+    """The recent-background gate (motiondetect/filters/recent_gate.py): a car about 30 grey
+    levels off a road whose warm-up learnt a standard deviation of about 50 (still above 15 when
+    the car comes) lies within 2 of them, so the model alone calls it background; the gate, which
+    compares each pixel and its 9x9 window with the road's last still grey level (100), finds
+    it. Leaves whose pixels go up and down at once are not coherent and stay as the model has
+    them, and nothing away from the car changes."""
+    frames, car, leaves = traffic_scene()
+    params = {"warmup": 20, "bootstrap": 0, "ghost_frames": 0, "still_frames": 0, "chroma_min_sigma": 0.0}
+    plain = run_filter(GaussianBackground(**params), frames)
+    gated = run_filter(GaussianBackground(**params, recent_gate=20), frames)
+    last_plain, last_gated = plain[-1], gated[-1]
+    assert np.std(frames[10][:, 26:]) > 25  # the warm-up's traffic
+    assert np.count_nonzero(last_plain[car] == 255) < 0.2 * last_plain[car].size  # the wide model misses the car
+    # The window's mean deviation must pass the level: the gate finds the car's inside, which the
+    # pipeline's median and dilation then grow to its outline.
+    assert np.count_nonzero(last_gated[car] == 255) > 0.4 * last_gated[car].size
+    assert np.count_nonzero(last_gated[leaves] != last_plain[leaves]) == 0
+    changed = np.zeros(last_gated.shape, bool)
+    for pair, (p, g) in enumerate(zip(plain, gated), start=1):
+        assert np.all(g[p == 255] == 255)  # the gate only adds foreground
+        if pair > 22:  # pair 21 still compares the road with the last still grey of the traffic
+            changed |= g != p
+    rows, cols = np.nonzero(changed)
+    assert rows.min() >= car[0].start - 4 and rows.max() < car[0].stop + 4  # only along the car's way
+    assert cols.min() >= 40 - 4 and cols.max() < car[1].stop + 4
