@@ -18,7 +18,7 @@ model in :class:`~motiondetect.filters.gaussian_background.GaussianBackground`:
 3. An eligible pixel that the mask does not already hold as foreground becomes foreground where
    its :data:`WINDOW` x :data:`WINDOW` neighbourhood (the edge replicated) moved away from
    ``recent`` together: the sum ``S`` of its ``d`` exceeds ``level`` times the window's pixels,
-   ``S`` has ``d``'s sign, and ``|S|`` is at least :data:`COHERENCE` of the sum of ``|d|``. A car
+   ``S`` has ``d``'s sign, and ``|S|`` is at least :data:`COHERENCE_TENTHS` tenths of the sum of ``|d|``. A car
    darkens or brightens a whole patch of road one way; waving leaves and rippling water, which
    the variance is right to learn, move their pixels both ways at once.
 
@@ -46,7 +46,6 @@ MIN_SIGMA = 15
 WINDOW = 9
 #: The share of the window's summed ``|d|`` that its signed sum must keep, as tenths.
 COHERENCE_TENTHS = 8
-COHERENCE = COHERENCE_TENTHS / 10
 
 
 def min_var_q8() -> int:
@@ -103,6 +102,6 @@ def gate(diff: np.ndarray, mask: np.ndarray, level: int) -> None:
 def queue_gate(cuda, diff, mask, level: int) -> None:
     """Queue ``kernels/recent_gate.cu`` on :attr:`cuda.stream`: :func:`gate` on each frame of
     ``mask`` (device ``(K, H, W)`` or ``(H, W)`` uint8) from ``diff`` (device int16, same shape)."""
-    _, height, width = planes(mask)
+    frames, height, width = planes(mask)
     fn = cuda.function("recent_gate", "md_recent_gate_u8", "PPiii")
-    cuda.launch_2d(fn, (height, width), diff.gpudata, mask.gpudata, width, height, level, frames=planes(mask)[0])
+    cuda.launch_2d(fn, (height, width), diff.gpudata, mask.gpudata, width, height, level, frames=frames)
