@@ -85,7 +85,7 @@ def test_default_config_contents():
             "warmup": 50,
             "bootstrap": 24,
             "ghost_frames": 100,
-            "recent_gate": 0,
+            "recent_gate": 15,
         },
         {"filter": "median", "kernel_size": 9},
         {"filter": "erosion", "kernel_size": 3, "iterations": 1},

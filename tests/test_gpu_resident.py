@@ -239,18 +239,19 @@ def test_batches_equal_through_a_clouds_shadow(cuda, batch):
 
 @pytest.mark.parametrize("batch", [1, 7, 32])
 def test_batches_equal_with_the_recent_gate_in_traffic(cuda, batch):
-    """The recent-background gate (``recent_gate`` 20) on traffic_scene (tests/helpers.py: a
-    queue of cars through the warm-up, then a car the wide variance misses), the warm-up shortened
-    to the scene's 20 frames: the model's deviations and the gate's kernel after the ghost test,
-    in batches of any K, equal K = 1 and the CPU; and the gate adds foreground there."""
+    """The recent-background gate (the default's ``recent_gate``) on traffic_scene
+    (tests/helpers.py: a queue of cars through the warm-up, then a car the wide variance misses),
+    the warm-up shortened to the scene's 20 frames: the model's deviations and the gate's kernel
+    after the ghost test, in batches of any K, equal K = 1 and the CPU; and the gate adds
+    foreground there, against the same pipeline with the gate off."""
     import cv2
 
     from motiondetect.evaluation.tuning import config_for
 
     greys, _, _ = traffic_scene(size=(120, 160))
     frames = [Picture.from_bgr(cv2.cvtColor(g, cv2.COLOR_GRAY2BGR)) for g in greys]
-    plain_cfg = config_for(default_config(), {("gaussian_background", "warmup"): 20, ("gaussian_background", "bootstrap"): 0})
-    cfg = config_for(plain_cfg, {("gaussian_background", "recent_gate"): 20})
+    cfg = config_for(default_config(), {("gaussian_background", "warmup"): 20, ("gaussian_background", "bootstrap"): 0})
+    plain_cfg = config_for(cfg, {("gaussian_background", "recent_gate"): 0})
     gated = default_batches_equal(cuda, batch, frames, cfg)
     detector = MotionDetector(build_filters(plain_cfg))
     plain = [detector.process(p).motion_fraction for p in frames]

@@ -617,7 +617,7 @@ def test_gaussian_background_sequence(lib, rng, size, params):
     check_still(device, cpu, still)
     if recent is not None:
         np.testing.assert_array_equal(recent.state, cpu._recent)
-        assert fired > 0 or frames[0].size < 1000  # the gate was tested
+        assert fired > 0 or frames[0].size < 1000 or "recent_gate" not in params  # the gate was tested
     if colour:
         np.testing.assert_array_equal(chroma_state[0].astype(np.int64), cpu.chroma_model[0])
         np.testing.assert_array_equal(chroma_state[1].astype(np.int64), cpu.chroma_model[1])

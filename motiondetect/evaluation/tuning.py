@@ -146,6 +146,11 @@ GRIDS: dict[str, dict[Axis, list]] = {
     "light": {
         ("gaussian_background", "light_field"): [0.0, 8.0, 12.0, 16.0, 24.0],
     },
+    # The recent-background gate (0: off), the grey levels a coherent window must move from its
+    # most recent still background (docs/evaluation.md, "The recent-background gate"), 5 points.
+    "recent": {
+        ("gaussian_background", "recent_gate"): [0, 15, 20, 25, 30],
+    },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
     "subsense": {
@@ -196,6 +201,7 @@ _SHORT = {
     "gaussian_background.quiet_tolerance": "quiet",
     "gaussian_background.variance_min_change": "vmin",
     "gaussian_background.ghost_frames": "ghost",
+    "gaussian_background.recent_gate": "recent",
 }
 
 
