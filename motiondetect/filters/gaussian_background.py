@@ -957,7 +957,7 @@ class GaussianBackground(Filter):
         if level:
             if booting:  # what moved through the first frames is not the recent background
                 self._recent[...] = (self._mean + (1 << 15)) >> 16
-            self._recent[still_background] = src[still_background]
+            np.copyto(self._recent, src, where=still_background)
         if self.keeps_last:
             self._last[...] = src
         if compared is not None:  # the mask changes, the model (which learnt from it) does not

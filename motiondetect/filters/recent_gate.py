@@ -32,6 +32,7 @@ recent-background gate") the window 770..1069 rises from 0.852 to 0.867 pixel F 
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from motiondetect.filters.base import planes
@@ -72,14 +73,11 @@ def deviations(x: np.ndarray, recent: np.ndarray, var: np.ndarray, level: int, a
 
 
 def window_sums(values: np.ndarray) -> np.ndarray:
-    """(H, W) int64: the sum of ``values`` ((H, W) integers) over each pixel's
-    :data:`WINDOW` x :data:`WINDOW` window, the edge replicated (``cv2.BORDER_REPLICATE``)."""
-    r = WINDOW // 2
-    padded = np.pad(values.astype(np.int64), r, mode="edge")
-    table = np.zeros((padded.shape[0] + 1, padded.shape[1] + 1), np.int64)
-    table[1:, 1:] = padded.cumsum(0).cumsum(1)
-    h, w = values.shape
-    return table[WINDOW : WINDOW + h, WINDOW : WINDOW + w] - table[:h, WINDOW : WINDOW + w] - table[WINDOW : WINDOW + h, :w] + table[:h, :w]
+    """(H, W) int32: the sum of ``values`` ((H, W) int16) over each pixel's :data:`WINDOW` x
+    :data:`WINDOW` window, the edge replicated (``cv2.BORDER_REPLICATE``). OpenCV's unnormalised
+    box filter into int32 sums integers exactly (81 values of at most 2 * 255 in magnitude), about
+    20 times faster than summed-area tables in NumPy at 320x240."""
+    return cv2.boxFilter(values, cv2.CV_32S, (WINDOW, WINDOW), normalize=False, borderType=cv2.BORDER_REPLICATE)
 
 
 def gate(diff: np.ndarray, mask: np.ndarray, level: int) -> None:
@@ -90,13 +88,15 @@ def gate(diff: np.ndarray, mask: np.ndarray, level: int) -> None:
         mask: the model's mask (0, 128 or 255) after its light field and ghost test.
         level: grey levels, as given to :func:`deviations`.
     """
+    ys, xs = np.nonzero((diff & 1).astype(bool) & (mask != 255))  # the candidates: a few per cent
+    if not ys.size:
+        return
     d = diff >> 1
-    total = window_sums(d)
-    spread = window_sums(np.abs(d))
-    fire = (diff & 1).astype(bool) & (mask != 255)
-    fire &= (np.abs(total) > level * WINDOW * WINDOW) & (10 * np.abs(total) >= COHERENCE_TENTHS * spread)
-    fire &= (d.astype(np.int64) * total) > 0
-    mask[fire] = 255
+    total, spread = window_sums(d)[ys, xs], window_sums(np.abs(d))[ys, xs]
+    magnitude = np.abs(total)
+    fire = (magnitude > level * WINDOW * WINDOW) & (10 * magnitude >= COHERENCE_TENTHS * spread)
+    fire &= np.sign(d[ys, xs]) == np.sign(total)  # d is never 0 where eligible
+    mask[ys[fire], xs[fire]] = 255
 
 
 def queue_gate(cuda, diff, mask, level: int) -> None:
