@@ -52,7 +52,7 @@ def test_gate_by_hand():
     mask[...] = 0
     gate(diff, mask, 15)
     assert not mask.any()
-    # Foreground stays foreground; a pixel not eligible is never set.
+    # The gate only adds: foreground stays foreground (pixels not eligible stay 0 above).
     mask[...] = 255
     gate(diff, mask, 15)
     assert (mask == 255).all()
