@@ -11,6 +11,7 @@ import yaml
 from motiondetect.core.errors import ConfigError
 from motiondetect.filters import (
     REGISTRY,
+    Closing,
     Difference,
     Dilation,
     Downscale,
@@ -90,6 +91,7 @@ def test_default_config_contents():
         {"filter": "median", "kernel_size": 9},
         {"filter": "erosion", "kernel_size": 3, "iterations": 1},
         {"filter": "dilation", "kernel_size": 7, "iterations": 1},
+        {"filter": "closing", "kernel_size": 9},
         {"filter": "upscale"},
         {"filter": "red_blend", "alpha": 0.5},
     ]
@@ -170,10 +172,22 @@ def test_pipeline_replaced_whole(tmp_path):
 
 def test_build_filters_from_defaults():
     filters = build_filters(default_config())
-    assert [type(f) for f in filters] == [Gray, Downscale, Register, GaussianBackground, Median, Erosion, Dilation, Upscale, RedBlend]
+    assert [type(f) for f in filters] == [
+        Gray,
+        Downscale,
+        Register,
+        GaussianBackground,
+        Median,
+        Erosion,
+        Dilation,
+        Closing,
+        Upscale,
+        RedBlend,
+    ]
     assert filters[5].params == {"kernel_size": 3, "iterations": 1}
     assert filters[6].params == {"kernel_size": 7, "iterations": 1}
-    assert filters[8].params == {"alpha": 0.5}
+    assert filters[7].params == {"kernel_size": 9}
+    assert filters[9].params == {"alpha": 0.5}
 
 
 def test_merge_does_not_modify_its_inputs():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers import chroma_for, same_image
 
-from motiondetect.filters import REGISTRY, Erosion, Kind, RedBlend, Threshold
+from motiondetect.filters import REGISTRY, Closing, Erosion, Kind, RedBlend, Threshold
 from motiondetect.pipeline.config import build_filters, default_config, load_config
 from motiondetect.pipeline.detector import MotionDetector
 
@@ -68,6 +68,9 @@ FILTER_CASES = [cls() for cls in REGISTRY.values()] + [
     Erosion(kernel_size=1),
     Erosion(kernel_size=5, iterations=2),
     Erosion(kernel_size=7, iterations=3),
+    Closing(kernel_size=1),
+    Closing(kernel_size=5),
+    Closing(kernel_size=31),
     RedBlend(alpha=0.0),
     RedBlend(alpha=0.3),
     RedBlend(alpha=1.0),

@@ -58,6 +58,7 @@ from helpers import (
 from motiondetect.core.picture import YUV_Q16, Picture, blend_red_yuv, chroma_shape, chroma_table, luma_table
 from motiondetect.filters import (
     Blur,
+    Closing,
     Dilation,
     DispersionThreshold,
     Downscale,
@@ -126,6 +127,10 @@ void dilate(const u8* s, u8* t, u8* d, int w, int h, int r, int k, int weak) {  
     grid2d(w, h, k, [&] { md_dilate_rows_u8(s, t, w, h, r, weak); }); grid2d(w, h, k, [&] { md_dilate_cols_u8(t, weak ? s : nullptr, d, w, h, r); }); }
 void erode(const u8* s, u8* t, u8* d, int w, int h, int r, int k, int weak) {   // weak: the two planes, what is removed kept weak
     grid2d(w, h, k, [&] { md_erode_rows_u8(s, t, w, h, r, weak); }); grid2d(w, h, k, [&] { md_erode_cols_u8(t, weak ? s : nullptr, d, w, h, r); }); }
+void close(const u8* s, u8* d, int w, int h, int r, int k) {   // one thread per block: its loops cover the tile, phase after phase
+    blockDim = {1, 1, 1}; gridDim = {(unsigned)((w + 31) / 32), (unsigned)((h + 31) / 32), (unsigned)k};   // Closing.TILE
+    for (unsigned bz = 0; bz < gridDim.z; ++bz) for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx) {
+        blockIdx = {bx, by, bz}; threadIdx = {0, 0, 0}; md_close_u8(s, d, w, h, r); } }
 void blur(const u8* s, unsigned short* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_box_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_box_cols_u8(t, d, w, h, r); }); }
 void median(const u8* s, unsigned short* t, u8* d, int w, int h, int r, int k) { grid2d(w, h, k, [&] { md_count_rows_u8(s, t, w, h, r); }); grid2d(w, h, k, [&] { md_majority_cols_u8(t, d, w, h, r); }); }
 void downscale(const u8* s, u8* d, int w, int h, int ow, int oh, int k) { grid2d(ow, oh, k, [&] { md_downscale_area_u8(s, d, w, h, ow, oh); }); }
@@ -202,6 +207,7 @@ void subsense_frame(const u8* s, u8* col, u16* des, int* r, int* t, int* v, int*
 KERNELS = [
     "dilation",
     "erosion",
+    "closing",
     "blur",
     "median",
     "downscale",
@@ -268,6 +274,10 @@ def test_morphology_blur_and_median(lib, rng, size):
         for image in (grey, levels):
             out = poisoned(size)
             lib.erode(ptr(image), ptr(poisoned(size)), ptr(out), w, h, flt.radius, 1, 1)
+            assert_same(out, flt.reference(image))
+        for image in (mask, grey):
+            flt, out = Closing(kernel_size=k), poisoned(size)
+            lib.close(ptr(image), ptr(out), w, h, flt.radius, 1)
             assert_same(out, flt.reference(image))
         flt, out = Blur(kernel_size=k), poisoned(size)
         lib.blur(ptr(grey), ptr(poisoned(size, np.uint16)), ptr(out), w, h, k // 2, 1)

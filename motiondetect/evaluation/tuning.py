@@ -151,6 +151,11 @@ GRIDS: dict[str, dict[Axis, list]] = {
     "recent": {
         ("gaussian_background", "recent_gate"): [0, 15, 20, 25, 30],
     },
+    # The closing after the mask (1: none), the side of its square structuring element at the
+    # working size (docs/evaluation.md, "A closing after the mask"), 6 points.
+    "closing": {
+        ("closing", "kernel_size"): [1, 5, 7, 9, 11, 13],
+    },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
     # subsense model"), 12 points.
     "subsense": {
@@ -202,6 +207,7 @@ _SHORT = {
     "gaussian_background.variance_min_change": "vmin",
     "gaussian_background.ghost_frames": "ghost",
     "gaussian_background.recent_gate": "recent",
+    "closing.kernel_size": "close",
 }
 
 

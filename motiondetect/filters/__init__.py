@@ -6,6 +6,7 @@ messages are derived from it.
 
 from motiondetect.filters.base import Filter, Kind, Param
 from motiondetect.filters.blur import Blur
+from motiondetect.filters.closing import Closing
 from motiondetect.filters.difference import Difference
 from motiondetect.filters.dilation import Dilation
 from motiondetect.filters.dispersion_threshold import DispersionThreshold
@@ -42,6 +43,7 @@ REGISTRY: dict[str, type[Filter]] = {
         Median,
         Erosion,
         Dilation,
+        Closing,
         Upscale,
         RedBlend,
     )
@@ -50,6 +52,7 @@ REGISTRY: dict[str, type[Filter]] = {
 __all__ = [
     "REGISTRY",
     "Blur",
+    "Closing",
     "Difference",
     "Dilation",
     "DispersionThreshold",

@@ -32,6 +32,7 @@ def test_registry_lists_the_filters_in_pipeline_order():
         "median",
         "erosion",
         "dilation",
+        "closing",
         "upscale",
         "red_blend",
     ]
