@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from motiondetect.core.types import FrameResult
 from motiondetect.filters import (
+    Closing,
     Difference,
     Dilation,
     Downscale,
@@ -330,6 +331,7 @@ def default_pipeline_by_hand(frames):
     cfg = {e["filter"]: {k: v for k, v in e.items() if k != "filter"} for e in default_config()["pipeline"]}
     gray, down, model = Gray(), Downscale(**cfg["downscale"]), GaussianBackground(**cfg["gaussian_background"])
     median, erosion, dilation = Median(**cfg["median"]), Erosion(**cfg["erosion"]), Dilation(**cfg["dilation"])
+    closing = Closing(**cfg["closing"])
     model.weak_level = erosion.weak_level = dilation.weak_level = True  # the dilation grows into the model's weak pixels
     upscale, blend = Upscale(), RedBlend(**cfg["red_blend"])
     previous, out = None, []
@@ -340,7 +342,7 @@ def default_pipeline_by_hand(frames):
         else:
             chroma = np.stack([down.reference(plane) for plane in bgr_chroma(frame)])  # Cb, Cr beside the grey
             mask = model.reference(small, previous, chroma)
-            mask = upscale.reference(dilation.reference(erosion.reference(median.reference(mask))), frame)
+            mask = upscale.reference(closing.reference(dilation.reference(erosion.reference(median.reference(mask)))), frame)
             out.append((mask, blend.reference(mask, frame)))
         previous = small
     return out
