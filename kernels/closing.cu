@@ -40,14 +40,22 @@ __global__ void md_close_u8(const unsigned char* __restrict__ src,
     const int tx = threadIdx.x, ty = threadIdx.y, nx = blockDim.x, ny = blockDim.y;
 
     // Tile row j, column i: the frame's pixel (x0 - 2r + i, y0 - 2r + j).
+    int set = 0;
     for (int j = ty; j < sh; j += ny) {
         int y = y0 - 2 * r + j;
         for (int i = tx; i < sw; i += nx) {
             int x = x0 - 2 * r + i;
-            tile[j * sw + i] = (x >= 0 && x < width && y >= 0 && y < height) ? src[(size_t)y * width + x] : 0;
+            unsigned char v = (x >= 0 && x < width && y >= 0 && y < height) ? src[(size_t)y * width + x] : 0;
+            tile[j * sw + i] = v;
+            set |= v;
         }
     }
-    __syncthreads();
+    // Most of a motion mask is empty: a tile with nothing set within its halo closes to nothing.
+    if (!__syncthreads_or(set)) {
+        for (int j = ty; j < MD_CLOSE_H && y0 + j < height; j += ny)
+            for (int i = tx; i < MD_CLOSE_W && x0 + i < width; i += nx) dst[(size_t)(y0 + j) * width + x0 + i] = 0;
+        return;
+    }
     // rows_max and dilated, column i: the frame's x0 - r + i; dilated row j: the frame's y0 - r + j.
     for (int j = ty; j < sh; j += ny)
         for (int i = tx; i < aw; i += nx) {

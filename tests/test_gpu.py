@@ -100,6 +100,20 @@ def test_erosion_on_grey_images_and_constant_borders(cuda, rng, size):
     assert np.array_equal(run_on_gpu(cuda, flt, full, None), full)  # border counts as 255
 
 
+@pytest.mark.parametrize("size", [(7, 13), (240, 427), (1080, 1920)], ids=lambda s: f"{s[1]}x{s[0]}")
+def test_closing_on_sparse_masks(cuda, rng, size):
+    # A real mask is mostly empty: kernels/closing.cu writes an empty tile's zeros without its
+    # passes, and the tiles beside a blob must still see it through their halo.
+    mask = np.zeros(size, np.uint8)
+    for _ in range(6):
+        y, x = rng.integers(0, size[0]), rng.integers(0, size[1])
+        mask[y : y + rng.integers(1, 20), x : x + rng.integers(1, 20)] = 255
+    for k in (3, 9, 31):
+        flt = Closing(kernel_size=k)
+        assert np.array_equal(run_on_gpu(cuda, flt, mask, None), flt.reference(mask))
+    assert not run_on_gpu(cuda, Closing(), np.zeros(size, np.uint8), None).any()
+
+
 @pytest.mark.parametrize("size", GPU_SIZES, ids=lambda s: f"{s[1]}x{s[0]}")
 def test_gray_kernel_within_one_level_of_opencv(cuda, rng, size):
     import cv2
