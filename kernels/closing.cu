@@ -1,11 +1,10 @@
 // Closing filter: grey-level closing with a square structuring element of (2 * radius + 1)
 // pixels a side, a dilation (maximum; pixels outside the frame count as 0) then an erosion
 // (minimum; dilated pixels outside the frame count as 255), as cv2.dilate then cv2.erode with
-// their default borders. One launch: each block of MD_CLOSE_W x MD_CLOSE_H output pixels (its
-// threads loop over them) loads its tile and a 2 * radius halo into shared memory and runs the four
-// separable passes there
-// (dilation rows, dilation columns, erosion rows, erosion columns), so the frame goes through
-// global memory once instead of four times, and the host queues one launch instead of four.
+// their default borders. One launch: each block covers MD_CLOSE_W x MD_CLOSE_H output pixels (its
+// threads loop over them), loads them with a halo of 2 * radius into shared memory and runs the
+// four separable passes there (dilation rows, dilation columns, erosion rows, erosion columns):
+// the mask is read from global memory once, and the host queues one launch instead of four.
 // Shared memory: (H + 4r)(W + 4r) + (H + 4r)(W + 2r) + (H + 2r)(W + 2r) + (H + 2r) W bytes, laid
 // out for the radius at hand in an array sized for the filter's largest, 15 (31 x 31).
 // Every loop runs over the block's threads whatever their number, so one thread per block
