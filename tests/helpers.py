@@ -432,3 +432,21 @@ def traffic_scene(seed: int = 3, frames: int = 50, size: tuple[int, int] = (60, 
             f[leaves] = 100 + 40 * rng.choice([-1, 1], (12, 16))
         out.append(f)
     return out, car, leaves
+
+
+def darkening_road(seed: int = 1, size: tuple[int, int] = (96, 128)) -> list[np.ndarray]:
+    """(H, W) uint8 grey frames where the recent-background gate fires on a change of light that
+    the light field explains: a textured scene (grey levels 60..200, texture std about 20) whose
+    first 50 frames jump by a standard deviation of 30 (a busy road: the warm-up learns a wide
+    variance), then 10 still frames, then 8 frames over which the right half darkens smoothly by
+    up to 60 % (the left half keeps its light, so no frame-wide gain follows the change)."""
+    rng = np.random.default_rng(seed)
+    h, w = size
+    ramp = np.linspace(100, 160, w)[None, :].repeat(h, 0)
+    scene = np.clip(ramp + rng.normal(0, 20, size), 60, 200).round().astype(np.uint8)
+    frames = [scene]
+    frames += [np.clip(scene + rng.normal(0, 30, size), 0, 255).round().astype(np.uint8) for _ in range(50)]
+    frames += [scene] * 10
+    darkening = np.clip(np.linspace(-0.6, 0.6, w), 0, 1)[None, :]
+    frames += [np.clip(scene * (1 - darkening * t / 8), 0, 255).round().astype(np.uint8) for t in range(1, 9)]
+    return frames

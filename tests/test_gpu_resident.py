@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import SHARED_VIDEOS, run_cli, traffic_scene
+from helpers import SHARED_VIDEOS, darkening_road, run_cli, traffic_scene
 
 from motiondetect.core.picture import Picture
 from motiondetect.pipeline.batch import BatchDetector
@@ -235,6 +235,23 @@ def test_batches_equal_through_a_clouds_shadow(cuda, batch):
     detector = MotionDetector(build_filters(default_config()))
     plain = [detector.process(p).motion_fraction for p in frames]
     assert flood(plain) > 0.5 and flood(plain) > 5 * flood(with_field)
+
+
+@pytest.mark.parametrize("batch", [1, 7, 32])
+def test_batches_equal_when_the_gate_fires_where_the_light_field_explains(cuda, batch):
+    """helpers.darkening_road, where the recent-background gate fires on pixels the light field
+    explains, through the default pipeline with ``light_field`` 24: the field's kernels after the
+    gate's, in batches of any K, equal K = 1 and the CPU; and the field leaves less motion on the
+    darkening's frames than the same pipeline without it."""
+    import cv2
+
+    from motiondetect.evaluation.tuning import config_for
+
+    frames = [Picture.from_bgr(cv2.cvtColor(f, cv2.COLOR_GRAY2BGR)) for f in darkening_road()]
+    with_field = default_batches_equal(cuda, batch, frames, config_for(default_config(), {("gaussian_background", "light_field"): 24.0}))
+    detector = MotionDetector(build_filters(default_config()))
+    plain = [detector.process(p).motion_fraction for p in frames]
+    assert sum(plain[61:]) > 0.3 and sum(with_field[61:]) < 0.2 * sum(plain[61:])
 
 
 @pytest.mark.parametrize("batch", [1, 7, 32])

@@ -48,6 +48,7 @@ from helpers import (
     GAUSSIAN_TIE,
     GAUSSIAN_UNGATED,
     chroma_for,
+    darkening_road,
     gaussian_model,
     with_exposure,
     with_ghosts,
@@ -613,8 +614,8 @@ def test_gaussian_background_sequence(lib, rng, size, params):
                 launch_recent(recent),
             ),
         )
-        light_field(lib, device, frames[i], compared, out)
         gate_recent(lib, device, recent, out)
+        light_field(lib, device, frames[i], compared, out)  # last, as the filter queues it
         assert_same(out, cpu.reference(frames[i], frames[i - 1], chromas[i]) if colour else cpu.reference(frames[i], frames[i - 1]))
         if recent is not None:
             plain = ungated.reference(frames[i], frames[i - 1], chromas[i]) if colour else ungated.reference(frames[i], frames[i - 1])
@@ -716,8 +717,8 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
             ),
         )
         lib.gaussian(ptr(frames[t]), ptr(frames[t - 1]), ptr(single_state[0]), ptr(single_state[1]), ptr(out), n, 1, t, *args)
-        light_field(lib, flt, frames[t], compared, out)
         gate_recent(lib, flt, single_recent, out)
+        light_field(lib, flt, frames[t], compared, out)
         single.append(out)
         if single_recent is not None:
             np.testing.assert_array_equal(single_recent.state, recents[t])
@@ -752,8 +753,8 @@ def test_gaussian_background_batches(lib, rng, size, params, splits):
         )
         out = poisoned((k, *size))
         lib.gaussian(ptr(batch), ptr(reference), ptr(batch_state[0]), ptr(batch_state[1]), ptr(out), n, k, first, *args)
-        light_field(lib, flt, batch, compared, out)
         gate_recent(lib, flt, batch_recent, out)
+        light_field(lib, flt, batch, compared, out)
         for j in range(k):
             assert_same(out[j], single[first - 1 + j])
             assert_same(out[j], expected[first - 1 + j])
@@ -856,6 +857,35 @@ def test_light_field_through_the_model(lib, rng, size, splits):
         h, w = size
         object_pixels = expected[-1][h // 4 : h // 4 + h // 3, 9 : 9 + w // 5]
         assert np.count_nonzero(object_pixels) > 0.9 * object_pixels.size
+
+
+@pytest.mark.parametrize("splits", [(1,) * 68, (32, 32, 4)], ids=["one", "batches"])
+def test_recent_gate_then_light_field(lib, splits):
+    """On :func:`helpers.darkening_road`, where the recent-background gate fires on pixels the
+    light field explains, the kernel, the gate's launch and then the field's four, one frame or a
+    batch a launch, equal the CPU model with both bit for bit (the field is the mask's last
+    step on both backends)."""
+    params = {**GAUSSIAN_GREY, "exposure": 0.0, "lightswitch": 0.0, "light_field": 24.0, "recent_gate": 15, "ghost_frames": 0}
+    flt, cpu = GaussianBackground(**params), GaussianBackground(**params)
+    frames = darkening_road()
+    size, n = frames[0].shape, frames[0].size
+    expected = [cpu.reference(frames[t], frames[t - 1]) for t in range(1, len(frames))]
+    mean, var, still = np.full(size, 7, np.int32), np.full(size, -7, np.int32), still_state(size)
+    recent, history = Recent.of(flt, size), history_state(flt, size)
+    first = 1
+    for k in splits:
+        batch = np.ascontiguousarray(np.stack(frames[first : first + k]))
+        reference = frames[0] if first == 1 else poisoned(size)
+        compared, out = compared_means(flt, (k, *size)), poisoned((k, *size))
+        launch = launch_recent(recent, k)
+        args = (flt.params["warmup"], *gaussian_constants(flt, None, [None, None], still, None, compared, history, None, launch))
+        lib.gaussian(ptr(batch), ptr(reference), ptr(mean), ptr(var), ptr(out), n, k, first, *args)
+        gate_recent(lib, flt, recent, out)
+        light_field(lib, flt, batch, compared, out)
+        for j in range(k):
+            assert_same(out[j], expected[first - 1 + j])
+        first += k
+    assert first == len(frames)
 
 
 @pytest.mark.parametrize("size", SIZES)

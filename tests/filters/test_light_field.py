@@ -6,6 +6,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from helpers import darkening_road
 
 from motiondetect.filters.gaussian_background import GaussianBackground
 from motiondetect.filters.light_field import UNKNOWN, block_gains, evidence_ratios, explained, gain_q16
@@ -138,3 +139,28 @@ def test_model_with_the_field_clears_a_change_of_light_but_keeps_an_object():
     # Only the output changes: both models learnt from their own masks, identically.
     np.testing.assert_array_equal(plain.model[0], with_field.model[0])
     np.testing.assert_array_equal(plain.model[1], with_field.model[1])
+
+
+def test_the_field_is_the_masks_last_step_after_the_recent_gate():
+    """The field clears what it explains after the recent-background gate, which would otherwise
+    add it back: a cloud darkens a patch of road one way, as a car does. On every frame of
+    :func:`helpers.darkening_road` the mask with the field is the gate's mask with the explained
+    pixels cleared, exactly, and the gate did fire on pixels the field explains (so the order
+    matters here; with the field before the gate the first assertion fails)."""
+    frames = darkening_road()
+    grey_chroma = np.full((2, *frames[0].shape), 128, np.uint8)
+    plain = GaussianBackground(light_field=0.0, recent_gate=0)
+    gated = GaussianBackground(light_field=0.0, recent_gate=15)
+    both = GaussianBackground(light_field=24.0, recent_gate=15)
+    fired_and_explained = 0
+    for prev, frame in zip(frames, frames[1:]):
+        started = plain.model is not None
+        compared = ((plain.model[0] + (1 << 15)) >> 16).astype(np.uint8) if started else None  # before the update
+        before_gate, after_gate, mask = (m.reference(frame, prev, grey_chroma) for m in (plain, gated, both))
+        if not started:
+            continue
+        cleared = explained(frame, compared, 24 << 16)
+        fired_and_explained += np.count_nonzero(cleared & (after_gate == 255) & (before_gate != 255))
+        np.testing.assert_array_equal(mask, np.where(cleared, 0, after_gate))
+    assert fired_and_explained > 1000
+    assert np.mean(after_gate == 255) > 0.1 and np.mean(mask == 255) < 0.01
