@@ -13,6 +13,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
+import yaml
 
 from motiondetect.apps.cli import main
 from motiondetect.evaluation.scoring import (
@@ -30,7 +31,8 @@ from motiondetect.evaluation.scoring import (
     median_of_motion,
     runs,
 )
-from motiondetect.pipeline.config import load_config
+from motiondetect.pipeline.config import build_filters, load_config
+from motiondetect.pipeline.detector import MotionDetector
 from tests.helpers import SHARED_SAMPLES, make_folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -460,6 +462,33 @@ def test_cli_evaluate_seed_against_independent_chain_and_baselines(tmp_path, cap
     rc = main(["evaluate", str(root), "--backend", "cpu", "--json", str(out), "-q"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "--overwrite" in err[0]
+
+
+def test_cli_evaluate_scores_a_config_as_its_scan_runs_it(tmp_path, capsys):
+    """A config's scan.frame_skip is scored as a scan applies it: the case study's pipeline with
+    frame_skip 2 scores frames 0, 3, 6... against their true predecessors, and each skipped frame
+    with the last processed mask (counts by hand from OpenCV); scan.downscale 2 changes the
+    scores, and equals the detector's own downscale."""
+    root, frames, labels = make_folder(tmp_path / "clip", count=14)
+    seed = yaml.safe_load(SEED_YAML.read_text())
+    masks = seed_chain_masks(frames)
+    for skip, downscale in ((2, 1), (0, 2)):
+        config = tmp_path / f"skip{skip}_down{downscale}.yaml"
+        config.write_text(yaml.safe_dump({**seed, "scan": {"frame_skip": skip, "downscale": downscale}}))
+        out = tmp_path / f"{config.stem}.json"
+        rc = main(["evaluate", str(root), "-c", str(config), "--backend", "cpu", "--skip", "4", "--json", str(out), "-q"])
+        assert rc == 0, capsys.readouterr().err
+        ours = json.loads(out.read_text())["evaluations"][0]["methods"][0]["pixel"]
+        if skip:
+            held = [masks[i - i % (skip + 1)] for i in range(len(frames))]
+            expected = counts_by_hand(held, labels, range(4, 14))
+            assert expected != counts_by_hand(masks, labels, range(4, 14))
+        else:
+            detector = MotionDetector(build_filters(load_config(config)), annotate=False, downscale=downscale)
+            shrunk = [detector.process(f).mask for f in frames]
+            expected = counts_by_hand(shrunk, labels, range(4, 14))
+            assert expected != counts_by_hand(masks, labels, range(4, 14))
+        assert {k: ours[k] for k in expected} == expected
 
 
 def test_cli_evaluate_errors_are_one_line(tmp_path, capsys):

@@ -21,7 +21,7 @@ from motiondetect.evaluation.scoring import (
     Evaluation,
     bgslibrary_available,
     classic_baselines,
-    detector_method,
+    config_method,
     evaluate,
     format_table,
     load_folder,
@@ -31,11 +31,10 @@ from motiondetect.evaluation.tuning import GRIDS, grid_summary
 from motiondetect.outputs.events import write_json_atomic
 from motiondetect.outputs.paths import checked_output_file, checked_plot_file
 from motiondetect.outputs.plot import plot_threshold_curves, require_matplotlib
-from motiondetect.pipeline.coding import for_coding
 from motiondetect.pipeline.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
-from motiondetect.pipeline.detector import MotionDetector
-from motiondetect.pipeline.frame_rate import at_frame_rate, fps_arg
+from motiondetect.pipeline.frame_rate import for_source, fps_arg
 from motiondetect.scaleout.cluster import jobs_arg
+from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS
 
 log = logging.getLogger("motiondetect")
 
@@ -100,9 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--fps",
         type=fps_arg,
-        help="frame rate of the folders' footage, frames/s (CDnet ships none): outside the config's tuned_fps the model's "
-        "per-frame learning rates and counts are rescaled as for a video at that rate (a --loo grid's own values of them "
-        "stay as written) [default: 25, as image sequences are read]",
+        help="frame rate of the folders' footage, frames/s (CDnet ships none): where the rate the model sees frames at "
+        "(this over scan.frame_skip + 1) is outside the config's tuned_fps, the model's per-frame learning rates and counts "
+        "are rescaled as for a video at that rate (a --loo grid's own values of them stay as written) [default: 25, as "
+        "image sequences are read]",
     )
     parser.add_argument(
         "--inter-coded",
@@ -147,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
     from motiondetect.gpu.backend import open_backend
 
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine)
-    config = for_coding(config, args.inter_coded)  # for every detector below, as --fps
-    if args.fps is not None:
-        config, _ = at_frame_rate(config, args.fps)  # for every detector below: the scores, --loo, --plot
+    # For every detector below (the scores, --loo, --plot), as a scan of a source at that rate
+    # sets it up: --inter-coded's values, then the rates at the rate the model sees frames.
+    config = for_source(config, DEFAULT_SEQUENCE_FPS if args.fps is None else args.fps, inter_coded=args.inter_coded)
     folders = [load_folder(path) for path in args.folders]  # check them all before any work
     json_path = checked_output_file(Path(args.json), args.overwrite, "--json") if args.json else None
     cache_path = Path(args.loo_cache) if args.loo_cache else None
@@ -188,13 +188,12 @@ def run(args: argparse.Namespace) -> int:
     complete = False
     try:
         with ExitStack() as stack:
-            filters = build_filters(config)
-            cuda = open_backend(config["backend"], filters, stack)
-            detector = MotionDetector(filters, cuda=cuda)
-            backend, device = detector.backend, (cuda.device_name if cuda else None)
-            label = f"motiondetect ({detector.backend})"
+            cuda = open_backend(config["backend"], build_filters(config), stack)
+            backend, device = ("cpu" if cuda is None else "cuda"), (cuda.device_name if cuda else None)
+            label = f"motiondetect ({backend})"
             for index, folder in enumerate(folders):
-                methods = [detector_method(detector, label)] + (classic_baselines() if args.baselines else [])
+                # A fresh detector for each folder, as its scan would run it (scan.downscale, scan.frame_skip).
+                methods = [config_method(config, cuda, label)] + (classic_baselines() if args.baselines else [])
                 bar = _progress(len(folder.frames), args.quiet, folder.name)
                 try:
                     evaluation = evaluate(folder, methods, skip=args.skip, min_area=config["events"]["min_area"], progress=bar)

@@ -56,7 +56,9 @@ import cv2
 import numpy as np
 
 from motiondetect.core.errors import MotionDetectError
+from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.frame_skip import FrameSkipper
 
 log = logging.getLogger("motiondetect")
 
@@ -597,10 +599,27 @@ def classic_baselines() -> list[Method]:
     return methods
 
 
-def detector_method(detector: MotionDetector, label: str = "motiondetect") -> Method:
-    """The :class:`~motiondetect.pipeline.detector.MotionDetector` as a :class:`Method` (a fresh stream)."""
+def detector_method(detector: MotionDetector, label: str = "motiondetect", frame_skip: int = 0) -> Method:
+    """The :class:`~motiondetect.pipeline.detector.MotionDetector` as a :class:`Method` (a fresh
+    stream), skipping ``frame_skip`` frames after each processed one as a scan does
+    (:class:`~motiondetect.pipeline.frame_skip.FrameSkipper`: a skipped frame gets the last
+    processed mask)."""
     detector.reset()
-    return Method(label, lambda frame: detector.process(frame).mask)
+    skipper = FrameSkipper(detector, frame_skip)
+    return Method(label, lambda frame: skipper(frame).mask)
+
+
+def config_method(config: dict[str, Any], cuda=None, label: str = "motiondetect") -> Method:
+    """A config's pipeline as a :class:`Method`, as a scan runs it: at ``scan.downscale`` (the
+    masks scored at the frames' size) and with ``scan.frame_skip``; no annotation. ``cuda``: a
+    :class:`~motiondetect.gpu.cuda_handler.CUDAHandler`, or ``None`` for the CPU backend.
+
+    Raises:
+        motiondetect.core.errors.ConfigError: a bad pipeline (:func:`~motiondetect.pipeline.config.build_filters`).
+    """
+    scan = config["scan"]
+    detector = MotionDetector(build_filters(config), cuda=cuda, annotate=False, downscale=scan["downscale"])
+    return detector_method(detector, label, scan["frame_skip"])
 
 
 # -- the evaluation ------------------------------------------------------------------------------

@@ -34,8 +34,6 @@ import cv2
 
 from motiondetect.core.errors import UsageError
 from motiondetect.evaluation import scoring
-from motiondetect.pipeline.config import build_filters
-from motiondetect.pipeline.detector import MotionDetector
 
 log = logging.getLogger("motiondetect")
 
@@ -406,10 +404,11 @@ def summary(method_name: str, scorer) -> dict[str, Any]:
 
 
 def score_config(path: str, config: dict[str, Any], skip: int, min_area: float) -> dict[str, Any]:
-    """The :func:`summary` of ``config``'s pipeline on one clip (CPU backend, no annotation)."""
+    """The :func:`summary` of ``config``'s pipeline on one clip (CPU backend, no annotation), as
+    :func:`~motiondetect.evaluation.scoring.config_method` runs it (its scan's downscale and frame
+    skip)."""
     folder, frames = _clip(path)
-    detector = MotionDetector(build_filters(config), annotate=False)
-    method = scoring.Method("motiondetect", lambda frame: detector.process(frame).mask)
+    method = scoring.config_method(config)
     ((method, scorer),) = scoring.evaluate(folder, [method], skip=skip, min_area=min_area, frames=frames).scores
     return summary(method.name, scorer)
 

@@ -20,6 +20,7 @@ from motiondetect.core.types import Frame
 from motiondetect.outputs.events import EventSegmenter
 from motiondetect.outputs.sinks import RunSummary, Sink, StopRequested
 from motiondetect.pipeline.detector import MotionDetector
+from motiondetect.pipeline.frame_skip import FrameSkipper
 
 log = logging.getLogger("motiondetect")
 
@@ -121,18 +122,9 @@ class Runner:
 
     def _one_at_a_time(self, frames: Iterable[Frame]):
         """Yield (frame, result) for each frame, holding results over skipped frames."""
-        held, skipped = None, 0
+        skipper = FrameSkipper(self.detector, self.frame_skip)
         for frame in frames:
-            if held is not None and skipped < self.frame_skip:
-                skipped += 1
-                if skipped == self.frame_skip:  # the next frame is processed: compare it with this one
-                    self.detector.prime(frame.image)
-                result = self.detector.repeat(frame.image, held)
-            else:
-                result = self.detector.process(frame.image)
-                held = result if self.frame_skip else None
-                skipped = 0
-            yield frame, result
+            yield frame, skipper(frame.image)
 
     def _close_sinks(self, summary: RunSummary) -> None:
         # Sinks that write files are closed first, the report last, so a failure to finish the
