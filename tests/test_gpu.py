@@ -22,9 +22,18 @@ pytestmark = pytest.mark.gpu
 #: Frame sizes (H, W): degenerate, not multiples of any block size, odd, 1080p and 2160p.
 GPU_SIZES = [(1, 1), (7, 13), (479, 641), (1080, 1920), (2160, 3840)]
 POISON = 0xAB  # outputs are filled with this first, so a kernel that skips pixels is caught
-SEED_YAML = Path(__file__).resolve().parent.parent / "configs" / "seed.yaml"
-#: Whole-pipeline tests run the default pipeline and the case study's (configs/seed.yaml).
-PIPELINES = {"default": default_config, "seed": lambda: load_config(SEED_YAML)}
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+SEED_YAML = CONFIGS / "seed.yaml"
+#: Whole-pipeline tests run the default pipeline, the case study's (configs/seed.yaml) and the
+#: presets that change the default pipeline's filters (subsense.yaml: tests/test_gpu_subsense.py).
+PIPELINES = {
+    "default": default_config,
+    "seed": lambda: load_config(SEED_YAML),
+    **{
+        name: (lambda name=name: load_config(CONFIGS / f"{name}.yaml"))
+        for name in ("high_sensitivity", "low_sensitivity", "outdoor", "steady")
+    },
+}
 
 
 def random_image(rng, kind: Kind, size):
