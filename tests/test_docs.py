@@ -30,6 +30,20 @@ def test_every_command_line_option_is_in_the_usage_page():
     assert not missing, f"options missing from docs/usage.md: {missing}"
 
 
+def test_the_usage_page_lists_every_choice_of_the_options_with_choices():
+    """A choice the parser offers (a new --grid, a backend) appears in the option's row, which
+    writes the choices as the parser's help does: ``--grid {a,b,...}``."""
+    usage = (DOCS / "usage.md").read_text(encoding="utf-8")
+    for parser in (build_parser(), evaluate_parser()):
+        for action in parser._actions:
+            if action.choices and action.option_strings:
+                option = max(action.option_strings, key=len)
+                rows = re.findall(re.escape(option) + r" \{([^}]*)\}", usage)
+                assert rows, f"docs/usage.md has no row {option} {{...}}"
+                for row in rows:
+                    assert row.split(",") == [str(c) for c in action.choices], f"{option}: {row} against {list(action.choices)}"
+
+
 def test_every_setting_and_filter_parameter_is_in_the_configuration_page():
     page = (DOCS / "configuration.md").read_text(encoding="utf-8")
     rows = [line for line in page.splitlines() if line.startswith("| `")]
