@@ -509,6 +509,26 @@ def test_presets_load_and_are_documented(name):
     assert load_config(path) != default_config()
 
 
+def test_a_bundled_preset_is_found_by_name_from_any_folder(tmp_path, monkeypatch):
+    """``-c outdoor``, ``outdoor.yaml`` and ``configs/outdoor.yaml`` read the bundled preset where
+    no such file exists (here: a folder outside the checkout), a file of that name wins where it
+    exists, and a name that is neither says which presets there are."""
+    from motiondetect.pipeline.presets import preset_names
+
+    monkeypatch.chdir(tmp_path)
+    assert preset_names() == sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
+    bundled = load_config(ROOT / "configs" / "outdoor.yaml")
+    for name in ("outdoor", "outdoor.yaml", "configs/outdoor.yaml", "./configs/outdoor.yaml"):
+        assert load_config(name) == bundled, name
+    (tmp_path / "outdoor.yaml").write_text("events:\n  min_area: 0.02\n")
+    assert load_config("outdoor.yaml")["events"]["min_area"] == 0.02  # the file where the command runs
+    assert load_config("outdoor") == bundled  # no file named "outdoor" here
+    for wrong in ("nosuch", "other/outdoor.yaml", "outdoor.txt"):
+        with pytest.raises(ConfigError) as err:
+            load_config(wrong)
+        assert f"cannot read config file {wrong!r}" in str(err.value) and "bundled presets: default, fast_scan" in str(err.value)
+
+
 def test_presets_move_the_way_their_names_say():
     default = default_config()
     high, low, fast = (load_config(ROOT / "configs" / f"{n}.yaml") for n in ("high_sensitivity", "low_sensitivity", "fast_scan"))

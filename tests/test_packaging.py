@@ -1,4 +1,4 @@
-"""The wheel carries the kernels, and an installed copy finds them without the source tree."""
+"""The wheel carries the kernels and the presets, and an installed copy finds them without the source tree."""
 
 from __future__ import annotations
 
@@ -31,11 +31,13 @@ def test_wheel_contains_every_kernel_and_the_console_script(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for source in (ROOT / "kernels").glob("*.cu"):
         assert f"motiondetect/kernels/{source.name}" in names
+    for preset in (ROOT / "configs").glob("*.yaml"):
+        assert f"motiondetect/configs/{preset.name}" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "motiondetect = motiondetect.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
-def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_path):
+def test_installed_wheel_finds_its_kernels_and_presets_outside_the_source_tree(wheel, tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
@@ -47,15 +49,20 @@ def test_installed_wheel_finds_its_kernels_outside_the_source_tree(wheel, tmp_pa
     # Dependencies (numpy, cv2...) come from this interpreter's site-packages, listed after the
     # fresh venv's own, so the unpacked motiondetect wins over any editable install.
     (Path(target) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    probe = "from motiondetect.gpu.kernel_sources import kernel_dir; import motiondetect; print(kernel_dir()); print(motiondetect.__file__)"
+    probe = (
+        "from motiondetect.gpu.kernel_sources import kernel_dir; import motiondetect; print(kernel_dir()); print(motiondetect.__file__)\n"
+        "from motiondetect.pipeline.presets import preset_dir; from motiondetect.pipeline.config import load_config\n"
+        "print(preset_dir()); print(load_config('outdoor')['pipeline'][3]['light_field'])"
+    )
     # Without PYTHONPATH: a developer's PYTHONPATH=. would put the source tree first.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     result = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
-    kernels, package = (Path(line) for line in result.stdout.split())
-    assert kernels == Path(target) / "motiondetect" / "kernels"
-    assert package.is_relative_to(target)
-    assert {p.name for p in kernels.glob("*.cu")} == {p.name for p in (ROOT / "kernels").glob("*.cu")}
+    kernels, package, presets, light_field = result.stdout.split()
+    assert Path(kernels) == Path(target) / "motiondetect" / "kernels"
+    assert Path(package).is_relative_to(target)
+    assert {p.name for p in Path(kernels).glob("*.cu")} == {p.name for p in (ROOT / "kernels").glob("*.cu")}
+    assert Path(presets) == Path(target) / "motiondetect" / "configs" and float(light_field) == 24.0  # -c outdoor
 
 
 def test_scikit_cuda_imports_without_pkg_resources():

@@ -48,7 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
         "recall and F1, and event hits; optionally the classic OpenCV anchors on the same frames.",
     )
     parser.add_argument("folders", nargs="+", metavar="GT_FOLDER", help="a folder in the CDnet layout (several: one table each)")
-    parser.add_argument("-c", "--config", help="YAML config (see configs/default.yaml) [default: built-in defaults]")
+    parser.add_argument(
+        "-c",
+        "--config",
+        help="YAML config (see configs/default.yaml), or a bundled preset's name: default, seed, high_sensitivity, "
+        "low_sensitivity, fast_scan, steady, outdoor, subsense [default: built-in defaults]",
+    )
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto]")
     parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference [setting: config 'engine', default kernel]")
     parser.add_argument(

@@ -32,6 +32,7 @@ import yaml
 
 from motiondetect.core.errors import ConfigError
 from motiondetect.filters import REGISTRY, Filter
+from motiondetect.pipeline import presets
 from motiondetect.pipeline.detector import pipeline_problems
 from motiondetect.pipeline.frame_rate import TUNED_FPS
 
@@ -351,7 +352,9 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
     """Load a YAML config with ``yaml.safe_load``, validate it and merge it over the defaults.
 
     Args:
-        path: YAML file; ``None`` returns the defaults. An empty file is an empty mapping.
+        path: YAML file, or the name of a bundled preset where no such file exists (``outdoor``,
+            ``outdoor.yaml`` or ``configs/outdoor.yaml``: :func:`motiondetect.pipeline.presets.resolve`);
+            ``None`` returns the defaults. An empty file is an empty mapping.
 
     Returns:
         The complete configuration (every key present).
@@ -363,7 +366,10 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
     if path is None:
         return default_config()
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = presets.resolve(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        names = ", ".join(presets.preset_names()) or "none found: reinstall motiondetect"
+        raise ConfigError([f"cannot read config file {str(path)!r}: {exc.strerror or exc}; bundled presets: {names}"]) from None
     except OSError as exc:
         raise ConfigError([f"cannot read config file {str(path)!r}: {exc.strerror or exc}"]) from None
     except UnicodeDecodeError as exc:
