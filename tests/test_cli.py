@@ -567,7 +567,8 @@ def test_threshold_flag_needs_a_threshold_filter(tmp_path, sequence, monkeypatch
     # The default pipeline thresholds in standard deviations (gaussian_background), not grey
     # levels: --threshold is refused with a one-line pointer, before any output is written.
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--threshold", "30")
-    assert rc == 2 and "no 'threshold' filter" in one_line_error(err)
+    line = one_line_error(err)
+    assert rc == 2 and "no 'threshold' filter" in line and "gaussian_background.sigmas" in line and "-c high_sensitivity" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["seq"]
 
 

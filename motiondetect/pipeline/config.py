@@ -419,7 +419,14 @@ def with_overrides(
     if threshold is not None:
         entries = [e for e in config["pipeline"] if e["filter"] == "threshold"]
         if not entries:
-            raise ConfigError(["--threshold: the pipeline has no 'threshold' filter to set"])
+            hint = ""
+            if any(e["filter"] == "gaussian_background" for e in config["pipeline"]):
+                # The default's sensitivity is the model's threshold in standard deviations.
+                hint = (
+                    " (its background model's threshold is gaussian_background.sigmas, in standard deviations: "
+                    "-c high_sensitivity or -c low_sensitivity, or set it in a config)"
+                )
+            raise ConfigError([f"--threshold: the pipeline has no 'threshold' filter to set{hint}"])
         for entry in entries:
             entry["threshold"] = threshold
     return config
