@@ -476,8 +476,10 @@ def test_cli_evaluate_scores_a_config_as_its_scan_runs_it(tmp_path, capsys):
         config = tmp_path / f"skip{skip}_down{downscale}.yaml"
         config.write_text(yaml.safe_dump({**seed, "scan": {"frame_skip": skip, "downscale": downscale}}))
         out = tmp_path / f"{config.stem}.json"
-        rc = main(["evaluate", str(root), "-c", str(config), "--backend", "cpu", "--skip", "4", "--json", str(out), "-q"])
-        assert rc == 0, capsys.readouterr().err
+        rc = main(["evaluate", str(root), "-c", str(config), "--backend", "cpu", "--skip", "4", "--json", str(out)])
+        err = capsys.readouterr().err
+        assert rc == 0, err
+        assert f"(scan.frame_skip {skip}), at 1/{downscale} of the width and height" in err  # says how it scored
         ours = json.loads(out.read_text())["evaluations"][0]["methods"][0]["pixel"]
         if skip:
             held = [masks[i - i % (skip + 1)] for i in range(len(frames))]

@@ -155,6 +155,16 @@ def run(args: argparse.Namespace) -> int:
     # For every detector below (the scores, --loo, --plot), as a scan of a source at that rate
     # sets it up: --inter-coded's values, then the rates at the rate the model sees frames.
     config = for_source(config, DEFAULT_SEQUENCE_FPS if args.fps is None else args.fps, inter_coded=args.inter_coded)
+    skip, downscale = config["scan"]["frame_skip"], config["scan"]["downscale"]
+    if skip or downscale != 1:
+        log.info(
+            "notice: scored as the config's scan runs: one frame in %d processed (scan.frame_skip %d), at 1/%d of the "
+            "width and height (scan.downscale %d)",
+            skip + 1,
+            skip,
+            downscale,
+            downscale,
+        )
     folders = [load_folder(path) for path in args.folders]  # check them all before any work
     json_path = checked_output_file(Path(args.json), args.overwrite, "--json") if args.json else None
     cache_path = Path(args.loo_cache) if args.loo_cache else None
