@@ -39,6 +39,7 @@ from motiondetect.outputs.paths import OutputPaths, plan_outputs
 from motiondetect.outputs.plot import MotionPlotSink, require_matplotlib
 from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
 from motiondetect.outputs.writer import VideoWriter
+from motiondetect.pipeline import presets
 from motiondetect.pipeline.assembly import (
     batch_size,
     batched_path_problem,
@@ -118,12 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="video file, glob ('clips/*.mp4'), image folder, printf pattern (in%%06d.jpg) or image glob, camera index or URL; several: one run and report each, or one stream with --concat",
     )
     parser.add_argument("-o", "--output", help="annotated video to write [default: <stem>_motion.mp4 in the current folder]")
-    parser.add_argument(
-        "-c",
-        "--config",
-        help="YAML config (see configs/default.yaml), or a bundled preset's name: default, seed, high_sensitivity, "
-        "low_sensitivity, fast_scan, steady, outdoor, subsense [default: built-in defaults]",
-    )
+    parser.add_argument("-c", "--config", help=presets.config_help())
     parser.add_argument(
         "--events",
         action="append",

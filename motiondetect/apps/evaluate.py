@@ -31,6 +31,7 @@ from motiondetect.evaluation.tuning import GRIDS, grid_summary
 from motiondetect.outputs.events import write_json_atomic
 from motiondetect.outputs.paths import checked_output_file, checked_plot_file
 from motiondetect.outputs.plot import plot_threshold_curves, require_matplotlib
+from motiondetect.pipeline import presets
 from motiondetect.pipeline.config import BACKENDS, ENGINES, build_filters, load_config, with_overrides
 from motiondetect.pipeline.frame_rate import for_source, fps_arg
 from motiondetect.scaleout.cluster import jobs_arg
@@ -48,12 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         "recall and F1, and event hits; optionally the classic OpenCV anchors on the same frames.",
     )
     parser.add_argument("folders", nargs="+", metavar="GT_FOLDER", help="a folder in the CDnet layout (several: one table each)")
-    parser.add_argument(
-        "-c",
-        "--config",
-        help="YAML config (see configs/default.yaml), or a bundled preset's name: default, seed, high_sensitivity, "
-        "low_sensitivity, fast_scan, steady, outdoor, subsense [default: built-in defaults]",
-    )
+    parser.add_argument("-c", "--config", help=presets.config_help())
     parser.add_argument("--backend", choices=BACKENDS, help="where to compute [setting: config 'backend', default auto]")
     parser.add_argument("--engine", choices=ENGINES, help="GPU engine for gray and difference [setting: config 'engine', default kernel]")
     parser.add_argument(

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib import resources
 from pathlib import Path
+
+from motiondetect.core.bundled import bundled_folder
 
 
 @functools.lru_cache(maxsize=None)
@@ -19,12 +20,10 @@ def kernel_dir() -> Path:
     Raises:
         FileNotFoundError: neither location holds the kernels (a broken install).
     """
-    installed = Path(str(resources.files("motiondetect"))) / "kernels"
-    source_tree = Path(__file__).resolve().parents[2] / "kernels"  # motiondetect/gpu/ -> the checkout
-    for candidate in (installed, source_tree):
-        if any(candidate.glob("*.cu")):
-            return candidate
-    raise FileNotFoundError(f"CUDA kernel sources not found in {installed} or {source_tree}; reinstall motiondetect")
+    folder = bundled_folder("kernels", "*.cu")
+    if folder is None:
+        raise FileNotFoundError("CUDA kernel sources not found in the installed package or the source tree; reinstall motiondetect")
+    return folder
 
 
 #: A quoted include of one of the project's headers, on a line of its own.

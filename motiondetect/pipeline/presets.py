@@ -9,8 +9,9 @@ the package. So ``-c outdoor`` works wherever motiondetect is installed, and so 
 from __future__ import annotations
 
 import functools
-from importlib import resources
 from pathlib import Path
+
+from motiondetect.core.bundled import bundled_folder
 
 #: The folders under which the docs and the presets' own headers give a preset's path.
 _PRESET_FOLDERS = (Path("."), Path("configs"))
@@ -20,9 +21,7 @@ _PRESET_FOLDERS = (Path("."), Path("configs"))
 def preset_dir() -> Path | None:
     """The folder holding the bundled ``*.yaml`` presets: the installed package's first, then the
     source tree's; ``None`` where neither has them (a broken install)."""
-    installed = Path(str(resources.files("motiondetect"))) / "configs"
-    source_tree = Path(__file__).resolve().parents[2] / "configs"  # motiondetect/pipeline/ -> the checkout
-    return next((folder for folder in (installed, source_tree) if any(folder.glob("*.yaml"))), None)
+    return bundled_folder("configs", "*.yaml")
 
 
 def preset_names() -> list[str]:
@@ -43,3 +42,9 @@ def resolve(path: str | Path) -> Path:
     if folder is not None and name in preset_names() and given.parent in _PRESET_FOLDERS:
         return folder / f"{name}.yaml"
     return given
+
+
+def config_help() -> str:
+    """The ``-c``/``--config`` option's help, naming the bundled presets."""
+    names = ", ".join(preset_names()) or "none found"
+    return f"YAML config (see configs/default.yaml), or a bundled preset's name: {names} [default: built-in defaults]"
