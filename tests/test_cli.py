@@ -397,6 +397,16 @@ def test_help_lists_every_filter(capsys):
     assert "min_area=0.001" in out
 
 
+def test_each_setting_flags_help_is_a_whole_clause():
+    """A setting's flag shows the first clause of its text (up to the first ';'); a clause cut
+    inside a parenthesis (as --batch's was) reads as a broken sentence in --help."""
+    from motiondetect.apps.cli import build_parser
+
+    for action in build_parser()._actions:
+        text = (action.help or "").split(" [setting: ")[0]
+        assert text.count("(") == text.count(")"), f"{action.option_strings}: {text!r}"
+
+
 def test_quiet_prints_nothing(tmp_path, sequence, monkeypatch, capsys):
     rc, out, err = run_main(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-q")
     assert rc == 0

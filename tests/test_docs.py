@@ -109,3 +109,32 @@ def test_the_scanning_page_shows_what_its_command_writes(tmp_path, capsys, monke
     assert rc == 0
     written = (tmp_path / "events.csv").read_text(encoding="utf-8").splitlines()
     assert written[: len(shown.splitlines())] == shown.splitlines()
+
+
+def _sections(path: Path) -> list[str]:
+    """The sections of ``path``: its Markdown headings (not a code block's comments) and the bold
+    titles that open a paragraph or a list item (``**The correlation's window** ...``)."""
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    headings = re.findall(r"^#{1,6} +(.+)$", text, flags=re.M)
+    titles = re.findall(r"^(?:- )?\*\*(.+?)\*\*", text, flags=re.M)
+    return [t.strip() for t in headings + titles]
+
+
+def test_every_section_a_config_or_docstring_names_exists():
+    """Configs and docstrings point to sections as ``docs/evaluation.md, "Exposure"`` or
+    ``README, "Detection quality"``; each named section is a heading of that file (the start of
+    it: headings carry suffixes such as "(the default)"). Comment and docstring lines are joined
+    first, so a reference broken over two lines is checked too."""
+    sources = [*sorted((ROOT / "configs").glob("*.yaml")), *sorted((ROOT / "motiondetect").rglob("*.py"))]
+    sources += sorted((ROOT / "benchmarks").glob("*.py"))
+    reference = re.compile(r"(README|docs/[a-z_-]+\.md)(?:,| section| \()? \"([A-Z][^\"]+)\"")
+    found, broken = 0, []
+    for path in sources:
+        text = re.sub(r"\n\s*(?:#:?\s*)?", " ", path.read_text(encoding="utf-8"))
+        for target, title in reference.findall(text):
+            found += 1
+            sections = _sections(ROOT / ("README.md" if target == "README" else target))
+            if not any(s.startswith(title) for s in sections):
+                broken.append(f"{path.relative_to(ROOT)}: {target}, {title!r}")
+    assert found > 50  # the pattern still matches how the sources write their references
+    assert not broken, f"references to sections that do not exist: {broken}"

@@ -157,3 +157,18 @@ def test_every_module_has_a_page_in_the_api_reference():
     }
     wanted = {m for m in MODULES if m.count(".") >= 2 or m == "motiondetect.filters"}  # subpackage __init__s hold no code
     assert not wanted - documented, f"modules missing from docs/api/*.md: {sorted(wanted - documented)}"
+
+
+def test_the_module_tables_list_every_module():
+    """docs/architecture.md's layer table and docs/api/index.md's page table name each module of
+    every subpackage (the filters as "one module per filter"), so the map a newcomer reads first
+    is whole."""
+    docs = PACKAGE.parent / "docs"
+    for page in (docs / "architecture.md", docs / "api" / "index.md"):
+        rows = [line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+        for package in sorted({m.split(".")[1] for m in MODULES if m.count(".") == 2} - {"filters"}):
+            row = next((r for r in rows if f"`{package}`" in r or f"({package}.md)" in r), None)
+            assert row is not None, f"{page.name}: no table row for {package}"
+            names = {m.split(".")[2] for m in MODULES if m.startswith(f"motiondetect.{package}.") and m.count(".") == 2}
+            missing = sorted(n for n in names if f"`{n}`" not in row)
+            assert not missing, f"{page.name}: the {package} row lacks {missing}"

@@ -76,7 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
         + " (subsense: with configs/subsense.yaml) [default: small]",
     )
     parser.add_argument(
-        "--jobs", type=jobs_arg, metavar="N", help="worker processes for the --loo grid, or auto [default: auto, all cores]"
+        "--jobs",
+        type=jobs_arg,
+        metavar="N",
+        help="worker processes for the --loo grid and the --plot sweep, or auto [default: auto, all cores]",
     )
     parser.add_argument(
         "--frame-f1-guard",
@@ -113,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         "[default: the values for image sequences]",
     )
     parser.add_argument("--json", metavar="OUT", help="also write every score (counts included) to this JSON file")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing JSON file")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file or --plot image")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the tables only, no progress bar")
     return parser
 

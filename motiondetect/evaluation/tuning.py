@@ -154,8 +154,8 @@ GRIDS: dict[str, dict[Axis, list]] = {
     "closing": {
         ("closing", "kernel_size"): [1, 5, 7, 9, 11, 13],
     },
-    # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds (README, "The
-    # subsense model"), 12 points.
+    # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds
+    # (docs/evaluation.md, "The subsense model"), 12 points.
     "subsense": {
         ("subsense", "color_threshold"): [10, 15, 20],
         ("subsense", "ghost_share"): [0.9, 0.995],

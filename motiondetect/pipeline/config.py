@@ -113,8 +113,8 @@ SCAN_SETTINGS: Settings = {
     "batch": (
         {"type": "integer", "minimum": 0, "maximum": 1024},
         0,
-        "frames per batch on the GPU path for video files (one launch per filter per batch; "
-        "results equal one frame at a time); 0 (auto): NVDEC frames as many as hold 32 frames of "
+        "frames per batch on the GPU path for video files, 0 to choose by the frame size (one "
+        "launch per filter per batch, results equal one frame at a time); 0 (auto): NVDEC frames as many as hold 32 frames of "
         "1080p, at most 32 (32 reached the on-device plateau at 1080p on an H200; 8 at 2160p), "
         "CPU-decoded frames as many as hold 4 frames of 2160p, at most 8 (the CPU decoder sets "
         "the pace; they ran faster so: docs/performance.md); cameras, --live and --preview run "
