@@ -306,6 +306,33 @@ def test_out_of_range(tmp_path, text, key, value):
     assert value in problems[0]
 
 
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("events:\n  time_before: .nan\n", "events.time_before"),
+        ("events:\n  min_area: .nan\n", "events.min_area"),
+        ("overlays:\n  box_min_area: .NaN\n", "overlays.box_min_area"),
+        ("tuned_fps: [25, .inf]\n", "tuned_fps[1]"),
+        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: red_blend\n    alpha: .nan\n", "pipeline[3].alpha"),
+    ],
+)
+def test_not_a_number_is_refused(tmp_path, text, key):
+    """YAML reads .nan and .inf, and JSON Schema's minimum and maximum let NaN through (every
+    comparison with it is false): before, `time_before: .nan` ended in a traceback and
+    `min_area: .nan` ran, found nothing and wrote NaN into the JSON report."""
+    problems = problems_of(tmp_path, text)
+    assert f"{key}: expected a finite number" in problems[0]
+
+
+def test_not_a_number_on_the_command_line_is_one_line(monkeypatch, capsys, tmp_path):
+    from helpers import one_line_error, run_cli
+
+    for flag in ("--time-before", "--min-area", "--merge-gap", "--max-area"):
+        code, _, err = run_cli(monkeypatch, capsys, tmp_path, "clip.mp4", flag, "nan")
+        assert code == 2
+        assert one_line_error(err.splitlines()[-1]) == f"motiondetect: error: argument {flag}: expected a finite number, got nan"
+
+
 def test_out_of_range_names_the_allowed_range(tmp_path):
     problems = problems_of(tmp_path, "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n    threshold: 300\n")
     assert "0..255" in problems[0]

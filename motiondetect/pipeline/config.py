@@ -24,6 +24,7 @@ key path, the value given and what is allowed, and raises one :class:`ConfigErro
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -287,8 +288,22 @@ def _describe(error: jsonschema.ValidationError, prefix=()) -> str:
 
 def schema_problems(schema: dict[str, Any], value: Any, prefix: tuple = ()) -> list[str]:
     """Every way ``value`` breaks the JSON Schema fragment ``schema``, each led by its key path
-    (``prefix`` names where ``value`` sits in the config, e.g. ``("roi",)``)."""
-    return [_describe(e, prefix) for e in _validator()(schema).iter_errors(value)]
+    (``prefix`` names where ``value`` sits in the config, e.g. ``("roi",)``), not-a-number first."""
+    return _non_finite(value, prefix) + [_describe(e, prefix) for e in _validator()(schema).iter_errors(value)]
+
+
+def _non_finite(value: Any, prefix: tuple = ()) -> list[str]:
+    """A problem for each NaN or infinity in ``value`` (nested mappings and lists too), by key
+    path. JSON Schema's ``minimum`` and ``maximum`` pass NaN (every comparison with it is false),
+    and YAML reads ``.nan`` and ``.inf``, so without this check a NaN setting reaches the run (a
+    traceback, or NaN written into the JSON report)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{_key_path(prefix)}: expected a finite number, got {value!r}"]
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _non_finite(item, (*prefix, key))]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _non_finite(item, (*prefix, i))]
+    return []
 
 
 def _validator():
@@ -305,7 +320,8 @@ def validate(config: Any) -> list[str]:
     if not isinstance(config, dict):
         return [f"config: expected a mapping of settings, got {type(config).__name__}"]
     validator = _validator()
-    problems = [_describe(e) for e in sorted(validator(config_schema()).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))]
+    problems = _non_finite(config)
+    problems += [_describe(e) for e in sorted(validator(config_schema()).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))]
     tuned = config.get("tuned_fps")
     if isinstance(tuned, list) and len(tuned) == 2 and all(isinstance(v, (int, float)) for v in tuned) and tuned[0] > tuned[1]:
         problems.append(f"tuned_fps: expected [low, high] frames/s with low <= high, got {tuned}")
