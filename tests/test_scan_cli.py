@@ -312,6 +312,10 @@ def test_start_and_end_window(tmp_path, sequence, monkeypatch, capsys):
         (["--downscale", "0"], "out of range"),
         (["--frame-skip", "1.5"], "whole number"),
         (["--only-motion", "--no-video"], "--only-motion"),
+        # Options that would be ignored: before, each ran with exit code 0 and wrote no such file.
+        (["-o", "out.mp4", "--no-video"], "-o 'out.mp4' names the annotated video, which --no-video leaves out"),
+        (["--clip-mode", "copy"], "--clip-mode copy says how --clips cuts the event clips; add --clips DIR"),
+        (["--events", "a.json", "--events", "a.json"], "events file 'a.json' is named twice"),
     ],
 )
 def test_usage_errors(tmp_path, sequence, monkeypatch, capsys, argv, fragment):

@@ -116,11 +116,17 @@ def plan_outputs(
 
     Raises:
         UsageError: a path is a folder, the input, exists without --overwrite, sits in a missing
-            or read-only folder, is used twice, or needs {stem} with several inputs.
+            or read-only folder, is used twice, or needs {stem} with several inputs; ``-o`` with
+            ``--no-video``, or ``--clip-mode copy`` without ``--clips`` (an option that would be
+            ignored).
     """
     out = OutputPaths(only_motion=args.only_motion)
     if args.only_motion and args.no_video:
         raise UsageError("--only-motion selects what the output video holds; it cannot go with --no-video")
+    if args.output and args.no_video:
+        raise UsageError(f"-o {args.output!r} names the annotated video, which --no-video leaves out; give one of them")
+    if args.clip_mode == "copy" and not args.clips:
+        raise UsageError("--clip-mode copy says how --clips cuts the event clips; add --clips DIR")
     if not args.no_video and (defaults or args.output):
         out.video = _output_path(_named(args.output, stem, several, "-o"), f"{stem}_motion.mp4", inputs, args.overwrite, "output video")
     for given in args.events or ([None] if defaults else []):
@@ -146,6 +152,8 @@ def plan_outputs(
             continue
         key = path.resolve()
         if key in seen:
+            if seen[key] == what:
+                raise UsageError(f"{what} {str(path)!r} is named twice")
             raise UsageError(f"the {seen[key]} and the {what} must differ ({str(path)!r})")
         if key in taken:
             raise UsageError(f"{what} {str(path)!r} is written for an earlier input too; put {{stem}} in its name")
