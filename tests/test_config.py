@@ -313,7 +313,10 @@ def test_out_of_range(tmp_path, text, key, value):
         ("events:\n  min_area: .nan\n", "events.min_area"),
         ("overlays:\n  box_min_area: .NaN\n", "overlays.box_min_area"),
         ("tuned_fps: [25, .inf]\n", "tuned_fps[1]"),
-        ("pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: red_blend\n    alpha: .nan\n", "pipeline[3].alpha"),
+        (
+            "pipeline:\n  - filter: gray\n  - filter: difference\n  - filter: threshold\n  - filter: red_blend\n    alpha: .nan\n",
+            "pipeline[3].alpha",
+        ),
     ],
 )
 def test_not_a_number_is_refused(tmp_path, text, key):

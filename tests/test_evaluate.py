@@ -33,7 +33,7 @@ from motiondetect.evaluation.scoring import (
 )
 from motiondetect.pipeline.config import build_filters, load_config
 from motiondetect.pipeline.detector import MotionDetector
-from tests.helpers import SHARED_SAMPLES, make_folder
+from tests.helpers import SHARED_SAMPLES, make_folder, one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED_YAML = ROOT / "configs" / "seed.yaml"
@@ -252,8 +252,21 @@ def test_labels_of_another_aspect_ratio_are_a_one_line_error(tmp_path, capsys):
     cv2.imwrite(str(root / "groundtruth" / "gt000105.png"), full[5][:, :40])
     with pytest.raises(GroundTruthError, match="is 40x36, the frames 48x36: expected the frames' size or their aspect ratio"):
         list(decoded_frames(load_folder(root)))
-    assert main(["evaluate", str(root), "--backend", "cpu", "-q"]) == 2
+    assert main(["evaluate", str(root), "--backend", "cpu", "--skip", "2", "-q"]) == 2
     assert "gt000105.png' is 40x36, the frames 48x36" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_skip_past_every_label_is_a_one_line_error(tmp_path, capsys):
+    """Before, --skip 400 on a 300-frame clip printed a table of zeros with exit code 0."""
+    root, _, _ = make_folder(tmp_path / "clip")
+    folder = load_folder(root)
+    assert folder.scored_count(0) == len(folder.frames) and folder.scored_count(len(folder.frames)) == 0
+    last = len(folder.frames) - 1
+    assert main(["evaluate", str(root), "-c", str(SEED_YAML), "--backend", "cpu", "--skip", str(last), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(root), "-c", str(SEED_YAML), "--backend", "cpu", "--skip", str(last + 1), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert one_line_error(err) == f"motiondetect: error: --skip {last + 1} leaves no labelled frame of clip to score; at most {last} here"
 
 
 def test_evaluate_runs_with_a_resized_roi(tmp_path, capsys):

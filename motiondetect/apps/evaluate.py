@@ -194,6 +194,10 @@ def run(args: argparse.Namespace) -> int:
         given = [flag for flag, value in flags if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} only apply with --loo" + (" or --plot" if given == ["--jobs"] else ""))
+    for folder in folders:
+        if not folder.scored_count(args.skip):  # a table of zeros otherwise
+            most = max(i for i in range(len(folder.frames)) if folder.scored_count(i))  # load_folder ensures one
+            raise UsageError(f"--skip {args.skip} leaves no labelled frame of {folder.name} to score; at most {most} here")
     if args.baselines and not bgslibrary_available():
         log.info("notice: %s", BGSLIBRARY_MISSING)
     results: list[Evaluation] = []

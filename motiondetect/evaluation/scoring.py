@@ -106,6 +106,11 @@ class GroundTruthFolder:
         """Whether frame ``number`` lies in the evaluated range."""
         return self.temporal_roi is None or self.temporal_roi[0] <= number <= self.temporal_roi[1]
 
+    def scored_count(self, skip: int) -> int:
+        """How many frames :func:`evaluate` scores with ``skip`` (frames): those with a label
+        image in the temporal ROI, after the first ``skip`` frames of the folder."""
+        return sum(1 for n, _, label in self.frames[skip:] if label is not None and self.in_temporal_roi(n))
+
 
 def _numbered(folder: Path, prefix: str, suffixes: set[str]) -> dict[int, Path]:
     found = {}

@@ -321,7 +321,9 @@ def validate(config: Any) -> list[str]:
         return [f"config: expected a mapping of settings, got {type(config).__name__}"]
     validator = _validator()
     problems = _non_finite(config)
-    problems += [_describe(e) for e in sorted(validator(config_schema()).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))]
+    problems += [
+        _describe(e) for e in sorted(validator(config_schema()).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    ]
     tuned = config.get("tuned_fps")
     if isinstance(tuned, list) and len(tuned) == 2 and all(isinstance(v, (int, float)) for v in tuned) and tuned[0] > tuned[1]:
         problems.append(f"tuned_fps: expected [low, high] frames/s with low <= high, got {tuned}")
