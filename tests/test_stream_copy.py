@@ -286,3 +286,90 @@ def test_clip_files_get_the_usual_permissions(h264, tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# AVI input: no presentation times (FFmpeg numbers the chunks in decode order) and empty
+# placeholder chunks flagged as keyframes. The bundled clip is MPEG-4 Part 2 with two B-frames
+# and two 1-byte placeholders after its first keyframe.
+
+
+def decoded_frames(path: Path) -> tuple[list[np.ndarray], list[int]]:
+    """Every frame of the video in the decoder's output order (the reader's frame numbers), as
+    yuv420p arrays, and the numbers of the keyframes."""
+    with av.open(str(path)) as container:
+        frames = list(container.decode(video=0))
+    return [frame.to_ndarray(format="yuv420p") for frame in frames], [n for n, frame in enumerate(frames) if frame.key_frame]
+
+
+def assert_copied_clips_hold_input_frames(source: Path, frame_spans, fps: float, tmp_path: Path, max_run_on: int) -> None:
+    """Cut clips for spans given in frame numbers and check each: it starts at the input's
+    keyframe at or before the span's start, reaches the span's end (up to ``max_run_on`` frames
+    past it, the B-frames' reference), and decodes to the input's frames bit for bit."""
+    frames, keyframes = decoded_frames(source)
+    spans = [(start / fps, end / fps) for start, end in frame_spans]
+    paths = [tmp_path / f"clip{i}.mp4" for i in range(len(spans))]
+    covered = copy_clips(source, spans, paths)
+    for (start, end), (got_start, got_end), path in zip(frame_spans, covered, paths):
+        keyframe = max(k for k in keyframes if k <= start)
+        last = round(got_end * fps)
+        assert round(got_start * fps) == keyframe and got_start == pytest.approx(keyframe / fps)
+        assert end <= last <= min(end + max_run_on, len(frames) - 1), f"{path.name}: ends at frame {last}, span ends at {end}"
+        with av.open(str(path)) as container:
+            first_packet = next(p for p in container.demux(video=0) if p.size)
+            assert first_packet.is_keyframe and first_packet.size > 100  # a picture, not a placeholder
+        clip, _ = decoded_frames(path)
+        assert len(clip) == last - keyframe + 1, f"{path.name}: {len(clip)} frames, want {keyframe}..{last}"
+        for k, image in enumerate(clip):
+            assert np.array_equal(image, frames[keyframe + k]), f"{path.name}: frame {k} differs from input frame {keyframe + k}"
+
+
+def test_avi_sample_clips_start_at_a_real_keyframe_and_hold_the_input_frames(sample_clip, tmp_path):
+    # The events of the sample at --min-area 0.05 with 0.5 s padding, and spans at and around its
+    # keyframes (frames 0, 300 and 600; 1-byte placeholders flagged as keyframes follow frame 0).
+    spans = [(0, 25), (38, 113), (324, 358), (654, 747), (299, 305), (300, 300), (2, 3)]
+    assert_copied_clips_hold_input_frames(sample_clip, spans, FPS, tmp_path, max_run_on=2)
+
+
+def test_avi_sample_event_clip_lengths(sample_clip, tmp_path):
+    paths = [tmp_path / "a.mp4", tmp_path / "b.mp4"]
+    covered = copy_clips(sample_clip, [(0.0, 1.0), (13.0, 14.32)], paths)
+    # 0..25 runs on to frame 27, the P-frame that the B-frames 25 and 26 refer to; 324..358 starts at 300.
+    assert covered == [pytest.approx((0.0, 27 / FPS)), pytest.approx((12.0, 359 / FPS))]
+    assert [len(decode(path)) for path in paths] == [28, 60]
+
+
+@pytest.fixture(scope="module")
+def h264_avi(sample_clip, tmp_path_factory) -> Path:
+    """The first 100 frames of the bundled clip as H.264 with 3 B-frames in AVI, a keyframe every 25."""
+    path = tmp_path_factory.mktemp("input") / "b_frames.avi"
+    with av.open(str(sample_clip)) as inp, av.open(str(path), "w") as out:
+        options = {"g": str(GOP), "keyint_min": str(GOP), "sc_threshold": "0", "bf": "3", "preset": "veryfast"}
+        video = out.add_stream("libx264", rate=FPS, options=options)
+        video.width, video.height, video.pix_fmt = 320, 240, "yuv420p"
+        for count, frame in zip(range(100), inp.decode(video=0)):
+            frame = frame.reformat(format="yuv420p")
+            frame.pts, frame.time_base = count, Fraction(1, FPS)
+            out.mux(video.encode(frame))
+        out.mux(video.encode())
+    return path
+
+
+def test_h264_avi_with_b_frames_clips_hold_the_input_frames(h264_avi, tmp_path):
+    spans = [(0, 11), (20, 45), (26, 30), (75, 99), (50, 50)]
+    assert_copied_clips_hold_input_frames(h264_avi, spans, FPS, tmp_path, max_run_on=3)
+
+
+def test_unmatched_avi_packets_fall_back_to_re_encoding(sample_clip, tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(stream_copy, "_decode_timeline", lambda source: None)
+    paths = [tmp_path / "a.mp4", tmp_path / "b.mp4"]
+    with caplog.at_level("WARNING", logger="motiondetect"):
+        covered = copy_clips(sample_clip, [(1.0, 1.4), (13.0, 14.32)], paths)
+    assert "re-encoded" in caplog.text
+    assert covered == [pytest.approx((1.0, 1.4)), pytest.approx((13.0, 14.32))]
+    frames, _ = decoded_frames(sample_clip)
+    for path, (first, last) in zip(paths, [(25, 35), (325, 358)]):
+        clip, _ = decoded_frames(path)
+        assert len(clip) == last - first + 1
+        for k, image in enumerate(clip):  # lossy, but the same pictures
+            assert np.abs(image.astype(int) - frames[first + k]).mean() < 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mp4", "b.mp4"]

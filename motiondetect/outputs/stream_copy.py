@@ -9,15 +9,31 @@ B-frames are predicted from (it decodes before them): the cut is made where deco
 up with display order. The video stream and every audio stream are copied; other streams
 (subtitles, data) are left out.
 
-The input is opened once and read once, in file order, for all clips. Packets since the last
-keyframe (about one GOP) wait in memory until a span's start shows which keyframe it needs, and
-a packet goes to every clip whose range holds it, so overlapping spans each get their packets.
+Frames are numbered as the reader numbers them (:class:`~motiondetect.sources.video.PyAVCapture`):
+in the decoder's output order, from 0. Where the container's timestamps give that order (MP4,
+Matroska, MOV...), they place each packet. An AVI stores no presentation times: FFmpeg numbers its
+chunks in file (decode) order, so with B-frames the timestamps are not the display order, and
+the index flags placeholder chunks (0-1 bytes: the frames an encoder's B-frame delay or a dropped
+frame left empty) as keyframes. For such containers (:data:`_UNTIMED_FORMATS`) the video is first
+decoded once (no encoding, nothing converted) to learn which picture each packet holds: its place
+in the output order, and whether it is a real keyframe (one the decoder marks as such). The
+packets get timestamps of that order, the placeholders, which hold no picture, are left out, and
+cutting goes on as for the others. Where decoding cannot tell which packet holds which picture
+(packets sharing a timestamp, pictures without one), the clips are re-encoded from the decoded
+frames instead (H.264, the event's frames exactly, no audio), with a warning, rather than cut
+wrongly.
+
+The input is read once, in file order, for all clips (after the decoding pass above, where there
+is one). Packets since the last keyframe (about one GOP) wait in memory until a span's start
+shows which keyframe it needs, and a packet goes to every clip whose range holds it, so
+overlapping spans each get their packets.
 Each clip is written to a temporary file beside its final name and renamed when complete, so an
 interrupted run (Ctrl-C, a full disk) leaves no partial clip under the final name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -36,6 +52,14 @@ log = logging.getLogger("motiondetect")
 DEFAULT_FORMAT = "mp4"
 #: FFmpeg's muxers of the MP4/QuickTime family, which take ``movflags``.
 _MOV_FORMATS = {"mp4", "mov", "ipod", "3gp", "3g2", "psp", "f4v", "ismv"}
+#: FFmpeg's demuxers whose video timestamps are not the pictures' display times: AVI stores none
+#: (FFmpeg counts the chunks in file order) and flags empty placeholder chunks as keyframes. Their
+#: packets are placed by decoding the video first (:func:`_decode_timeline`).
+_UNTIMED_FORMATS = {"avi"}
+#: A packet flagged as a keyframe but smaller than this (bytes) holds no picture (a placeholder
+#: for a dropped or repeated frame) and is not taken as a keyframe: every codec's smallest
+#: intra-coded picture, headers included, is larger.
+_MIN_KEYFRAME_BYTES = 8
 
 
 def copy_clips(source: str | Path, spans: Sequence[tuple[float, float]], paths: Sequence[str | Path]) -> list[tuple[float, float]]:
@@ -63,7 +87,8 @@ def copy_clips(source: str | Path, spans: Sequence[tuple[float, float]], paths: 
         Per clip, in the order of ``spans``: the (start, end) seconds it covers on the input's
         timeline, the timestamps of its first and last frame: the start moved back to the
         keyframe, the end the last frame at or before the span's end (or a little past it, with
-        B-frames).
+        B-frames). Re-encoded clips (the fallback above) cover their spans' own frames; a span
+        past the last frame gets no re-encoded clip and ``(nan, nan)``.
 
     Raises:
         ValueError: ``spans`` and ``paths`` differ in length, or a span ends before it starts
@@ -91,7 +116,18 @@ def copy_clips(source: str | Path, spans: Sequence[tuple[float, float]], paths: 
     with container:
         if not container.streams.video:
             raise VideoOpenFailure(f"cannot cut clips from {text!r}: it has no video stream")
-        return _Cutter(container, text).run(spans, paths)
+        if not (spans and set(container.format.name.split(",")) & _UNTIMED_FORMATS):
+            return _Cutter(container, text).run(spans, paths)
+        timeline = _decode_timeline(text)  # a pass of its own, on a container of its own
+        if timeline is not None:
+            return _Cutter(container, text, timeline).run(spans, paths)
+    log.warning(
+        "%s: which packet holds which frame cannot be told from its timestamps, so the %d clips are re-encoded "
+        "(H.264, the events' frames, no audio) instead of stream-copied",
+        text,
+        len(spans),
+    )
+    return _encode_clips(text, spans, paths)
 
 
 @dataclass
@@ -255,7 +291,7 @@ class _Clip:
 class _Cutter:
     """One pass over an open input, routing its packets to the clips of every span."""
 
-    def __init__(self, container, name: str) -> None:
+    def __init__(self, container, name: str, timeline: _Timeline | None = None) -> None:
         self.container, self.name = container, name
         self.video = container.streams.video[0]
         self.audio = list(container.streams.audio)
@@ -263,6 +299,10 @@ class _Cutter:
         # A frame's length in ticks, for packets that carry no duration.
         self.nominal_ticks = max(1, round(1 / (rate * self.video.time_base))) if rate else 1
         self.origin: int | None = self.video.start_time  # pts of the first frame: time 0 of the spans
+        # Decoded: the video packets' places in the output order; their timestamps are made from it.
+        self.timeline = timeline
+        if timeline is not None:
+            self.origin = self.origin or 0
         self.skipped: set[tuple[int, str]] = set()  # (audio stream, container) already warned about
 
     def run(self, spans: Sequence[tuple[float, float]], paths: Sequence[str | Path]) -> list[tuple[float, float]]:
@@ -339,6 +379,7 @@ class _Cutter:
         import av
 
         packets = self.container.demux(self.video, *self.audio)
+        timeline, position, rank = self.timeline, -1, -1  # video packets read, pictures among them
         while True:
             try:
                 packet = next(packets)
@@ -352,6 +393,168 @@ class _Cutter:
                 continue  # the demuxer's flush packet, or a packet with no time at all
             stream = packet.stream
             video = stream.index == self.video.index
-            yield _Packet(
-                packet, stream, video, video and packet.is_keyframe, pts, packet.dts, packet.duration or 0, pts * stream.time_base
-            )
+            dts, duration = packet.dts, packet.duration or 0
+            keyframe = video and packet.is_keyframe and packet.size >= _MIN_KEYFRAME_BYTES
+            if video and timeline is not None:
+                position += 1  # the same packets, in the same order, as _decode_timeline counted
+                if position >= len(timeline.index) or timeline.index[position] < 0:
+                    continue  # a placeholder: no picture (or one the decoder rejected)
+                rank += 1
+                ticks, origin = self.nominal_ticks, self.origin or 0
+                pts = origin + timeline.index[position] * ticks
+                dts = origin + (rank - timeline.delay) * ticks
+                duration, keyframe = ticks, timeline.keyframe[position]
+            yield _Packet(packet, stream, video, keyframe, pts, dts, duration, pts * stream.time_base)
+
+
+@dataclass
+class _Timeline:
+    """Which picture each video packet holds, learned by decoding the input once.
+
+    Attributes:
+        index: per video packet with a timestamp, in file order: the index of the frame it
+            decodes to, in the decoder's output order (the reader's frame number); -1 for a
+            packet that gives no frame (a placeholder, or data the decoder rejects).
+        keyframe: per video packet, the same length: whether it holds a keyframe that decodes
+            on its own (flagged so by the container and by the decoder).
+        delay: how many frames decode order runs ahead of output order at most (>= 0): the
+            decoding timestamps are the pictures' ranks in file order moved back by it, so that
+            none is later than its presentation timestamp.
+    """
+
+    index: list[int]
+    keyframe: list[bool]
+    delay: int
+
+
+def _decode_timeline(source: str) -> _Timeline | None:
+    """Decode the video of ``source`` once, as the reader does (a packet the decoder rejects
+    gives no frame, damaged data ends the input), and tell which frame each packet holds.
+
+    The decoder passes each packet's timestamp on to the frame decoded from it, so a frame is
+    traced to its packet by its timestamp. Returns ``None`` where that cannot tell (packets
+    sharing a timestamp, a frame without one or with one no packet has).
+
+    Raises:
+        VideoOpenFailure: the input cannot be opened.
+    """
+    import av
+
+    try:
+        container = av.open(source)
+    except (av.FFmpegError, OSError, UnicodeDecodeError, ValueError) as exc:
+        raise VideoOpenFailure(f"cannot open {source!r}: not a video FFmpeg can read ({exc})") from None
+    with container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        position_of: dict[int, int] = {}  # packet timestamp: its place among the video packets
+        flagged: list[bool] = []
+        index: list[int] = []
+        keyframe: list[bool] = []
+        frames = 0
+
+        def trace(decoded) -> bool:
+            nonlocal frames
+            for frame in decoded:
+                position = position_of.get(frame.pts) if frame.pts is not None else None
+                if position is None or index[position] >= 0:
+                    return False
+                index[position] = frames
+                keyframe[position] = flagged[position] and bool(frame.key_frame)
+                frames += 1
+            return True
+
+        packets = container.demux(stream)
+        while True:
+            try:
+                packet = next(packets)
+            except (StopIteration, av.FFmpegError):  # the end, or damaged data the demuxer cannot pass
+                break
+            pts = packet.pts if packet.pts is not None else packet.dts
+            if pts is None:
+                continue  # as _Cutter._packets: the flush packet, or a packet with no time
+            if pts in position_of:
+                return None
+            position_of[pts] = len(index)
+            flagged.append(packet.is_keyframe)
+            index.append(-1)
+            keyframe.append(False)
+            try:
+                decoded = stream.decode(packet)
+            except av.FFmpegError:
+                continue  # rejected: no frame, as the reader skips it
+            if not trace(decoded):
+                return None
+        try:
+            if not trace(stream.decode(None)):
+                return None
+        except av.FFmpegError:
+            pass
+    ranks = [i for i in index if i >= 0]
+    delay = max((rank - i for rank, i in enumerate(ranks)), default=0)
+    return _Timeline(index, keyframe, max(0, delay))
+
+
+def _encode_clips(source: str, spans: Sequence[tuple[float, float]], paths: Sequence[str | Path]) -> list[tuple[float, float]]:
+    """Re-encode each span's frames of ``source`` to its path (H.264, no audio): the fallback
+    where the packets cannot be matched to frames. Frame ``n`` is the reader's (decoder output
+    order), at ``n / fps`` seconds; a clip holds the frames whose times fall in its span (the
+    nearest frame to each end), at least one. Returns per clip its first and last frame's time
+    (NaN for a span past the last frame: no clip is written for it).
+
+    Raises:
+        VideoOpenFailure: the input cannot be read or a clip cannot be written; the clips not
+            finished are removed.
+    """
+    import cv2
+
+    from motiondetect.outputs.writer import VideoWriter
+    from motiondetect.sources.video import PyAVCapture
+
+    capture = PyAVCapture(source)
+    if not capture.isOpened():
+        raise VideoOpenFailure(f"cannot open {source!r}: not a video FFmpeg can read")
+    fps = capture.get(cv2.CAP_PROP_FPS) or 25.0
+    size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+    ranges = [(round(start * fps), max(round(start * fps), round(end * fps))) for start, end in spans]
+    writers: dict[int, tuple[VideoWriter, Path]] = {}
+    written = [[-1, -1] for _ in spans]
+    done: set[int] = set()
+    try:
+        number = 0
+        while len(done) < len(spans):
+            ok, picture = capture.read()
+            if not ok:
+                break
+            for clip, (first, last) in enumerate(ranges):
+                if clip in done or not first <= number <= last:
+                    continue
+                if clip not in writers:
+                    final = Path(paths[clip])
+                    fd, tmp = temporary_beside(final, suffix=f".tmp{final.suffix or '.' + DEFAULT_FORMAT}")
+                    os.close(fd)
+                    writers[clip] = (VideoWriter(tmp, fps, size), tmp)
+                    written[clip][0] = number
+                writers[clip][0].write(picture)
+                written[clip][1] = number
+                if number == last:
+                    done.add(clip)
+            for clip in [clip for clip in done if clip in writers]:
+                writer, tmp = writers.pop(clip)
+                writer.close()
+                os.replace(tmp, paths[clip])
+            number += 1
+        for clip in list(writers):
+            writer, tmp = writers.pop(clip)
+            writer.close()
+            os.replace(tmp, paths[clip])
+            done.add(clip)
+    except OSError as exc:
+        raise VideoOpenFailure(f"cannot write clip: {exc.strerror or exc}") from None
+    finally:
+        capture.release()
+        for writer, tmp in writers.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+            tmp.unlink(missing_ok=True)
+    return [(first / fps, last / fps) if first >= 0 else (math.nan, math.nan) for first, last in written]
