@@ -205,13 +205,15 @@ def test_only_motion_video_holds_the_events_frames(sample_clip, tmp_path, monkey
     assert rc == 0
     frames, _ = decode(tmp_path / "only.mp4")
     assert len(frames) == sum(e["end_frame"] - e["start_frame"] + 1 for e in report["events"])
-    assert json.loads((tmp_path / "e.json").read_text())["events"] == report["events"]
+    written = json.loads((tmp_path / "e.json").read_text())
+    assert written["events"] == report["events"] and written["output_video"] == "only.mp4"
 
 
 def test_only_motion_without_events_writes_no_video(sequence, tmp_path, monkeypatch, capsys):
     rc, _ = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", "only.mp4", "--only-motion", "--min-area", "0.9", "-q")
     assert rc == 0 and not (tmp_path / "only.mp4").exists()
-    assert json.loads((tmp_path / "seq_motion.json").read_text())["events"] == []
+    report = json.loads((tmp_path / "seq_motion.json").read_text())
+    assert report["events"] == [] and report["output_video"] is None  # before: "only.mp4", never written
     # An earlier run's video there, replaced with --overwrite: removed, not left as if it were this run's.
     (tmp_path / "only.mp4").write_bytes(b"an earlier run's events")
     args = ("--backend", "cpu", "-o", "only.mp4", "--only-motion", "--min-area", "0.9", "--overwrite")

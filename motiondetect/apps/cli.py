@@ -471,9 +471,10 @@ def _run_one(
             writer = VideoWriter(video_path, video.fps, video.size, config["preset"])
             sinks.append(VideoSink(BackgroundWriter(writer), timestamps=live))  # encodes on its own thread
         sinks += _scan_sinks(paths, video, events)
+        video_sink = next((s for s in sinks if isinstance(s, (VideoSink, MotionOnlySink))), None)
         if paths.plot is not None:
             sinks.append(MotionPlotSink(paths.plot, events, video.fps, title=video.name))
-        sinks += [EventsSink(path, events, header) for path in paths.events]  # last: they record whether the others finished
+        sinks += [EventsSink(path, events, header, video_sink) for path in paths.events]  # last: they record whether the others finished
         total = None if video.frame_count is None else max(0, min(video.frame_count, stop or video.frame_count) - start)
         overlay = Overlay.from_config(config["overlays"]) if wants_frames else None
         runner = Runner(

@@ -91,6 +91,10 @@ class VideoSink(Sink):
         return self.writer.path
 
 
+def _named(path) -> str | None:
+    return None if path is None else str(path)
+
+
 class EventsSink(Sink):
     """Writes the events report when the run ends, atomically: JSON, or CSV for a ``.csv`` name.
 
@@ -102,12 +106,16 @@ class EventsSink(Sink):
         path: file to write; its suffix picks the format.
         events: the run's segmenter (fed and finished by the :class:`Runner`).
         header: fields written first in the JSON (input, fps, backend, config...).
+        video: the sink writing the output video, closed before this one; the report's
+            ``output_video`` is what its :meth:`~Sink.describe` names then (``None`` where it
+            wrote nothing: ``--only-motion`` without events), not the name planned in ``header``.
     """
 
-    def __init__(self, path: str | Path, events: EventSegmenter, header: dict[str, Any]) -> None:
+    def __init__(self, path: str | Path, events: EventSegmenter, header: dict[str, Any], video: Sink | None = None) -> None:
         self.path = Path(path)
         self.events = events
         self.header = header
+        self.video = video
         self.format = "csv" if self.path.suffix.lower() == ".csv" else "json"
 
     def consume(self, frame, result):
@@ -119,6 +127,7 @@ class EventsSink(Sink):
             return
         report = {
             **self.header,
+            **({"output_video": _named(self.video.describe())} if self.video is not None else {}),
             "frame_count": summary.frames,
             "events": self.events.as_dicts(),
             "complete": summary.complete,
