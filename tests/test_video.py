@@ -200,6 +200,48 @@ def test_cdnet_highway_pattern():
     assert frames[-1].time == 299 / 25.0
 
 
+def cdnet_folder(root: Path, count: int = 4) -> Path:
+    """A CDnet-style folder: input/ (numbered frames, PNG to keep them exact), groundtruth/,
+    ROI.bmp, ROI.jpg, temporalROI.txt."""
+    folder = root / "highway"
+    (folder / "input").mkdir(parents=True)
+    (folder / "groundtruth").mkdir()
+    for n in range(1, count + 1):
+        assert cv2.imwrite(str(folder / "input" / f"in{n:06d}.png"), numbered_frame(n, (48, 64)))
+        assert cv2.imwrite(str(folder / "groundtruth" / f"gt{n:06d}.png"), np.zeros((48, 64), np.uint8))
+    for name in ("ROI.bmp", "ROI.jpg"):
+        assert cv2.imwrite(str(folder / name), np.full((48, 64), 255, np.uint8))
+    (folder / "temporalROI.txt").write_text(f"1 {count}\n")
+    return folder
+
+
+def test_cdnet_folder_reads_its_input_frames(tmp_path, caplog):
+    # Not the 2-frame "sequence" ROI.bmp, ROI.jpg at its top.
+    folder = cdnet_folder(tmp_path)
+    with caplog.at_level(logging.INFO, logger="motiondetect"), VideoHandler(folder) as video:
+        assert video.frame_count == 4 and video.size == (64, 48) and video.name == "highway"
+        assert [frame_number(f.image) for f in video] == [1, 2, 3, 4]
+    assert "CDnet folder" in caplog.text and str(folder / "input") in caplog.text
+    assert video.decode_errors == 0
+
+
+def test_folder_with_input_but_no_groundtruth_reads_its_own_images(tmp_path):
+    folder = cdnet_folder(tmp_path)
+    for path in (folder / "groundtruth").iterdir():
+        path.unlink()
+    (folder / "groundtruth").rmdir()
+    with VideoHandler(folder) as video:  # unchanged: the folder's own images
+        assert video.frame_count == 2
+
+
+def test_folder_of_images_of_two_sizes_fails_at_the_odd_one(tmp_path):
+    cv2.imwrite(str(tmp_path / "a.png"), numbered_frame(1))
+    cv2.imwrite(str(tmp_path / "b.png"), numbered_frame(2, (48, 64)))
+    with VideoHandler(tmp_path) as video, pytest.raises(VideoOpenFailure, match="b.png.*64x48.*32x24") as caught:
+        list(video)
+    assert_one_line(caught.value)
+
+
 def test_undecodable_image_in_sequence(png_sequence, caplog):
     # A damaged image is skipped and counted; the others keep their frame numbers (issue 7).
     (png_sequence / "in000482.png").write_bytes(b"not a png")
@@ -407,6 +449,55 @@ def test_window_of_a_sequence(png_sequence):
         assert [f.index for f in window(video, 10)] == [10, 11]
     with VideoHandler(png_sequence) as video:
         assert list(window(video, 20)) == []
+
+
+def test_window_counts_no_decode_errors_after_its_end(sample_clip):
+    # The clip's frames come out with timestamps out of order (1, 4, 6, 5, 7...: DivX packed
+    # B-frames): not gaps. Nor are the frames after the window missing.
+    for start, stop in [(100, 300), (100, 500), (0, 300), (200, 201)]:
+        with VideoHandler(sample_clip) as video:
+            assert len(list(window(video, start, stop))) == stop - start
+        assert video.decode_errors == 0, (start, stop)
+
+
+def blank_avi_frames(path: Path, chunks: range) -> bytes:
+    """The bytes of the AVI ``path`` with its stream chunks ``chunks`` (numbered from 0) zeroed:
+    packets the decoder rejects, whose frames are lost."""
+    data = bytearray(path.read_bytes())
+    pos, number = data.find(b"movi") + 4, 0
+    while pos + 8 <= len(data) and data[pos + 2 : pos + 4] in (b"dc", b"db", b"wb"):
+        size = int.from_bytes(data[pos + 4 : pos + 8], "little")
+        if number in chunks:
+            data[pos + 8 : pos + 8 + size] = bytes(size)
+        pos, number = pos + 8 + size + (size & 1), number + 1
+    assert number > chunks.stop, "not an AVI with that many chunks"
+    return bytes(data)
+
+
+def test_window_counts_the_frames_lost_inside_it(sample_clip, tmp_path):
+    lost = range(300, 340)
+    path = tmp_path / "holes.avi"
+    path.write_bytes(blank_avi_frames(sample_clip, lost))
+    with VideoHandler(path) as video:
+        assert len(list(window(video, 100, 500))) == 400
+    assert len(lost) <= video.decode_errors <= len(lost) + 2
+    with VideoHandler(path) as video:  # the window ends before the damage
+        assert len(list(window(video, 100, 250))) == 150
+    assert video.decode_errors == 0
+
+
+def test_window_of_a_recording_with_dropped_frames(tmp_path):
+    # Timestamps with holes that the container does not count as frames (a live source that
+    # dropped frames): as in a whole run, not decode errors, though the window ends before the
+    # end of the file where the header's count would show it.
+    slots = [*range(12), *range(17, 40), 45, 46, 47]
+    path = tmp_path / "live.mp4"
+    with VideoWriter(path, 25, (32, 24)) as writer:
+        for i, slot in enumerate(slots):
+            writer.write(np.full((24, 32, 3), 5 * i, np.uint8), time=slot / 25)
+    with VideoHandler(path) as video:
+        assert len(list(window(video, 0, 30))) == 30
+    assert video.decode_errors == 0
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ Video out is :mod:`motiondetect.outputs.writer`.
 from __future__ import annotations
 
 import glob
+import heapq
 import logging
 import math
 import re
@@ -147,6 +148,12 @@ class PyAVCapture:
         return self._stream is not None
 
     @property
+    def duration(self) -> int | None:
+        """The video stream's duration as its header gives it, in the stream's time base, or
+        ``None`` when unknown or not open."""
+        return None if self._stream is None or not self._stream.duration else int(self._stream.duration)
+
+    @property
     def codec(self) -> str:
         """FFmpeg's name of the video stream's decoder (``"h264"``...), ``""`` when not open."""
         return "" if self._stream is None else self._stream.codec_context.name
@@ -259,12 +266,24 @@ def expand_inputs(given: Sequence[str]) -> list[str]:
     return inputs
 
 
+def _folder_images(folder: Path) -> list[Path]:
+    return sorted((p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key)
+
+
 def _sequence_files(source: str) -> list[Path] | None:
     """Image files of a folder, a printf pattern (``in%06d.jpg``) or a glob matching only images
-    (``frames/*.png``), in frame order; else None."""
+    (``frames/*.png``), in frame order; else None.
+
+    A CDnet folder (``input/`` with images, ``groundtruth/``) gives its ``input/`` images: its
+    own images are ``ROI.bmp`` and ``ROI.jpg``, not frames.
+    """
     path = Path(source)
     if path.is_dir():
-        return sorted((p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key)
+        frames = path / "input"
+        if frames.is_dir() and (path / "groundtruth").is_dir() and (images := _folder_images(frames)):
+            log.info("%s is a CDnet folder: reading its frames from %s", source, frames)
+            return images
+        return _folder_images(path)
     if has_glob(source) and not path.exists():
         found = [Path(p) for p in glob.glob(source)]
         if found and all(p.suffix.lower() in IMAGE_SUFFIXES and p.is_file() for p in found):
@@ -284,10 +303,10 @@ class VideoHandler:
     """Streams BGR frames from a video file, image sequence, camera or URL; writes videos.
 
     Args:
-        source: a video file; a folder of images, a printf pattern such as
-            ``input/in%06d.jpg`` (numbered from anywhere, read in numeric order) or a glob
-            matching only images (``frames/*.png``, natural order); a camera index
-            (``0`` or ``"0"``); or a URL OpenCV can open (``rtsp://``, ``http://``...).
+        source: a video file; a folder of images (of a CDnet folder, its ``input/``), a printf
+            pattern such as ``input/in%06d.jpg`` (numbered from anywhere, read in numeric
+            order) or a glob matching only images (``frames/*.png``, natural order); a camera
+            index (``0`` or ``"0"``); or a URL OpenCV can open (``rtsp://``, ``http://``...).
         fps: frame rate to assume, in frames per second (> 0), overriding the container's;
             default: the container's, or :data:`DEFAULT_SEQUENCE_FPS` for image sequences and
             sources that report none.
@@ -342,6 +361,12 @@ class VideoHandler:
     #: Failed reads in a row that a file is read past (OpenCV gives up on a packet the decoder
     #: rejects, not on the file) before it is taken to end there.
     damaged_run_limit = 250
+    #: Frames a timestamp waits before it is checked for gaps: decoders may return frames with
+    #: timestamps out of order (the DivX "packed B-frames" of the bundled AVI come out as
+    #: 1, 4, 6, 5, 7, 9, 8...), so timestamps are checked sorted, this far behind the decoder
+    #: (H.264 reorders at most 16 frames). The last ones of a window that stops before the end
+    #: of the file are not checked: the frames after it may still fill their gaps.
+    reorder_depth = 16
 
     def __init__(self, source: str | int, fps: float | None = None, threads: int | None = None, decode_first: bool = True) -> None:
         if fps is not None and not (math.isfinite(fps) and fps > 0):
@@ -355,7 +380,8 @@ class VideoHandler:
         self._timeline_gaps = 0  # frames missing from a file's timestamps
         self._rejected = 0  # damaged stretches read past without timestamps to measure them
         self._missing_at_end = 0  # frames the header announces beyond the end of what decoded
-        self._last_pts: float | None = None
+        self._last_pts: float | None = None  # the last timestamp checked (in sorted order)
+        self._unchecked_pts: list[float] = []  # a heap: timestamps read, not checked yet
         self._pts_steps: list[float] = []
         self._pts_step: float | None = None  # 0: the timestamps are irregular, not checked
         self._ended = False
@@ -569,19 +595,31 @@ class VideoHandler:
         return None
 
     def _note_timestamp(self) -> None:
-        """Count the frames missing from a file's timeline after the frame just read.
-
-        A jump of k steps in the presentation timestamps means k - 1 frames the decoder dropped
-        (damaged data). The step is learnt from the first 8 frames; when those steps differ
-        (variable frame rate), or OpenCV gives no timestamps, nothing is counted.
-        """
+        """Note the timestamp of the frame just read from a file; check those :attr:`reorder_depth`
+        frames older for gaps (:meth:`_check_timestamp`)."""
         if self._pts_step == 0 or _CAP_PROP_PTS is None or self.is_live or self.is_stream:
             return
         cap = self._capture
         assert cap is not None  # called after a frame was read from it
-        pts = cap.get(_CAP_PROP_PTS)
-        last, self._last_pts = self._last_pts, pts
-        if last is None or not pts > last:  # the first frame; a repeated or reset timestamp
+        heapq.heappush(self._unchecked_pts, cap.get(_CAP_PROP_PTS))
+        if len(self._unchecked_pts) > self.reorder_depth:
+            self._check_timestamp(heapq.heappop(self._unchecked_pts))
+
+    def _check_timestamp(self, pts: float) -> None:
+        """Count the frames missing from a file's timeline before the timestamp ``pts`` (taken in
+        increasing order).
+
+        A jump of k steps in the presentation timestamps means k - 1 frames the decoder dropped
+        (damaged data). The step is learnt from the first 8 frames; when those steps differ
+        (variable frame rate), or OpenCV gives no timestamps, nothing is counted. Nor is it when
+        the stream's duration spans more steps than the header counts frames: the timeline has
+        holes by design (a recording of a live source that dropped frames).
+        """
+        last = self._last_pts
+        if last is not None and not pts > last:  # repeated, reset, or before the frames skipped
+            return
+        self._last_pts = pts
+        if last is None or self._pts_step == 0:
             return
         step = pts - last
         if self._pts_step is None:
@@ -591,8 +629,25 @@ class VideoHandler:
             return
         if step >= 1.5 * self._pts_step:
             lost = round(step / self._pts_step) - 1
+            if self._timeline_has_holes():
+                log.debug("%s: no frames recorded before frame %d (timestamps %g -> %g)", self.source, self._position, last, pts)
+                return
             self._timeline_gaps += lost
             log.debug("%s: %d frames missing before frame %d (timestamps %g -> %g)", self.source, lost, self._position, last, pts)
+
+    def _timeline_has_holes(self) -> bool:
+        """Whether the file's timeline spans more frames (its duration over the timestamp step)
+        than its header counts, beyond :attr:`announced_slack`: frames that were never recorded."""
+        cap = self._capture
+        duration = cap.duration if isinstance(cap, PyAVCapture) else None
+        if duration is None or self.frame_count is None or not self._pts_step:
+            return False
+        return round(duration / self._pts_step) > self.frame_count + self.announced_slack
+
+    def _check_unchecked_timestamps(self) -> None:
+        """At the end of a file: check the timestamps still waiting (no frame can fill their gaps)."""
+        while self._unchecked_pts:
+            self._check_timestamp(heapq.heappop(self._unchecked_pts))
 
     def _count_missing_at_end(self) -> None:
         """At the end of a file: report what could not be decoded, counting the frames its
@@ -605,6 +660,7 @@ class VideoHandler:
         if self._ended:
             return
         self._ended = True
+        self._check_unchecked_timestamps()
         if self.frame_count is not None and self._position + self._gap_errors > self.frame_count + self.announced_slack:
             self._timeline_gaps = 0
         missing = 0 if self.frame_count is None else self.frame_count - self._position - self._gap_errors
@@ -656,7 +712,7 @@ class VideoHandler:
         except av.FFmpegError as exc:
             raise VideoOpenFailure(f"cannot seek in {self.source!r}: {exc}") from None
         self._pending, self._ended = None, False
-        self._last_pts, self._pts_steps, self._pts_step = None, [], None
+        self._last_pts, self._unchecked_pts, self._pts_steps, self._pts_step = None, [], [], None
         for _ in range(self.seek_search_limit):
             ok, image = cap.read()
             if not ok:
@@ -681,9 +737,15 @@ class VideoHandler:
             if count > 0 and self._pending is not None:
                 self._pending = None
                 skipped = 1
+            latest = None
             while skipped < count and self._capture is not None and self._capture.grab():
                 skipped += 1
-            self._last_pts = None  # grab() does not track timestamps: the next frame starts afresh
+                if _CAP_PROP_PTS is not None:
+                    pts = self._capture.get(_CAP_PROP_PTS)
+                    latest = pts if latest is None else max(latest, pts)
+            # Gaps are checked from the latest timestamp skipped: a frame read next may be one
+            # that decodes out of order, before frames skipped. Those waiting are not checked.
+            self._last_pts, self._unchecked_pts = latest, []
         self._position += skipped
         return skipped
 
