@@ -43,6 +43,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterator, Sequence
 
+import numpy as np
+
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.files import temporary_beside
 
@@ -506,25 +508,28 @@ def _encode_clips(source: str, spans: Sequence[tuple[float, float]], paths: Sequ
         VideoOpenFailure: the input cannot be read or a clip cannot be written; the clips not
             finished are removed.
     """
-    import cv2
+    import av
 
     from motiondetect.outputs.writer import VideoWriter
-    from motiondetect.sources.video import PyAVCapture
 
-    capture = PyAVCapture(source)
-    if not capture.isOpened():
-        raise VideoOpenFailure(f"cannot open {source!r}: not a video FFmpeg can read")
-    fps = capture.get(cv2.CAP_PROP_FPS) or 25.0
-    size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+    try:
+        container = av.open(source)
+    except (av.FFmpegError, OSError, UnicodeDecodeError, ValueError) as exc:
+        raise VideoOpenFailure(f"cannot open {source!r}: not a video FFmpeg can read ({exc})") from None
+    stream = container.streams.video[0]
+    stream.thread_type = "AUTO"
+    fps = float(stream.average_rate or stream.guessed_rate or 25.0)
+    size = (stream.codec_context.width, stream.codec_context.height)
     ranges = [(round(start * fps), max(round(start * fps), round(end * fps))) for start, end in spans]
     writers: dict[int, tuple[VideoWriter, Path]] = {}
     written = [[-1, -1] for _ in spans]
     done: set[int] = set()
+    pictures = _decoded(container, stream)
     try:
         number = 0
         while len(done) < len(spans):
-            ok, picture = capture.read()
-            if not ok:
+            picture = next(pictures, None)
+            if picture is None:
                 break
             for clip, (first, last) in enumerate(ranges):
                 if clip in done or not first <= number <= last:
@@ -552,9 +557,29 @@ def _encode_clips(source: str, spans: Sequence[tuple[float, float]], paths: Sequ
     except OSError as exc:
         raise VideoOpenFailure(f"cannot write clip: {exc.strerror or exc}") from None
     finally:
-        capture.release()
+        container.close()
         for writer, tmp in writers.values():
             with contextlib.suppress(Exception):
                 writer.close()
             tmp.unlink(missing_ok=True)
     return [(first / fps, last / fps) if first >= 0 else (math.nan, math.nan) for first, last in written]
+
+
+def _decoded(container, stream) -> Iterator[np.ndarray]:
+    """The video's frames as ``(H, W, 3)`` uint8 BGR, in the decoder's output order, numbered as
+    the reader numbers them: a packet the decoder rejects gives no frame, and damaged data the
+    demuxer cannot pass ends the input."""
+    import av
+
+    packets = container.demux(stream)
+    while True:
+        try:
+            packet = next(packets)
+        except (StopIteration, av.FFmpegError):
+            break
+        try:
+            frames = stream.decode(packet)  # the flush packet (no data) drains the decoder
+        except av.FFmpegError:
+            continue
+        for frame in frames:
+            yield frame.to_ndarray(format="bgr24")
