@@ -406,6 +406,23 @@ def test_output_folders_are_checked(tmp_path, sequence, monkeypatch, capsys):
     assert rc == 2 and "parent folder" in one_line_error(err)
 
 
+def test_overwrite_leaves_no_clip_or_mask_of_an_earlier_run(tmp_path, sequence, monkeypatch, capsys):
+    """Before, a second run with --overwrite and fewer events or frames left the first run's
+    other clips and masks in the folders, beside a report that does not list them."""
+    (tmp_path / "c").mkdir()
+    (tmp_path / "m").mkdir()
+    for name in ("c/seq_event0001.mp4", "c/seq_event0007.mp4", "m/seq_000099.png", "c/other_event0001.mp4", "m/notes.txt"):
+        (tmp_path / name).write_bytes(b"an earlier run's")
+    rc, err = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--clips", "c", "--masks", "m", "--overwrite")
+    assert rc == 0 and "--overwrite: 2 clips of an earlier run removed from c" in err
+    report = json.loads((tmp_path / "seq_motion.json").read_text())
+    clips = sorted(p.name for p in (tmp_path / "c").iterdir())
+    assert clips == ["other_event0001.mp4"] + [f"seq_event{e['index']:04d}.mp4" for e in report["events"]]  # another input's stays
+    assert (tmp_path / "c" / "seq_event0001.mp4").read_bytes() != b"an earlier run's"
+    masks = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert masks == ["notes.txt"] + [f"seq_{n:06d}.png" for n in range(report["frame_count"])]
+
+
 def test_speed_knobs_keep_the_input_size(tmp_path, sample_clip, monkeypatch, capsys):
     rc, _ = run(
         monkeypatch,

@@ -31,11 +31,11 @@ from motiondetect.filters import REGISTRY, Threshold
 from motiondetect.gpu import early_start
 from motiondetect.gpu.backend import open_backend
 from motiondetect.gpu.platform import feature_report
-from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink
+from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink, clip_name
 from motiondetect.outputs.events import EventSegmenter
-from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink
+from motiondetect.outputs.masks import MaskImagesSink, MaskVideoSink, mask_name
 from motiondetect.outputs.overlay import Overlay
-from motiondetect.outputs.paths import OutputPaths, plan_outputs
+from motiondetect.outputs.paths import OutputPaths, plan_outputs, remove_earlier
 from motiondetect.outputs.plot import MotionPlotSink, require_matplotlib
 from motiondetect.outputs.sinks import EventsSink, Sink, VideoSink
 from motiondetect.outputs.writer import VideoWriter
@@ -292,6 +292,7 @@ def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter) -> list[Sink]
         sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size))
     if paths.clips is not None:
         paths.clips.mkdir(exist_ok=True)
+        remove_earlier(paths.clips, clip_name(video.name, 1), "clips")
         if paths.clips_by_copy:
             sinks.append(CopiedClipSink(video.source, paths.clips, video.name, events))
         else:
@@ -300,6 +301,7 @@ def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter) -> list[Sink]
         sinks.append(MaskVideoSink(VideoWriter(paths.mask_video, video.fps, video.size)))
     if paths.masks is not None:
         paths.masks.mkdir(exist_ok=True)
+        remove_earlier(paths.masks, mask_name(video.name, 0), "masks")
         sinks.append(MaskImagesSink(paths.masks, video.name))
     return sinks
 

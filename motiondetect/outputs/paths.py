@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from motiondetect.core.errors import UsageError
 from motiondetect.core.safety import writable_problem
 from motiondetect.outputs.clips import clip_name
 from motiondetect.outputs.masks import mask_name
+
+log = logging.getLogger("motiondetect")
 
 
 def checked_output_file(path: Path, overwrite: bool, what: str, inputs: set[Path] | frozenset[Path] = frozenset()) -> Path:
@@ -68,12 +71,30 @@ def _output_folder(given: str, first_file: str, overwrite: bool, what: str) -> P
             else f"{what} {str(folder)!r} cannot be made ({problem})"
         )
     if folder.is_dir():
-        stem, _, suffix = first_file.rpartition("_")
-        pattern = glob.escape(stem) + "_" + "".join("[0-9]" if c.isdigit() else glob.escape(c) for c in suffix)
-        existing = sorted(folder.glob(pattern))
+        existing = numbered_like(folder, first_file)
         if existing and not overwrite:
             raise UsageError(f"{what} {str(folder)!r} already holds {existing[0].name}; pass --overwrite to replace such files")
     return folder
+
+
+def numbered_like(folder: Path, first_file: str) -> list[Path]:
+    """The files in ``folder`` named as ``first_file`` with any other number after its last
+    ``_`` (``clip_event0001.mp4`` -> ``clip_event0007.mp4``), in name order."""
+    stem, _, suffix = first_file.rpartition("_")
+    pattern = glob.escape(stem) + "_" + "".join("[0-9]" if c.isdigit() else glob.escape(c) for c in suffix)
+    return sorted(folder.glob(pattern)) if folder.is_dir() else []
+
+
+def remove_earlier(folder: Path, first_file: str, what: str) -> None:
+    """Remove the files an earlier run left in ``folder`` under this run's names (:func:`numbered_like`
+    ``first_file``), so that the folder holds this run's files only, as its report lists them
+    (planning let the run start with such files only under ``--overwrite``); ``what`` names
+    them in the notice (``clips``)."""
+    earlier = numbered_like(folder, first_file)
+    for path in earlier:
+        path.unlink(missing_ok=True)
+    if earlier:
+        log.info("--overwrite: %d %s of an earlier run removed from %s", len(earlier), what, folder)
 
 
 def _named(given: str | None, stem: str, several: bool, flag: str) -> str | None:

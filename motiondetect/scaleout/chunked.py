@@ -49,9 +49,10 @@ from motiondetect import __version__
 from motiondetect.core.errors import MotionDetectError, UsageError
 from motiondetect.core.signals import StopSignals, exit_code
 from motiondetect.core.types import FrameResult
-from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink
+from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink, clip_name
 from motiondetect.outputs.events import EventSegmenter, event_spans
 from motiondetect.outputs.masks import mask_name
+from motiondetect.outputs.paths import remove_earlier
 from motiondetect.outputs.plot import plot_motion
 from motiondetect.outputs.sinks import EventsSink, RunSummary
 from motiondetect.outputs.writer import join_videos
@@ -557,6 +558,7 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
     events.finish()
     try:  # from the finished event list: clips cut from the input, the motion plot
         if paths.clips is not None and paths.clips_by_copy:
+            remove_earlier(paths.clips, clip_name(item.name, 1), "clips")
             copied = CopiedClipSink(item.source, paths.clips, item.name, events)
             copied.close(summary)
             outputs.append(copied.describe())
@@ -598,6 +600,7 @@ def _cut_events(item: _Input, config, annotated: Path, fractions: np.ndarray, bo
     if paths.video is not None and paths.only_motion:
         sinks.append(MotionOnlySink(paths.video, events, item.fps, item.size))
     if paths.clips is not None and not paths.clips_by_copy:
+        remove_earlier(paths.clips, clip_name(item.name, 1), "clips")
         sinks.append(ClipSink(paths.clips, item.name, events, item.fps, item.size))
     with VideoHandler(str(annotated), fps=item.fps) as video:
         summary = Runner(video, ReplayDetector(fractions, boxes), sinks, events=events, source=video).run()
