@@ -22,7 +22,7 @@ import numpy as np
 
 from motiondetect import __version__
 from motiondetect.apps.preview import KEYS, PreviewSink
-from motiondetect.core.errors import ConfigError, MotionDetectError, UsageError
+from motiondetect.core.errors import ConfigError, MotionDetectError, UsageError, VideoOpenFailure
 from motiondetect.core.faults import describe_device_fault, is_device_fault
 from motiondetect.core.progress import progress_bar
 from motiondetect.core.safety import quiet_native_logs
@@ -68,7 +68,7 @@ from motiondetect.pipeline.runner import Runner
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
 from motiondetect.sources.live import LatestFrameReader
 from motiondetect.sources.threads import BackgroundWriter, PrefetchReader, head_start_frames
-from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, window
+from motiondetect.sources.video import ConcatSource, Position, VideoHandler, expand_inputs, missing_inputs, window
 
 log = logging.getLogger("motiondetect")
 
@@ -334,6 +334,10 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
     if args.plot:
         require_matplotlib()  # before a long run, not after it
     inputs = [str(args.camera)] if args.camera is not None else expand_inputs(args.input)
+    missing = missing_inputs(inputs)
+    if missing:  # before the first input's run, not after it
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise VideoOpenFailure(f"input not found: {missing[0]!r}{more}")
     if args.jobs is not None or args.scheduler is not None:
         from motiondetect.scaleout.chunked import run_chunked
 

@@ -266,6 +266,18 @@ def expand_inputs(given: Sequence[str]) -> list[str]:
     return inputs
 
 
+def missing_inputs(inputs: Sequence[str]) -> list[str]:
+    """The names among ``inputs`` (as :func:`expand_inputs` returns them) of files or folders
+    that do not exist, so a run of several inputs can refuse a typo before it starts. Camera
+    indices, URLs, globs and printf patterns are left to :class:`VideoHandler`, which checks them
+    when it opens them."""
+    return [
+        text
+        for text in inputs
+        if not (text.isdigit() or "://" in text or has_glob(text) or re.search(r"%0?\d*d", Path(text).name)) and not Path(text).exists()
+    ]
+
+
 def _folder_images(folder: Path) -> list[Path]:
     return sorted((p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES), key=_natural_key)
 

@@ -49,6 +49,19 @@ def test_missing_file(tmp_path, monkeypatch, capsys):
     assert names(tmp_path) == []
 
 
+def test_a_missing_input_among_several_stops_the_run_before_any(tmp_path, monkeypatch, capsys):
+    """Before, the inputs before the missing one were scanned and the ones after it not: a typo
+    in a batch of files is refused before any work, naming it."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i, frame in enumerate(small_frames()):
+        cv2.imwrite(str(frames / f"in{i:06d}.png"), frame)
+    args = ("--no-video", "--events", "{stem}.json", *CPU)
+    rc, err = run_main(monkeypatch, capsys, tmp_path, frames, tmp_path / "gone.mp4", tmp_path / "gone2.mp4", *args)
+    assert rc == 1 and "input not found" in only_line(err) and "gone.mp4' (and 1 more)" in err
+    assert names(tmp_path) == ["frames"]  # the first input was not scanned either
+
+
 @pytest.mark.parametrize("content", [[], ["notes.txt"]], ids=["empty", "no-images"])
 def test_directory_without_images(tmp_path, monkeypatch, capsys, content):
     folder = tmp_path / "footage"
