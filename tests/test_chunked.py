@@ -420,6 +420,44 @@ def test_interrupted_run_resumes_with_the_same_report(scheduler, monkeypatch, ca
     assert not (tmp_path / "resumed" / "report.parts").exists()
 
 
+def test_a_run_stopped_before_its_first_chunk_resumes_too(scheduler, monkeypatch, capsys, tmp_path):
+    """Before, the manifest was written with the first finished chunk: a run stopped before it
+    said that a rerun resumes, but the rerun refused the events report the stop had written."""
+    from motiondetect.scaleout import manifest
+
+    address, _, _ = scheduler
+    args = [
+        BUNDLED,
+        "-c",
+        SEED_YAML,
+        "--no-video",
+        "--events",
+        "report.json",
+        "--backend",
+        "cpu",
+        "--scheduler",
+        address,
+        "--chunk",
+        "2",
+        "-q",
+    ]
+    (tmp_path / "whole").mkdir()
+    assert run_cli(monkeypatch, capsys, tmp_path / "whole", *args)[0] == 0
+    expected = _report(tmp_path / "whole")
+
+    def stop(self, result):
+        raise KeyboardInterrupt  # Ctrl-C before any chunk is recorded
+
+    with monkeypatch.context() as patch:
+        patch.setattr(manifest.Manifest, "record", stop)
+        rc, _, _ = run_cli(monkeypatch, capsys, tmp_path, *args)
+    assert rc == 130 and (tmp_path / "report.json").exists()
+    assert json.loads((tmp_path / "report.parts" / "manifest.json").read_text())["chunks"] == []
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, *args)  # the same command, no --overwrite
+    assert rc == 0, err
+    assert _report(tmp_path) == expected and not (tmp_path / "report.parts").exists()
+
+
 def test_killed_worker_costs_a_retry_not_the_run(scheduler, monkeypatch, capsys, tmp_path):
     address, marker, _ = scheduler
     shutil.copy(BUNDLED, tmp_path / "killme.avi")
@@ -527,6 +565,23 @@ def test_local_workers_are_forked_with_the_task_modules_imported(monkeypatch, cu
     with cluster.open_client(2, None, cuda=cuda) as client:
         held = client.run(lambda: [name in sys.modules for name in probe])
     assert list(held.values()) == [[False] * len(probe)] * 2
+
+
+def test_local_workers_ignore_the_terminals_ctrl_c(monkeypatch, fresh_worker_server):
+    """A Ctrl-C at the terminal reaches the whole process group: the workers forked from the
+    server ignore it (the run stops through the command, which closes the cluster) instead of
+    each printing a KeyboardInterrupt traceback; the command's own handler is left as it was."""
+    import signal
+
+    from motiondetect.scaleout import cluster
+
+    if not cluster.FORK_WORKERS:
+        pytest.skip("workers are forked from a server on Linux only")
+    before = signal.getsignal(signal.SIGINT)
+    with cluster.open_client(2, None, cuda=False) as client:
+        seen = client.run(lambda: signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+    assert list(seen.values()) == [True, True]
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_an_existing_cluster_keeps_the_aimed_chunk_length(scheduler, monkeypatch, capsys, tmp_path):

@@ -346,6 +346,7 @@ def _prepare(
     manifest = Manifest(folder, key)
     item = _Input(number, source, name, fps, size, frame_count, area, warmup or 1, chunks, paths, manifest, inter_coded=opened.inter_coded)
     item.results = manifest.load()
+    manifest.begin()
     if item.results:
         log.info("resuming %s: %d of %d chunks already done", source, len(item.results), len(chunks))
     wants_frames = paths.annotated_frames

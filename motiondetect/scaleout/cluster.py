@@ -32,7 +32,9 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import sys
+import threading
 from typing import Iterator
 
 from motiondetect.core.errors import MotionDetectError, UsageError
@@ -221,9 +223,16 @@ def start_worker_server(cuda: bool) -> bool:
     # Only variables this process lacks differ (worker_environment keeps the ones it has).
     added = {name: value for name, value in worker_environment().items() if name not in os.environ}
     os.environ.update(added)
+    # The workers forked from the server keep its SIGINT disposition: ignored, so a Ctrl-C at the
+    # terminal (sent to the whole process group) stops the run through this process, which closes
+    # the cluster, instead of printing a KeyboardInterrupt traceback from every worker.
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, before)
         for name in added:
             del os.environ[name]
     return True
@@ -296,7 +305,9 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
             else:
                 processes = jobs or os.cpu_count() or 1  # local_slots counts them the same way
                 cluster = stack.enter_context(
-                    LocalCluster(n_workers=processes, threads_per_worker=1, processes=True, dashboard_address=address)
+                    LocalCluster(
+                        n_workers=processes, threads_per_worker=1, processes=True, dashboard_address=address, silence_logs=logging.ERROR
+                    )
                 )
             client = stack.enter_context(Client(cluster))
         workers = client.scheduler_info().get("workers", {})

@@ -86,6 +86,16 @@ class Manifest:
             self.done[result.number] = result
         return dict(self.done)
 
+    def begin(self) -> None:
+        """Write the manifest before any chunk finishes, so that a run stopped before its first
+        chunk is resumed too: the rerun may replace the outputs it wrote (an events report that
+        says ``"complete": false``), where it would otherwise refuse them without ``--overwrite``.
+
+        Raises:
+            OSError: the folder cannot be written.
+        """
+        self._write()
+
     def chunk_file(self, number: int) -> Path:
         """The record of chunk ``number``."""
         return self.folder / f"chunk_{number:05d}.npz"
