@@ -75,6 +75,7 @@ class SyntheticSource:
 
 def test_memory_stays_flat_over_100000_frames(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "VideoHandler", SyntheticSource)
+    monkeypatch.setattr(cli, "missing_inputs", lambda inputs: [])  # "synthetic" names no file
     SyntheticSource.samples = {}
     rc, err = run_main(
         monkeypatch,
