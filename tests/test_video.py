@@ -11,7 +11,7 @@ import pytest
 from helpers import SHARED_SAMPLES, x264_options
 
 from motiondetect.core.errors import VideoOpenFailure
-from motiondetect.core.picture import Picture
+from motiondetect.core.picture import Picture, as_bgr
 from motiondetect.outputs.writer import VideoWriter
 from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS, ConcatSource, Position, VideoHandler, window
 
@@ -484,6 +484,19 @@ def test_window_counts_the_frames_lost_inside_it(sample_clip, tmp_path):
     with VideoHandler(path) as video:  # the window ends before the damage
         assert len(list(window(video, 100, 250))) == 150
     assert video.decode_errors == 0
+
+
+def test_window_that_starts_past_damage_gets_its_frames(sample_clip, tmp_path):
+    """Before, skipping to the window's start stopped at the first packet the decoder rejected:
+    a window from frame 350 of a file damaged at 300..339 read no frame at all."""
+    path = tmp_path / "holes.avi"
+    path.write_bytes(blank_avi_frames(sample_clip, range(300, 340)))
+    with VideoHandler(path) as video:
+        whole = [as_bgr(frame.image) for frame in video]
+    with VideoHandler(path) as video:
+        part = [as_bgr(frame.image) for frame in window(video, 350, 400)]
+    assert len(part) == 50 and all(np.array_equal(a, b) for a, b in zip(part, whole[350:400]))
+    assert video.decode_errors == 0  # lost before the window: not its errors
 
 
 def test_window_of_a_recording_with_dropped_frames(tmp_path):

@@ -606,6 +606,18 @@ class VideoHandler:
                 return image
         return None
 
+    def _grab_past_damage(self, ahead: int) -> bool:
+        """For :meth:`skip`, as :meth:`_read_past_damage` for a read: after a failed ``grab`` of
+        a file before its announced end, grab on, up to :attr:`damaged_run_limit` times, so a
+        window that starts past a damaged stretch gets its frames. ``ahead``: the frames this
+        skip has passed so far. Returns whether a frame was grabbed. The frames lost before the
+        window are not its decode errors and are not counted."""
+        if self.is_live or self.is_stream or self._capture is None:
+            return False
+        if self.frame_count is not None and self._position + ahead + self._gap_errors >= self.frame_count - self.announced_slack:
+            return False  # the end the header announces
+        return any(self._capture.grab() for _ in range(self.damaged_run_limit))
+
     def _note_timestamp(self) -> None:
         """Note the timestamp of the frame just read from a file; check those :attr:`reorder_depth`
         frames older for gaps (:meth:`_check_timestamp`)."""
@@ -750,7 +762,7 @@ class VideoHandler:
                 self._pending = None
                 skipped = 1
             latest = None
-            while skipped < count and self._capture is not None and self._capture.grab():
+            while skipped < count and self._capture is not None and (self._capture.grab() or self._grab_past_damage(skipped)):
                 skipped += 1
                 if _CAP_PROP_PTS is not None:
                     pts = self._capture.get(_CAP_PROP_PTS)
