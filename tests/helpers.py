@@ -113,6 +113,19 @@ def x264_options(path) -> dict[str, str]:
     return dict(item.split("=", 1) for item in match.group(1).decode().split() if "=" in item)
 
 
+def recording_with_dropped_frames(path: Path) -> int:
+    """Write an MP4 of 38 frames of 32x24 at 25 fps whose timestamps leave holes (frames 12-16,
+    40-44 of the clock were never recorded: a live source that dropped them), the container
+    counting only the frames stored; returns that count."""
+    from motiondetect.outputs.writer import VideoWriter
+
+    slots = [*range(12), *range(17, 40), 45, 46, 47]
+    with VideoWriter(path, 25, (32, 24)) as writer:
+        for i, slot in enumerate(slots):
+            writer.write(np.full((24, 32, 3), 5 * i, np.uint8), time=slot / 25)
+    return len(slots)
+
+
 def one_line_error(err: str) -> str:
     """The single stderr line of a refused command: ``motiondetect: error: ...``, no traceback."""
     lines = err.strip().splitlines()

@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from helpers import SHARED_SAMPLES, x264_options
+from helpers import SHARED_SAMPLES, recording_with_dropped_frames, x264_options
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.picture import Picture, as_bgr
@@ -503,11 +503,8 @@ def test_window_of_a_recording_with_dropped_frames(tmp_path):
     # Timestamps with holes that the container does not count as frames (a live source that
     # dropped frames): as in a whole run, not decode errors, though the window ends before the
     # end of the file where the header's count would show it.
-    slots = [*range(12), *range(17, 40), 45, 46, 47]
     path = tmp_path / "live.mp4"
-    with VideoWriter(path, 25, (32, 24)) as writer:
-        for i, slot in enumerate(slots):
-            writer.write(np.full((24, 32, 3), 5 * i, np.uint8), time=slot / 25)
+    recording_with_dropped_frames(path)
     with VideoHandler(path) as video:
         assert len(list(window(video, 0, 30))) == 30
     assert video.decode_errors == 0
