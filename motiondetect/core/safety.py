@@ -66,13 +66,19 @@ def write_image(path: str | Path, image: np.ndarray, params: list[int] | None = 
 
     Raises:
         ValueError: OpenCV cannot encode the image in that format.
-        OSError: the file cannot be written (permissions, disk full).
+        OSError: the file cannot be written (permissions, disk full); a part written is removed,
+            so no truncated image is left under the name.
     """
     ok, data = cv2.imencode(Path(path).suffix or ".png", image, params or [])
     if not ok:
         raise ValueError(f"cannot encode an image of shape {image.shape} as {Path(path).suffix}")
-    with open(path, "wb") as handle:
-        handle.write(data.tobytes())
+    try:
+        with open(path, "wb") as handle:
+            handle.write(data.tobytes())
+    except OSError:
+        if Path(path).is_file():  # not a device or a pipe named as the output
+            Path(path).unlink(missing_ok=True)
+        raise
 
 
 def free_name(path: Path) -> Path:

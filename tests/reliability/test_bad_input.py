@@ -313,6 +313,24 @@ def test_disk_full_on_the_masks(tmp_path, monkeypatch, capsys, sequence):
     assert count_frames(tmp_path / "seq_motion.mp4") == 4
 
 
+def test_an_image_cut_short_by_a_full_disk_is_removed(tmp_path, monkeypatch):
+    """Before, the mask image being written when the disk filled stayed under its name, cut
+    short (one more file than the summary's count of masks)."""
+    import io
+
+    import motiondetect.core.safety as safety
+
+    class Short(io.FileIO):
+        def write(self, data):
+            super().write(bytes(data)[:10])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(safety, "open", lambda path, mode: Short(path, "w"), raising=False)
+    with pytest.raises(OSError, match="No space left on device"):
+        safety.write_image(tmp_path / "m.png", np.zeros((8, 8), np.uint8))
+    assert names(tmp_path) == []
+
+
 # -- configuration ----------------------------------------------------------------------------
 
 
