@@ -318,6 +318,7 @@ def test_start_and_end_window(tmp_path, sequence, monkeypatch, capsys):
         (["-o", "out.mp4", "--no-video"], "-o 'out.mp4' names the annotated video, which --no-video leaves out"),
         (["--clip-mode", "copy"], "--clip-mode copy says how --clips cuts the event clips; add --clips DIR"),
         (["--events", "a.json", "--events", "a.json"], "events file 'a.json' is named twice"),
+        (["--realtime"], "--realtime paces the preview window of a file; add --preview"),
     ],
 )
 def test_usage_errors(tmp_path, sequence, monkeypatch, capsys, argv, fragment):

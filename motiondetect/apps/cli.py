@@ -386,6 +386,8 @@ def _run_one(
         roi = rasterize(config["roi"], video.size)
         if paths.clips_by_copy and not (isinstance(video, VideoHandler) and video.decodes_pictures):
             raise UsageError("--clip-mode copy cuts clips from one video file; this input is a camera, a stream, images or --concat")
+        if args.realtime and not (args.preview or realtime_source):
+            raise UsageError("--realtime paces the preview window of a file; add --preview")
         wants_frames = paths.annotated_frames
         ahead = None
         if not live and decodes_on_cpu(config, video):
