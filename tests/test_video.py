@@ -573,3 +573,22 @@ def test_glob_of_images_is_one_sequence(png_sequence):
     with VideoHandler(str(png_sequence / "in0004[78]*.png")) as video:
         assert video.frame_count == 12 and video.name == "input"
         assert [frame_number(f.image) for f in video] == list(range(470, 482))
+
+
+@pytest.mark.parametrize("height", [2, 90, 92])
+def test_pictures_keep_every_row_in_the_video(tmp_path, height):
+    """Decoded pictures are written as they are (yuv420p): at a height of 2 modulo 4 PyAV's
+    from_numpy_buffer took H - 2 rows and the encoder stretched them (a 480x270 video lost its
+    bottom 2 rows), and at 2 rows the write failed."""
+    width = 64
+    bgr = np.full((height, width, 3), 40, np.uint8)
+    bgr[-2:] = 230  # the bottom rows, which the stretch lost
+    picture = Picture.from_bgr(bgr)
+    path = tmp_path / "rows.mp4"
+    with VideoWriter(path, 25, (width, height)) as writer:
+        for _ in range(3):
+            writer.write(picture)
+    with VideoHandler(path) as video:
+        got = as_bgr(next(iter(video)).image)
+    assert got.shape == bgr.shape
+    assert np.abs(got.astype(int) - as_bgr(picture).astype(int)).max() <= 12

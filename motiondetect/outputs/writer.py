@@ -135,8 +135,11 @@ class VideoWriter:
             import av
 
             if isinstance(frame, Picture) and self._i420:
-                # from_numpy_buffer wraps the planes without a copy (libx264 copies its input).
-                picture = av.VideoFrame.from_numpy_buffer(frame.i420(), format="yuv420p")
+                # from_numpy_buffer wraps the planes without a copy (libx264 copies its input), but
+                # PyAV 18 takes its height as (3 H / 2) // 6 * 4: H - 2 rows where H % 4 is 2 (270,
+                # 1050), the picture then stretched by the encoder. from_ndarray reads it right.
+                make = av.VideoFrame.from_numpy_buffer if frame.size[1] % 4 == 0 else av.VideoFrame.from_ndarray
+                picture = make(frame.i420(), format="yuv420p")
                 with contextlib.suppress(AttributeError):  # settable from PyAV 12 on
                     picture.color_range = 2 if frame.full_range else 1
             elif self._i420:
