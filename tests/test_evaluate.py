@@ -269,6 +269,23 @@ def test_a_skip_past_every_label_is_a_one_line_error(tmp_path, capsys):
     assert one_line_error(err) == f"motiondetect: error: --skip {last + 1} leaves no labelled frame of clip to score; at most {last} here"
 
 
+def test_evaluate_never_replaces_a_file_of_its_folders(tmp_path, capsys):
+    """Before, --json or --plot with --overwrite replaced the folder's ROI.bmp, a frame or a
+    label image (the next run could not decode it), and --json and --plot could name one file."""
+    root, _, _ = make_folder(tmp_path / "clip", temporal=(100, 111), roi=np.full((36, 48), 255, np.uint8))
+    layout = [root / "ROI.bmp", root / "temporalROI.txt", root / "input" / "in000100.png", root / "groundtruth" / "gt000101.png"]
+    before = [p.read_bytes() for p in layout]
+    base = ["evaluate", str(root), "-c", str(SEED_YAML), "--backend", "cpu", "--skip", "2", "-q", "--overwrite"]
+    for path in layout:
+        assert main([*base, "--json", str(path)]) == 2
+        assert "is the input file" in one_line_error(capsys.readouterr().err)
+    assert [p.read_bytes() for p in layout] == before
+    out = tmp_path / "same.png"
+    assert main([*base, "--json", str(out), "--loo-cache", str(out)]) == 2
+    assert "--json and --loo-cache name the same file" in one_line_error(capsys.readouterr().err)
+    assert main([*base, "--json", str(root / "scores.json")]) == 0  # a new file beside them is fine
+
+
 def test_evaluate_runs_with_a_resized_roi(tmp_path, capsys):
     small = np.full((18, 24), 255, np.uint8)
     small[:, :6] = 0  # the left quarter is outside

@@ -165,9 +165,21 @@ def run(args: argparse.Namespace) -> int:
             downscale,
         )
     folders = [load_folder(path) for path in args.folders]  # check them all before any work
-    json_path = checked_output_file(Path(args.json), args.overwrite, "--json") if args.json else None
+    inputs = {path for folder in folders for path in folder.files()}  # never replaced, --overwrite or not
+    json_path = checked_output_file(Path(args.json), args.overwrite, "--json", inputs) if args.json else None
     cache_path = Path(args.loo_cache) if args.loo_cache else None
-    plot_path = checked_plot_file(Path(args.plot), args.overwrite) if args.plot else None
+    if cache_path is not None and cache_path.resolve() in inputs:
+        raise UsageError(f"--loo-cache {str(cache_path)!r} is a file of a ground-truth folder; choose another name")
+    plot_path = checked_plot_file(Path(args.plot), args.overwrite, inputs) if args.plot else None
+    named = [
+        (flag, Path(given).resolve())
+        for flag, given in (("--json", args.json), ("--plot", args.plot), ("--loo-cache", args.loo_cache))
+        if given
+    ]
+    for i, (flag, path) in enumerate(named):
+        twin = next((other for other, same in named[:i] if same == path), None)
+        if twin is not None:
+            raise UsageError(f"{twin} and {flag} name the same file ({str(path)!r}); give each its own")
     if plot_path is not None:
         require_matplotlib()
         threshold_axis(config)  # a pipeline with no threshold to sweep fails now

@@ -106,6 +106,12 @@ class GroundTruthFolder:
         """Whether frame ``number`` lies in the evaluated range."""
         return self.temporal_roi is None or self.temporal_roi[0] <= number <= self.temporal_roi[1]
 
+    def files(self) -> set[Path]:
+        """Every file of the layout, resolved: frames, label images, ``ROI.bmp`` (with CDnet's
+        ``ROI.jpg``) and ``temporalROI.txt``, which no output may replace."""
+        found = {p.resolve() for _, image, label in self.frames for p in (image, label) if p is not None}
+        return found | {(self.root / name).resolve() for name in ("ROI.bmp", "ROI.jpg", "temporalROI.txt")}
+
     def scored_count(self, skip: int) -> int:
         """How many frames :func:`evaluate` scores with ``skip`` (frames): those with a label
         image in the temporal ROI, after the first ``skip`` frames of the folder."""
