@@ -329,7 +329,8 @@ def test_usage_errors(tmp_path, sequence, monkeypatch, capsys, argv, fragment):
 
 def test_start_past_the_end_is_a_clear_error(tmp_path, sequence, monkeypatch, capsys):
     rc, err = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--start", "100f")
-    assert rc == 1 and "from frame 100" in one_line_error(err.splitlines()[-1] + "\n")
+    assert rc == 2 and "--start (frame 100) is past the end of the input (8 frames)" in one_line_error(err)
+    assert not (tmp_path / "seq_motion.json").exists()  # before: a report of 0 frames, "complete": true
 
 
 def test_roi_polygons_from_yaml(tmp_path, sequence, monkeypatch, capsys):

@@ -381,6 +381,10 @@ def _run_one(
         stop = args.end.to_frame(video.fps) if args.end else None
         if stop is not None and stop <= start:
             raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
+        known = video.frame_count
+        if start and known is not None and start >= known + getattr(video, "announced_slack", 0):
+            # Before any output exists: a run would write a report of no frames.
+            raise UsageError(f"--start (frame {start}) is past the end of the input ({known} frames)")
         model_config = for_source(config, video.fps, inter_coded=video.inter_coded)
         filters = build_filters(model_config)
         roi = rasterize(config["roi"], video.size)
