@@ -651,6 +651,18 @@ def test_a_scans_close_releases_the_context_its_worker_started(monkeypatch, cuda
     assert calls == (["handler closed", "finish"] if cuda else ["handler closed"])
 
 
+def test_a_scheduler_that_does_not_answer_leaves_no_run_to_resume(monkeypatch, capsys, tmp_path):
+    """The resume manifest is written once the cluster answers: a refused --scheduler left one,
+    and the next run said it held parts of another run."""
+    from motiondetect.scaleout import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
+    args = [BUNDLED, "-c", SEED_YAML, "--no-video", "--events", "s.json", "--backend", "cpu", "--scheduler", "tcp://127.0.0.1:9"]
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, *args)
+    assert rc == 1 and "cannot reach the Dask scheduler" in err
+    assert not list(tmp_path.glob("*.parts"))
+
+
 def test_an_output_that_exists_stops_the_run_before_its_cluster_starts(monkeypatch, capsys, tmp_path):
     """The usual mistake, a command run again without --overwrite, fails at once with one line:
     no cluster is started for it (a resumable run's parts folder is the exception, tested above)."""

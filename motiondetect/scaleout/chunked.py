@@ -217,6 +217,8 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
                 if client is None:
                     client = cluster.enter_context(open_client(args.jobs or None, args.scheduler, cuda_here, dashboard=args.verbose))
                 _check_slots(client, slots)
+                for item in items:  # the cluster answers: from here a stop leaves a run to resume
+                    item.manifest.begin()
                 failure = _run_jobs(client, items, bar, config, args, threads)
             cluster.close()
         except KeyboardInterrupt:
@@ -346,7 +348,6 @@ def _prepare(
     manifest = Manifest(folder, key)
     item = _Input(number, source, name, fps, size, frame_count, area, warmup or 1, chunks, paths, manifest, inter_coded=opened.inter_coded)
     item.results = manifest.load()
-    manifest.begin()
     if item.results:
         log.info("resuming %s: %d of %d chunks already done", source, len(item.results), len(chunks))
     wants_frames = paths.annotated_frames
