@@ -609,6 +609,9 @@ def test_an_existing_cluster_keeps_the_aimed_chunk_length(scheduler, monkeypatch
         (["--jobs", "2", "--chunk", "soon"], "expected a number, got 'soon'"),
         (["--jobs", "2", "--start", "10"], "--start reads one stream in order; it cannot go with --jobs or --scheduler"),
         (["--jobs", "2", "--frame-skip", "2"], "--frame-skip counts frames from the start of the stream"),
+        # Before, found only when the parts were joined after the whole scan (a traceback for .webm).
+        (["--jobs", "2", "-o", "out.avi"], "-o 'out.avi': chunks' video parts are joined into .mp4, .mov or .mkv files only"),
+        (["--jobs", "2", "--mask-out", "mask.webm"], "--mask-out 'mask.webm': chunks' video parts are joined"),
     ],
 )
 def test_bad_values_are_one_line_errors(monkeypatch, capsys, tmp_path, argv, expected):

@@ -124,6 +124,11 @@ class ReplayDetector:
             yield frame, FrameResult(None, frame.image, float(self.fractions[frame.index]), self.boxes[frame.index])
 
 
+#: Suffixes of the containers the chunks' H.264 parts are joined into by stream copy
+#: (:func:`~motiondetect.outputs.writer.join_videos`); AVI refuses the parts' packets, WebM H.264.
+JOINABLE = (".mp4", ".mov", ".mkv")
+
+
 def chunked_problem(args: argparse.Namespace, config: dict[str, Any]) -> str | None:
     """Why these options cannot run in chunks, or ``None``."""
     if args.camera is not None:
@@ -140,6 +145,10 @@ def chunked_problem(args: argparse.Namespace, config: dict[str, Any]) -> str | N
             return f"{flag} reads one stream in order; it cannot go with --jobs or --scheduler"
     if config["scan"]["frame_skip"]:
         return "--frame-skip counts frames from the start of the stream; it cannot go with --jobs or --scheduler"
+    for flag, given in (("-o", args.output), ("--mask-out", args.mask_out)):
+        # Checked before the scan: the parts are joined by stream copy once every chunk is in.
+        if given and Path(given).suffix.lower() not in JOINABLE:
+            return f"{flag} {given!r}: chunks' video parts are joined into .mp4, .mov or .mkv files only"
     return None
 
 
