@@ -319,6 +319,8 @@ def test_start_and_end_window(tmp_path, sequence, monkeypatch, capsys):
         (["--clip-mode", "copy"], "--clip-mode copy says how --clips cuts the event clips; add --clips DIR"),
         (["--events", "a.json", "--events", "a.json"], "events file 'a.json' is named twice"),
         (["--realtime"], "--realtime paces the preview window of a file; add --preview"),
+        (["--record", "r.mp4", "-o", "o.mp4"], "--record and -o both name the annotated video"),  # one was ignored
+        (["--record", "r.mp4", "--no-video"], "--record 'r.mp4' names the annotated video"),
     ],
 )
 def test_usage_errors(tmp_path, sequence, monkeypatch, capsys, argv, fragment):

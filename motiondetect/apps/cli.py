@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="INPUT",
         help="video file, glob ('clips/*.mp4'), image folder, printf pattern (in%%06d.jpg) or image glob, camera index or URL; several: one run and report each, or one stream with --concat",
     )
-    parser.add_argument("-o", "--output", help="annotated video to write [default: <stem>_motion.mp4 in the current folder]")
+    parser.add_argument(
+        "-o", "--output", action=_OutputFlag, help="annotated video to write [default: <stem>_motion.mp4 in the current folder]"
+    )
     parser.add_argument("-c", "--config", help=presets.config_help())
     parser.add_argument(
         "--events",
@@ -169,7 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="play a file as a live source: read on a thread at its frame rate, dropping frames when processing falls behind",
     )
-    live.add_argument("--record", dest="output", metavar="OUT.mp4", help="write the annotated live stream to OUT.mp4 (same as -o)")
+    live.add_argument(
+        "--record", dest="output", action=_OutputFlag, metavar="OUT.mp4", help="write the annotated live stream to OUT.mp4 (same as -o)"
+    )
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only, no progress bar")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="print debug messages")
@@ -195,6 +199,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="use the existing Dask cluster at ADDRESS (tcp://HOST:PORT); its workers must reach the inputs and the output folders at the same paths",
     )
     return parser
+
+
+class _OutputFlag(argparse.Action):
+    """``-o`` and ``--record``, which name the one annotated video: the flag typed is kept for
+    messages (``args.output_flag``), and the two together are refused (one would be ignored)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        earlier = getattr(namespace, "output_flag", None)
+        if earlier is not None and earlier not in self.option_strings:
+            parser.error(f"{earlier} and {option_string} both name the annotated video; give one of them")
+        namespace.output, namespace.output_flag = values, option_string
 
 
 def _schema_arg(schema: dict[str, Any]):

@@ -145,7 +145,8 @@ def plan_outputs(
     if args.only_motion and args.no_video:
         raise UsageError("--only-motion selects what the output video holds; it cannot go with --no-video")
     if args.output and args.no_video:
-        raise UsageError(f"-o {args.output!r} names the annotated video, which --no-video leaves out; give one of them")
+        flag = getattr(args, "output_flag", None) or "-o"
+        raise UsageError(f"{flag} {args.output!r} names the annotated video, which --no-video leaves out; give one of them")
     if args.clip_mode == "copy" and not args.clips:
         raise UsageError("--clip-mode copy says how --clips cuts the event clips; add --clips DIR")
     if not args.no_video and (defaults or args.output):
