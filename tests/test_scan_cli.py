@@ -410,6 +410,16 @@ def test_output_folders_are_checked(tmp_path, sequence, monkeypatch, capsys):
     assert rc == 2 and "parent folder" in one_line_error(err)
 
 
+@pytest.mark.parametrize("name", ["out.mkv", "out.avi"])
+def test_other_containers_are_written_quietly(tmp_path, sequence, monkeypatch, capsys, name):
+    """-q prints errors only: MP4's movflags given to another muxer printed "Some options were
+    not used" (the container follows the suffix)."""
+    rc, err = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "-o", name, "-q")
+    assert rc == 0 and err == ""
+    frames, _ = decode(tmp_path / name)
+    assert len(frames) == 8
+
+
 def test_overwrite_leaves_no_clip_or_mask_of_an_earlier_run(tmp_path, sequence, monkeypatch, capsys):
     """Before, a second run with --overwrite and fewer events or frames left the first run's
     other clips and masks in the folders, beside a report that does not list them."""

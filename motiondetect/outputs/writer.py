@@ -29,6 +29,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("motiondetect")
 
 
+#: Suffixes of the MP4/QuickTime family, whose muxer takes ``movflags``.
+MOV_SUFFIXES = (".mp4", ".mov", ".m4v", ".3gp", ".3g2")
+
+
+def muxer_options(path: str | Path) -> dict[str, str]:
+    """The muxer options of an output file: the index first (``movflags +faststart``, so it plays
+    while downloading) for the MP4 family; none for the others, whose muxers would print
+    "Some options were not used" past ``-q``."""
+    return {"movflags": "+faststart"} if Path(path).suffix.lower() in MOV_SUFFIXES else {}
+
+
 class VideoWriter:
     """Writes BGR frames to a video file with the input's size and frame rate.
 
@@ -88,7 +99,7 @@ class VideoWriter:
         self._time_base = 1 / self._rate
         self._pts = -1
         try:
-            self._container = container = av.open(self.path, "w", options={"movflags": "+faststart"})
+            self._container = container = av.open(self.path, "w", options=muxer_options(self.path))
             stream = container.add_stream(encoder, rate=self._rate)
             assert isinstance(stream, VideoStream)  # an H.264 encoder makes a video stream
             stream.codec_context.time_base = self._time_base
@@ -218,7 +229,7 @@ def join_videos(parts: Sequence[str | Path], path: str | Path) -> int:
 
     written = 0
     try:
-        with av.open(str(path), "w", options={"movflags": "+faststart"}) as output:
+        with av.open(str(path), "w", options=muxer_options(path)) as output:
             out_stream = None
             offset = 0  # in out_stream's time base
             for part in parts:
