@@ -183,6 +183,16 @@ def test_sequence_folder_natural_order(tmp_path):
         assert [frame_number(f.image) for f in video] == [8, 9, 10, 11, 100]
 
 
+def test_a_glob_over_folders_keeps_each_folders_frames_together(tmp_path):
+    """Before, files were sorted by name alone, so 'cam*/f*.png' read cam10/f1, cam2/f1, cam10/f2..."""
+    for folder, first in (("cam10", 20), ("cam2", 0)):  # natural order: cam2 first
+        (tmp_path / folder).mkdir()
+        for n in range(1, 4):
+            cv2.imwrite(str(tmp_path / folder / f"f{n}.png"), numbered_frame(first + n))
+    with VideoHandler(str(tmp_path / "cam*" / "f*.png")) as video:
+        assert [frame_number(f.image) for f in video] == [1, 2, 3, 21, 22, 23]
+
+
 def test_cdnet_highway_pattern():
     folder = CDNET_HIGHWAY
     if not folder.is_dir():

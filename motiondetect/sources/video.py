@@ -236,7 +236,9 @@ def picture_of(frame, decoder: Hashable | None = None) -> Picture:
 
 
 def _natural_key(path: Path):
-    return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", path.name)]
+    # The whole path, folder by folder: a glob over several folders ('day*/part*.mp4') keeps each
+    # folder's files together, in order, where sorting by name alone interleaved them.
+    return [[int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", part)] for part in path.parts]
 
 
 def has_glob(text: str) -> bool:
