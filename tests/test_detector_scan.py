@@ -112,6 +112,20 @@ def test_roi_equals_full_frame_chain_masked(sample_frames, k, iterations, thresh
     assert moving > 5
 
 
+@pytest.mark.parametrize("inside", [1, 100])
+def test_roi_is_non_zero_inside_whatever_the_value(sample_frames, inside):
+    """As documented: before, values 1..127 counted as outside (a 0/1 mask covered no pixel)."""
+    roi = triangle_roi()
+    filters = build_filters(seed_config())
+    full, other = (
+        MotionDetector(filters, roi=roi),
+        MotionDetector(build_filters(seed_config()), roi=np.where(roi > 0, inside, 0).astype(np.uint8)),
+    )
+    assert other.geometry((240, 320)).area == full.geometry((240, 320)).area == np.count_nonzero(roi)
+    for frame in sample_frames[:5]:
+        np.testing.assert_array_equal(other.process(frame).mask, full.process(frame).mask)
+
+
 def test_roi_without_known_halo_is_not_cropped(sample_frames):
     class Opaque(Threshold):  # a filter that declares no neighbourhood
         POINTWISE = False

@@ -229,7 +229,7 @@ class BatchDetector:
             raise ValueError(f"batch must be a whole number of frames >= 1; got {batch}")
         self.plan = MotionDetector(filters, cuda=cuda, roi=roi, annotate=annotate, masks=masks)
         self.filters = self.plan.filters
-        self.roi = roi
+        self.roi = self.plan.roi  # 0/255, as the plan made it
         self.cuda = cuda
         self.batch = int(batch)
         self.annotate = annotate and bool(self.plan.annotation_filters)

@@ -354,7 +354,9 @@ class MotionDetector:
         halos = [f.halo() for f in self._detect]
         known = [h for h in halos if h is not None]
         self._halo = sum(known) if len(known) == len(halos) else None
-        self.roi = roi
+        # Non-zero inside, as documented: the geometry shrinks it by area means and keeps the
+        # pixels above half, so a mask of 1s (or of 100s) is made 0/255 first.
+        self.roi = None if roi is None else np.where(roi != 0, 255, 0).astype(np.uint8)
         self.downscale = int(downscale)
         self.annotate = annotate
         self.masks = masks
