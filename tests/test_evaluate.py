@@ -286,6 +286,16 @@ def test_evaluate_never_replaces_a_file_of_its_folders(tmp_path, capsys):
     assert main([*base, "--json", str(root / "scores.json")]) == 0  # a new file beside them is fine
 
 
+def test_evaluate_says_which_scan_settings_it_does_not_apply(tmp_path, capsys):
+    """Scoring follows CDnet's rules (the folder's ROI.bmp, a frame moving at min_area): a
+    config's roi, min_pixels and max_area scored as the default, without a word."""
+    root, _, _ = make_folder(tmp_path / "clip")
+    config = tmp_path / "c.yaml"
+    config.write_text("events:\n  max_area: 0.5\n  min_pixels: 10\nroi:\n  polygons:\n    - [[0, 0], [20, 0], [20, 20]]\n")
+    assert main(["evaluate", str(root), "-c", str(config), "--backend", "cpu", "--skip", "2"]) == 0
+    assert "the config's roi, events.min_pixels, events.max_area not applied" in capsys.readouterr().err
+
+
 def test_evaluate_runs_with_a_resized_roi(tmp_path, capsys):
     small = np.full((18, 24), 255, np.uint8)
     small[:, :6] = 0  # the left quarter is outside

@@ -155,6 +155,17 @@ def run(args: argparse.Namespace) -> int:
     # sets it up: --inter-coded's values, then the rates at the rate the model sees frames.
     config = for_source(config, DEFAULT_SEQUENCE_FPS if args.fps is None else args.fps, inter_coded=args.inter_coded)
     skip, downscale = config["scan"]["frame_skip"], config["scan"]["downscale"]
+    unused = [
+        key
+        for key, used in (
+            ("roi", config["roi"] is None),
+            ("events.min_pixels", config["events"]["min_pixels"] is None),
+            ("events.max_area", config["events"]["max_area"] >= 1.0),
+        )
+        if not used
+    ]
+    if unused:  # CDnet's rules: the folder's ROI.bmp, and a frame moves at events.min_area
+        log.info("notice: the config's %s not applied: scoring uses each folder's ROI.bmp and events.min_area", ", ".join(unused))
     if skip or downscale != 1:
         log.info(
             "notice: scored as the config's scan runs: one frame in %d processed (scan.frame_skip %d), at 1/%d of the "
