@@ -296,6 +296,21 @@ def test_evaluate_says_which_scan_settings_it_does_not_apply(tmp_path, capsys):
     assert "the config's roi, events.min_pixels, events.max_area not applied" in capsys.readouterr().err
 
 
+def test_an_empty_roi_and_missing_labels_are_said(tmp_path, capsys):
+    """Before, an all-zero ROI.bmp gave a table of zeros with exit code 0, and frames without a
+    label image dropped out of the scores without a word."""
+    root, _, _ = make_folder(tmp_path / "clip", roi=np.zeros((36, 48), np.uint8))
+    assert main(["evaluate", str(root), "--backend", "cpu", "--skip", "2", "-q"]) == 2
+    assert "ROI.bmp' holds no pixel inside" in one_line_error(capsys.readouterr().err)
+    root, _, _ = make_folder(tmp_path / "gaps")
+    for n in (104, 105):
+        (root / "groundtruth" / f"gt{n:06d}.png").unlink()
+    out = tmp_path / "gaps.json"
+    assert main(["evaluate", str(root), "-c", str(SEED_YAML), "--backend", "cpu", "--skip", "2", "--json", str(out)]) == 0
+    assert "gaps: 2 frames inside the temporal ROI have no label image and are not scored" in capsys.readouterr().err
+    assert json.loads(out.read_text())["evaluations"][0]["frames_scored"] == 8
+
+
 def test_evaluate_runs_with_a_resized_roi(tmp_path, capsys):
     small = np.full((18, 24), 255, np.uint8)
     small[:, :6] = 0  # the left quarter is outside

@@ -140,7 +140,7 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
     Raises:
         GroundTruthError: the folder or its ``input/`` or ``groundtruth/`` part is missing, no
             frame has a label image inside the temporal ROI, ``temporalROI.txt`` is not two
-            frame numbers, or ``ROI.bmp`` cannot be read.
+            frame numbers, or ``ROI.bmp`` cannot be read or holds no pixel inside.
 
     An ``ROI.bmp`` of another size than the frames is resized to them with nearest neighbour
     (``cv2.INTER_NEAREST_EXACT``: each frame pixel takes the ROI pixel its centre falls in) and
@@ -184,6 +184,11 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
         if image.shape != (height, width):
             image = _nearest_to_frames(image, (width, height), f"{roi_path} is")
         roi = image != 0
+        if not roi.any():  # every score would be 0 (a scan's --roi refuses such a mask too)
+            raise GroundTruthError(f"{str(roi_path)!r} holds no pixel inside (all 0): nothing would be scored")
+    missing = sum(1 for n, _, label in frames if label is None and (temporal_roi is None or temporal_roi[0] <= n <= temporal_roi[1]))
+    if missing:
+        log.info("notice: %s: %d frames inside the temporal ROI have no label image and are not scored", root.name, missing)
     return GroundTruthFolder(root, frames, temporal_roi, roi, (width, height))
 
 
