@@ -537,7 +537,7 @@ def test_position_parse(text, seconds, frame):
     assert Position.parse(text) == Position(seconds=seconds, frame=frame)
 
 
-@pytest.mark.parametrize("text", ["", "-1", "abc", "1:2:3:4", "12:", "-5f", "1.5f", "nan", "inf", "1:xx"])
+@pytest.mark.parametrize("text", ["", "-1", "abc", "1:2:3:4", "12:", "-5f", "1.5f", "nan", "inf", "1:xx", "0:60", "00:00:75", "1:60:00"])
 def test_position_parse_rejects(text):
     with pytest.raises(ValueError, match="HH:MM:SS"):
         Position.parse(text)

@@ -891,7 +891,8 @@ class Position:
         (a timecode), or ``1234f`` (a frame number).
 
         Raises:
-            ValueError: anything else, or a negative value.
+            ValueError: anything else, a negative value, or a timecode's minutes or seconds
+                past 59.
         """
         value = text.strip().lower()
         try:
@@ -907,6 +908,8 @@ class Position:
                 seconds = 0.0
                 for part in parts:
                     seconds = seconds * 60 + float(part)
+                if any(float(p) >= 60 for p in parts[1:]):  # minutes and seconds of a timecode
+                    raise ValueError
             else:
                 seconds = float(value[:-1] if value.endswith("s") else value)
         except ValueError:
