@@ -141,6 +141,27 @@ def test_camera_that_stops_is_a_clear_failure(fake_capture):
         list(video)
 
 
+def test_a_camera_is_scanned_without_a_window_with_no_preview(fake_capture, monkeypatch, capsys, tmp_path):
+    """Cameras and streams open a preview window by default; --no-preview scans one on a machine
+    without a display (before, docs/scanning.md's stream recipe failed there: no display)."""
+    import json
+
+    from helpers import run_cli
+
+    from motiondetect.apps import preview
+
+    def no_window(*args, **kwargs):
+        raise AssertionError("a preview window was opened")
+
+    monkeypatch.setattr(preview.PreviewSink, "__init__", no_window)
+    fake_capture.frames_per_open = [3]
+    args = ("--camera", "0", "--no-preview", "--no-video", "--events", "cam.json", "--backend", "cpu")
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, *args)
+    assert rc == 1 and "camera 0 stopped delivering frames after 3" in err  # the stand-in's end
+    report = json.loads((tmp_path / "cam.json").read_text())
+    assert report["frame_count"] >= 1 and report["frame_count"] + report["dropped_frames"] == 3  # only the newest kept
+
+
 def test_unopenable_camera_and_stream(monkeypatch):
     class Closed(FakeCapture):
         def isOpened(self):

@@ -162,7 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
     live = parser.add_argument_group("live preview (cameras and streams open a window by default)")
     live.add_argument("--camera", type=int, metavar="N", help="read camera N (0 is the first) instead of INPUT")
-    live.add_argument("--preview", action="store_true", help="show the annotated frames in a window while processing a file")
+    live.add_argument(
+        "--preview",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show the annotated frames in a window while processing a file; --no-preview: none for a camera or stream either "
+        "(a server without a display) [default: cameras and streams only]",
+    )
     live.add_argument(
         "--realtime", action="store_true", help="with --preview, play a file at its frame rate instead of as fast as possible"
     )
@@ -405,7 +411,8 @@ def _run_one(
         roi = rasterize(config["roi"], video.size)
         if paths.clips_by_copy and not (isinstance(video, VideoHandler) and video.decodes_pictures):
             raise UsageError("--clip-mode copy cuts clips from one video file; this input is a camera, a stream, images or --concat")
-        if args.realtime and not (args.preview or realtime_source):
+        preview = args.preview if args.preview is not None else realtime_source  # cameras and streams: a window
+        if args.realtime and not preview:
             raise UsageError("--realtime paces the preview window of a file; add --preview")
         wants_frames = paths.annotated_frames
         ahead = None
@@ -416,7 +423,6 @@ def _run_one(
             ahead = PrefetchReader(window(video, start, stop), head_start=head_start_frames(video.size, bytes_per_pixel))
             stack.callback(ahead.stop)
         cuda = open_backend(config["backend"], filters, stack)
-        preview = args.preview or realtime_source
         needs_mask = masks_needed(config, wants_frames, preview or paths.mask_video is not None or paths.masks is not None)
         detector = MotionDetector(
             filters,
