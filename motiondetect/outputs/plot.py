@@ -189,7 +189,9 @@ def plot_threshold_curves(path: str | Path, curves: Mapping[str, Sequence[tuple[
     for panel in panels[len(curves) :]:
         panel.set_visible(False)
     panels[0].legend(loc="best", fontsize=7)
-    figure.suptitle(f"precision, recall and F-measure against {threshold_name}", fontsize=10)
+    # On two lines where one panel is the figure's width: one line was cut off at both sides.
+    joint = "\n" if columns == 1 else " "
+    figure.suptitle(f"precision, recall and F-measure{joint}against {threshold_name}", fontsize=10)
     _save_png(canvas, path)
 
 
