@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{', '.join(given)} only apply with --loo" + (" or --plot" if given == ["--jobs"] else ""))
     for folder in folders:
         if not folder.scored_count(args.skip):  # a table of zeros otherwise
-            most = max(i for i, (n, _, label) in enumerate(folder.frames) if label is not None and folder.in_temporal_roi(n))
+            most = folder.labelled_positions()[-1]  # load_folder ensures one
             raise UsageError(f"--skip {args.skip} leaves no labelled frame of {folder.name} to score; at most {most} here")
     if args.baselines and not bgslibrary_available():
         log.info("notice: %s", BGSLIBRARY_MISSING)

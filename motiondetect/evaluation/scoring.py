@@ -112,10 +112,14 @@ class GroundTruthFolder:
         found = {p.resolve() for _, image, label in self.frames for p in (image, label) if p is not None}
         return found | {(self.root / name).resolve() for name in ("ROI.bmp", "ROI.jpg", "temporalROI.txt")}
 
+    def labelled_positions(self) -> list[int]:
+        """Positions in :attr:`frames` (from 0) of the frames with a label image in the temporal
+        ROI, the ones :func:`evaluate` scores past its ``skip``."""
+        return [i for i, (n, _, label) in enumerate(self.frames) if label is not None and self.in_temporal_roi(n)]
+
     def scored_count(self, skip: int) -> int:
-        """How many frames :func:`evaluate` scores with ``skip`` (frames): those with a label
-        image in the temporal ROI, after the first ``skip`` frames of the folder."""
-        return sum(1 for n, _, label in self.frames[skip:] if label is not None and self.in_temporal_roi(n))
+        """How many frames :func:`evaluate` scores with ``skip`` (frames)."""
+        return sum(1 for i in self.labelled_positions() if i >= skip)
 
 
 def _numbered(folder: Path, prefix: str, suffixes: set[str]) -> dict[int, Path]:
@@ -186,10 +190,11 @@ def load_folder(path: str | Path) -> GroundTruthFolder:
         roi = image != 0
         if not roi.any():  # every score would be 0 (a scan's --roi refuses such a mask too)
             raise GroundTruthError(f"{str(roi_path)!r} holds no pixel inside (all 0): nothing would be scored")
-    missing = sum(1 for n, _, label in frames if label is None and (temporal_roi is None or temporal_roi[0] <= n <= temporal_roi[1]))
+    folder = GroundTruthFolder(root, frames, temporal_roi, roi, (width, height))
+    missing = sum(1 for n, _, _ in frames if folder.in_temporal_roi(n)) - len(folder.labelled_positions())
     if missing:
         log.info("notice: %s: %d frames inside the temporal ROI have no label image and are not scored", root.name, missing)
-    return GroundTruthFolder(root, frames, temporal_roi, roi, (width, height))
+    return folder
 
 
 def _nearest_to_frames(image: np.ndarray, size: tuple[int, int], warning: str | None) -> np.ndarray:
