@@ -672,3 +672,12 @@ def test_a_set_up_failure_stops_the_decoding_begun_beside_it(tmp_path, monkeypat
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "--no-video")
     assert rc == 1 and "no device (a test)" in one_line_error(err)
     assert not [t for t in threading.enumerate() if t.name == "motiondetect-decode" and t.is_alive()]
+
+
+def test_batch_that_cannot_apply_says_so(tmp_path, small_video, monkeypatch, capsys):
+    # The CPU backend runs one frame at a time: --batch would otherwise be dropped without a word.
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "--no-video", "--batch", "8")
+    assert rc == 0
+    assert "notice: scan.batch 8 is not used: this run goes one frame at a time (the CPU backend)" in err
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "--no-video", "--overwrite")
+    assert rc == 0 and "scan.batch" not in err

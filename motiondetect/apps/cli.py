@@ -440,6 +440,8 @@ def _run_one(
         detector = checked_on_device(detector, cuda, config["backend"], video.size)
         cuda = cuda if detector.backend == "cuda" else None
         batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
+        if batched is not None and config["scan"]["batch"]:
+            log.info("notice: scan.batch %d is not used: this run goes one frame at a time (%s)", config["scan"]["batch"], batched)
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack, check=ahead is None)
         batch = batch_size(config, video)
         log.debug(
