@@ -240,6 +240,10 @@ def run(args: argparse.Namespace) -> int:
                     evaluation = evaluate(folder, methods, skip=args.skip, min_area=config["events"]["min_area"], progress=bar)
                 finally:
                     bar.close()
+                # After the bar: a line logged while it shows would share its line.
+                warning = evaluation.label_values.warning() if evaluation.label_values is not None else None
+                if warning is not None:
+                    log.warning("%s: %s", folder.name, warning)
                 results.append(evaluation)
                 print(("\n" if index else "") + format_table(evaluation), flush=True)
         if args.loo:

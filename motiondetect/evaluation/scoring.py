@@ -13,7 +13,10 @@ Scoring follows the CDnet rules (Goyette et al., CVPR Workshops 2012; Wang et al
 - Labels: 255 motion (positive); 0 static and 50 hard shadow (negative); 85 outside the region
   of interest and 170 unknown motion (object boundaries) are not scored, nor is any other value
   or any pixel outside ``ROI.bmp``. In a predicted mask only 255 is motion (MOG2 and KNN mark
-  shadows 127: not motion).
+  shadows 127: not motion). Other label values are counted as the labels are read
+  (:class:`LabelValues`) and ``motiondetect evaluate`` warns of them once a folder, with their
+  likely cause: 0/1 masks (motion 1, so none scores as motion) or lossy (JPEG) labels. They are
+  not read as anything else: CDnet's own comparator takes the values as they are too.
 - Frames: those with a label image inside the temporal ROI, except the first ``skip`` (50) frames
   processed, which let background models settle.
 - Pixel scores from the counts summed over the scored frames: precision, recall, F-measure
@@ -38,14 +41,12 @@ and the anchors'.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import importlib.util
 import logging
 import os
 import re
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -56,6 +57,7 @@ import cv2
 import numpy as np
 
 from motiondetect.core.errors import MotionDetectError
+from motiondetect.core.safety import native_output_silenced
 from motiondetect.pipeline.config import build_filters
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.pipeline.frame_skip import FrameSkipper
@@ -64,6 +66,8 @@ log = logging.getLogger("motiondetect")
 
 #: CDnet ground-truth labels.
 STATIC, SHADOW, OUTSIDE_ROI, UNKNOWN, MOTION = 0, 50, 85, 170, 255
+#: The five; a label image's other values are not scored (:class:`LabelValues` tells them).
+CDNET_LABELS = (STATIC, SHADOW, OUTSIDE_ROI, UNKNOWN, MOTION)
 #: Frames at the start of the processed window that are not scored (the issue's rule; background
 #: models need them to settle).
 DEFAULT_SKIP = 50
@@ -209,6 +213,79 @@ def _nearest_to_frames(image: np.ndarray, size: tuple[int, int], warning: str | 
     return cv2.resize(image, size, interpolation=cv2.INTER_NEAREST_EXACT)
 
 
+#: Per grey value: whether it is none of CDnet's five labels.
+_NOT_CDNET = np.ones(256, bool)
+_NOT_CDNET[list(CDNET_LABELS)] = False
+#: Per grey value: its distance to the nearest CDnet label (grey levels).
+_TO_CDNET = np.min(np.abs(np.arange(256)[:, None] - np.array(CDNET_LABELS)[None, :]), axis=1)
+#: Values this close to a CDnet label (grey levels), on at least half the other pixels, say lossy labels:
+#: a JPEG round trip of CDnet labels (quality 90, 320x240) leaves 97 % of its changed pixels within
+#: 8 of the value they had and all within 24.
+LOSSY_DISTANCE = 16
+
+
+class LabelValues:
+    """How often each grey value occurs in the label images read, to tell labels that are not
+    CDnet's (:meth:`warning`).
+
+    Pixels of a value other than CDnet's five are neither motion nor static to
+    :func:`pixel_classes`, so they are not scored, silently: a folder of 0/1 masks then has no
+    motion at all, and labels that went through JPEG lose their edges' pixels to "not scored".
+
+    Attributes:
+        counts: ``(256,)`` int64: pixels of each value, summed over the label images.
+        images: label images counted.
+        odd_images: those of them holding a value that is not a CDnet label.
+    """
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(256, np.int64)
+        self.images = 0
+        self.odd_images = 0
+
+    def add(self, labels: np.ndarray) -> None:
+        """Count one ``(H, W)`` uint8 label image, every pixel, inside ``ROI.bmp`` or not (about
+        60 us at 320x240, 1.4 ms at 1920x1080)."""
+        # calcHist: a quarter to a half of np.bincount's time; its float32 counts are exact up to
+        # 2**24 pixels an image.
+        counts = cv2.calcHist([labels], [0], None, [256], [0, 256]).ravel().astype(np.int64)
+        self.counts += counts
+        self.images += 1
+        self.odd_images += bool(counts[_NOT_CDNET].any())
+
+    @property
+    def odd_pixels(self) -> int:
+        """Pixels counted whose value is not a CDnet label."""
+        return int(self.counts[_NOT_CDNET].sum())
+
+    def warning(self) -> str | None:
+        """What to tell the user when some label pixels are not CDnet's values, or ``None``.
+
+        Says how many pixels in how many label images, the most frequent values (five at most),
+        that they are not scored, and the likely cause with its remedy: 0/1 masks (only 0 and 1
+        seen) are to be multiplied by 255; values within :data:`LOSSY_DISTANCE` of CDnet's on at
+        least half those pixels, not all of them near 0, are lossy (JPEG) labels, to be saved as PNG.
+        """
+        odd = self.odd_pixels
+        if not odd:
+            return None
+        values = np.flatnonzero((self.counts > 0) & _NOT_CDNET)
+        values = values[np.argsort(-self.counts[values], kind="stable")]
+        shown = ", ".join(str(v) for v in values[:5]) + (f" and {len(values) - 5} more" if len(values) > 5 else "")
+        if set(np.flatnonzero(self.counts)) <= {STATIC, 1}:
+            hint = "the labels look like 0/1 masks (no 255, so no frame has motion); CDnet labels mark motion 255: multiply by 255"
+        elif self.counts[values][_TO_CDNET[values] <= LOSSY_DISTANCE].sum() * 2 >= odd and values.max() > LOSSY_DISTANCE:
+            # ... and not all near 0, as class indices (0, 1, 2...) are.
+            hint = "this looks like lossy (JPEG) labels (values near CDnet's); use PNG labels saved without loss"
+        else:
+            hint = "convert the labels to CDnet's values"
+        return (
+            f"{odd} pixels in {self.odd_images} of {self.images} label images hold values that are not CDnet labels "
+            f"(0 static, 50 shadow, 85 outside ROI, 170 unknown, 255 motion): {shown}; they are not scored, "
+            f"as 85 and 170 are not: {hint}"
+        )
+
+
 # -- scores ----------------------------------------------------------------------------------
 
 
@@ -329,7 +406,7 @@ def pixel_classes(mask: np.ndarray, labels: np.ndarray, roi: np.ndarray | None) 
 
     ``predicted`` is the mask's motion (255; any other value is not), ``positive`` the labels'
     motion (255), ``negative`` their static and hard-shadow pixels (0, 50); the labels' 85 and
-    170 are neither, so they are not scored.
+    170 are neither, so they are not scored, and no more is any other value (see :class:`LabelValues`).
 
     Raises:
         ValueError: ``mask`` and ``labels`` differ in shape.
@@ -517,25 +594,6 @@ def bgslibrary_available() -> bool:
     return importlib.util.find_spec("pybgs") is not None
 
 
-@contextlib.contextmanager
-def _native_stdout_silenced() -> Iterator[None]:
-    """Send what native code writes to file descriptor 1 meanwhile to the null device.
-
-    bgslibrary prints ``+NAME()`` and ``-NAME()`` on its standard output when an algorithm is
-    made and freed, and SuBSENSE and PAWCS a warning there when the first frame's three channels
-    are equal (a grey clip): without this they would land in the table.
-    """
-    sys.stdout.flush()
-    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 1)
-        yield
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(null)
-
-
 class _BgsLibrary:
     """One of bgslibrary's algorithms (``pybgs.NAME()``, bgslibrary 3.3) with its default parameters.
 
@@ -551,7 +609,7 @@ class _BgsLibrary:
         import pybgs
 
         previous = os.getcwd()
-        with _native_stdout_silenced(), tempfile.TemporaryDirectory() as empty:
+        with native_output_silenced(), tempfile.TemporaryDirectory() as empty:
             os.chdir(empty)
             try:
                 os.mkdir("config")  # its defaults go there and come back: no errors printed
@@ -560,7 +618,7 @@ class _BgsLibrary:
                 os.chdir(previous)
 
     def apply(self, frame: np.ndarray) -> np.ndarray:
-        with _native_stdout_silenced():
+        with native_output_silenced():
             mask = self._algorithm.apply(frame)
         return np.where(mask != 0, MOTION, 0).astype(np.uint8)
 
@@ -568,7 +626,7 @@ class _BgsLibrary:
         # Its destructor prints "-NAME()"; at interpreter exit the modules used here may be gone,
         # and an error in __del__ would only print a warning, so the object is then freed as it is.
         try:
-            with _native_stdout_silenced():
+            with native_output_silenced():
                 self.__dict__.pop("_algorithm", None)
         except Exception:
             self.__dict__.pop("_algorithm", None)
@@ -656,6 +714,9 @@ class Evaluation:
     processed: int
     scored_numbers: list[int]
     scores: list[tuple[Method, Scorer]]
+    #: The values of the label images read (:class:`LabelValues`), or ``None`` where
+    #: :func:`evaluate` was given decoded frames (it did not read them).
+    label_values: LabelValues | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the folder, what was scored, and each method's pixel, frame and event scores."""
@@ -688,7 +749,7 @@ class Evaluation:
 DecodedFrame = tuple[int, np.ndarray, "np.ndarray | None"]
 
 
-def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
+def decoded_frames(folder: GroundTruthFolder, label_values: LabelValues | None = None) -> Iterator[DecodedFrame]:
     """Decode the folder's frames in order, with the labels of those the temporal ROI covers.
 
     ``list(decoded_frames(folder))`` keeps a clip in memory for repeated runs (parameter
@@ -698,6 +759,9 @@ def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
     resized to the frames with nearest neighbour (``cv2.INTER_NEAREST_EXACT``), as an ``ROI.bmp``
     is, with one warning per pass: some public sets ship labels drawn on a smaller copy of the
     frames (the COL780 course's PETS 2001 clip: 320x240 labels for 768x576 frames).
+
+    ``label_values``, where given, counts the values of every label image read
+    (:meth:`LabelValues.add`), for a warning about labels that are not CDnet's.
 
     Raises:
         GroundTruthError: a frame or label image cannot be decoded, a frame has another size than
@@ -725,6 +789,8 @@ def decoded_frames(folder: GroundTruthFolder) -> Iterator[DecodedFrame]:
                     )
                 labels = _nearest_to_frames(labels, folder.size, None if warned else f"{folder.root}: label images are")
                 warned = True
+            if label_values is not None:
+                label_values.add(labels)
         yield number, image, labels
 
 
@@ -746,7 +812,7 @@ def evaluate(
         min_area: frame-level "has motion" fraction, in [0, 1].
         progress: optional object with ``update(n)`` (a tqdm bar).
         frames: the folder's frames already decoded (:func:`decoded_frames`), or ``None`` to
-            read them now.
+            read them now, counting the label images' values (:attr:`Evaluation.label_values`).
         scorer: the :class:`Scorer` class each method's scores accumulate in (a subclass can
             count more, as ``benchmarks/miss_bands.py``'s counts by row).
 
@@ -759,7 +825,9 @@ def evaluate(
     scorers = [scorer(folder.roi, min_area) for _ in methods]
     scored: list[int] = []
     processed = 0
-    for position, (number, image, labels) in enumerate(decoded_frames(folder) if frames is None else frames):
+    # Counted where the labels are read, so a clip decoded once and scored many times (tuning) is not recounted.
+    label_values = LabelValues() if frames is None else None
+    for position, (number, image, labels) in enumerate(decoded_frames(folder, label_values) if frames is None else frames):
         masks = [method(image) for method in methods]
         processed += 1
         if progress is not None:
@@ -769,7 +837,7 @@ def evaluate(
         for scorer, mask in zip(scorers, masks):
             scorer.add(mask, labels, number)
         scored.append(number)
-    return Evaluation(folder, skip, min_area, processed, scored, list(zip(methods, scorers)))
+    return Evaluation(folder, skip, min_area, processed, scored, list(zip(methods, scorers)), label_values)
 
 
 # -- output ------------------------------------------------------------------------------------
