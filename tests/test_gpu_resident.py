@@ -455,3 +455,75 @@ def test_pooled_decoder_pictures_go_by_dma_and_equal_the_cpu(cuda, annotate, mix
     assert seen == 120 and len(pools) == 2 and None not in pools
     assert batched.host_pictures == ({"dma": 80, "staged": 40} if mixed else {"dma": 120, "staged": 0})
     assert sum(r.motion_fraction > 0 for r in expected) > 30
+
+
+def _reencoded(source: Path, path: Path, frames: int = 60, **stream) -> Path:
+    """The first ``frames`` frames of ``source`` encoded with libx264 into ``path``; ``stream``:
+    the pix_fmt and codec options (skips where this PyAV's x264 lacks them)."""
+    import av
+
+    with av.open(str(source)) as src, av.open(str(path), "w") as out:
+        video = out.add_stream("libx264", rate=25)
+        video.width, video.height = src.streams.video[0].width, src.streams.video[0].height
+        video.pix_fmt = stream.get("pix_fmt", "yuv420p")
+        video.options = stream.get("options", {})
+        try:
+            for _, frame in zip(range(frames), src.decode(video=0)):
+                for packet in video.encode(frame.reformat(format=video.pix_fmt)):
+                    out.mux(packet)
+            for packet in video.encode():
+                out.mux(packet)
+        except (av.FFmpegError, ValueError) as exc:
+            pytest.skip(f"libx264 here cannot encode {stream}: {exc}")
+    return path
+
+
+@pytest.mark.parametrize(
+    "name, stream, why",
+    [
+        # NVDEC's demuxer reports 8 bits for 10-bit video in Matroska: PyAV's format decides.
+        ("10bit.mkv", {"pix_fmt": "yuv420p10le"}, "decoding on the CPU"),
+        # NVDEC deinterlaces; FFmpeg weaves the fields.
+        ("interlaced.mp4", {"options": {"x264-params": "interlaced=1:tff=1"}}, "deinterlaces"),
+    ],
+)
+def test_streams_nvdec_would_decode_otherwise_go_to_the_cpu_decoder(tmp_path, monkeypatch, capsys, name, stream, why):
+    """Under ``--decoder auto`` the masks must not depend on the decoder: a 10-bit stream (NVDEC's
+    P016 surfaces are not the NV12 the path reads) and an interlaced one decode on the CPU, with
+    the reason, and give the masks of ``--decoder cpu``."""
+    needs_nvdec()
+    path = _reencoded(h264(H264[1]), tmp_path / name, **stream)
+    masks = {}
+    for decoder in ("auto", "cpu"):
+        folder = tmp_path / decoder
+        folder.mkdir()
+        rc, _, err = run_cli(
+            monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--masks", "m", "--no-video", "-v"
+        )
+        assert rc == 0, err
+        report = json.loads((folder / f"{path.stem}_motion.json").read_text())
+        assert report["decoder"].startswith("PyAV"), report["decoder"]
+        if decoder == "auto":
+            assert why in err, err
+        masks[decoder] = {p.name: p.read_bytes() for p in (folder / "m").iterdir()}
+    assert len(masks["auto"]) == 60 and masks["auto"] == masks["cpu"]
+
+
+def test_nvdec_refuses_10_bit_video_in_one_line(tmp_path, monkeypatch, capsys):
+    needs_nvdec()
+    path = _reencoded(h264(H264[1]), tmp_path / "10bit.mkv", frames=10, pix_fmt="yuv420p10le")
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, str(path), "--backend", "cuda", "--decoder", "nvdec", "--no-video")
+    assert rc == 1 and "Traceback" not in err
+    assert "8-bit 4:2:0" in err and "yuv420p10le" in err.strip().splitlines()[-1], err
+
+
+def test_nvdec_on_matroska_prints_nothing_of_its_own(tmp_path, capfd):
+    """PyNvVideoCodec's demuxer prints "Seek accuracy may be impacted" on the console for every
+    Matroska file, past Python's streams."""
+    from motiondetect.apps.cli import main
+
+    needs_nvdec()
+    path = _reencoded(h264(H264[1]), tmp_path / "clip.mkv", frames=20)
+    assert main([str(path), "--backend", "cuda", "--decoder", "nvdec", "--no-video", "-q", "--events", str(tmp_path / "e.json")]) == 0
+    out, err = capfd.readouterr()
+    assert "Seek accuracy" not in out + err and out + err == "", out + err

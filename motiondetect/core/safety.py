@@ -10,10 +10,13 @@ is read and written by Python and only the bytes go through OpenCV.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import cv2
 import numpy as np
@@ -106,6 +109,31 @@ def writable_problem(folder: str | Path) -> str | None:
     except OSError as exc:
         return exc.strerror or str(exc)
     return None
+
+
+@contextlib.contextmanager
+def native_output_silenced(fds: tuple[int, ...] = (1,)) -> Iterator[None]:
+    """Send what native code writes meanwhile to the file descriptors ``fds`` (1: standard
+    output, 2: standard error) to the null device.
+
+    For C++ libraries that print on their own: bgslibrary's ``+NAME()`` lines and grey-clip
+    warnings (they would land in the evaluation table), PyNvVideoCodec's "Seek accuracy may be
+    impacted" for every Matroska file. Python's own streams are flushed first, so nothing of
+    theirs written before is lost.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    null = os.open(os.devnull, os.O_WRONLY)
+    saved = [os.dup(fd) for fd in fds]
+    try:
+        for fd in fds:
+            os.dup2(null, fd)
+        yield
+    finally:
+        for fd, copy in zip(fds, saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(null)
 
 
 def quiet_native_logs(verbose: bool) -> None:

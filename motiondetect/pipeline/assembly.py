@@ -99,7 +99,7 @@ def choose_decoder(
         if requested == "auto" and not source.exact:
             # Only exact codecs under auto: the results must not depend on the decoder.
             source.close()
-            return checked(video), cpu_name + f", since {source.codec} decoding is not exact across decoders"
+            return checked(video), cpu_name + f", since {source.inexact_reason}"
         checked(source)
     except NvdecUnavailable as exc:
         if requested == "nvdec":

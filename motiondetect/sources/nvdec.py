@@ -12,7 +12,8 @@ rate, announced frame count, colour range) is read with PyAV for both decoders, 
 agree too.
 
 Optional: ``pip install "motiondetect[nvdec]"`` (NVIDIA's PyNvVideoCodec). 8-bit 4:2:0 streams
-only; others fall back to the CPU decoder under ``--decoder auto``.
+only; others fall back to the CPU decoder under ``--decoder auto``, and so do interlaced ones,
+which NVDEC deinterlaces and FFmpeg does not.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 
 from motiondetect.core.errors import VideoOpenFailure
 from motiondetect.core.picture import Picture
+from motiondetect.core.safety import native_output_silenced
 from motiondetect.core.types import Frame
 from motiondetect.gpu import early_start
 
@@ -107,9 +109,40 @@ class DeviceFrame:
         return Picture(y, np.ascontiguousarray(uv[:, 0::2]), np.ascontiguousarray(uv[:, 1::2]), self.full_range)
 
 
-def _metadata(path: str) -> tuple[float, int | None, bool, tuple[int, int]]:
-    """(fps, announced frame count or None, full range, (width, height)) read with PyAV, as the
-    CPU decoder reads them."""
+#: Pixel formats the NVDEC path takes: 8-bit 4:2:0 (its NV12 surfaces). FFmpeg's names, as PyAV
+#: reports the stream's format.
+NV12_FORMATS = {"yuv420p", "yuvj420p", "nv12", "nv21"}
+
+#: FFmpeg's ``AVFieldOrder`` values of interlaced streams (TT, BB, TB, BT); 0 is unknown and 1
+#: progressive.
+INTERLACED_FIELD_ORDERS = {2, 3, 4, 5}
+
+
+@dataclass(frozen=True)
+class StreamFacts:
+    """What the NVDEC path needs to know of a file's first video stream, read with PyAV as the
+    CPU decoder reads it (so both decoders give the same frame times)."""
+
+    #: Frames per second from the container (0.0 when it gives none).
+    fps: float
+    #: The frame count the container announces, or ``None``.
+    frame_count: int | None
+    #: Whether the luma and chroma are full range (JFIF, 0..255) rather than BT.601's studio range.
+    full_range: bool
+    #: (width, height), pixels.
+    size: tuple[int, int]
+    #: FFmpeg's pixel format name (``"yuv420p"``, ``"yuv420p10le"``...), ``""`` when unknown.
+    pix_fmt: str
+    #: Whether the stream is coded as interlaced fields (FFmpeg's field order is not progressive).
+    interlaced: bool
+
+
+def _metadata(path: str) -> StreamFacts:
+    """The file's :class:`StreamFacts`.
+
+    Raises:
+        VideoOpenFailure: FFmpeg cannot open the file or it has no video stream.
+    """
     import av
 
     try:
@@ -117,10 +150,24 @@ def _metadata(path: str) -> tuple[float, int | None, bool, tuple[int, int]]:
             stream = container.streams.video[0]
             rate = stream.guessed_rate or stream.average_rate or stream.base_rate
             ctx = stream.codec_context
-            full = ctx.color_range == 2 or (ctx.pix_fmt or "").startswith("yuvj")
-            return (float(rate) if rate else 0.0), (stream.frames or None), full, (ctx.width, ctx.height)
+            pix_fmt = ctx.pix_fmt or ""
+            return StreamFacts(
+                fps=float(rate) if rate else 0.0,
+                frame_count=stream.frames or None,
+                full_range=ctx.color_range == 2 or pix_fmt.startswith("yuvj"),
+                size=(ctx.width, ctx.height),
+                pix_fmt=pix_fmt,
+                interlaced=getattr(ctx, "field_order", 0) in INTERLACED_FIELD_ORDERS,
+            )
     except (av.FFmpegError, IndexError, UnicodeDecodeError) as exc:
         raise VideoOpenFailure(f"cannot open {path!r}: not a video FFmpeg can decode ({exc})") from None
+
+
+def _demuxer(nvc, path: str):
+    """PyNvVideoCodec's demuxer of ``path``, without the "Seek accuracy may be impacted" it
+    prints on the console for every Matroska file (its errors come as exceptions)."""
+    with native_output_silenced((1, 2)):
+        return nvc.CreateDemuxer(path)
 
 
 class NvdecSource:
@@ -164,10 +211,15 @@ class NvdecSource:
         self.name = file.stem
         self.host = host
         self._cuda = cuda
-        container_fps, self.frame_count, self.full_range, self.size = _metadata(self.source)
-        self.fps = fps if fps is not None else (container_fps if 0 < container_fps < 1000 else 25.0)
+        facts = _metadata(self.source)
+        self.frame_count, self.full_range, self.size = facts.frame_count, facts.full_range, facts.size
+        self.fps = fps if fps is not None else (facts.fps if 0 < facts.fps < 1000 else 25.0)
+        # PyAV's format, not the demuxer's BitDepth(): that reads 8 for a 10-bit HEVC in Matroska,
+        # whose P016 surfaces the NV12 path would then misread.
+        if facts.pix_fmt and facts.pix_fmt not in NV12_FORMATS:
+            raise NvdecUnavailable(f"NVDEC path takes 8-bit 4:2:0 video; {path!r} is {facts.pix_fmt}")
         try:
-            self._demuxer = nvc.CreateDemuxer(self.source)
+            self._demuxer = _demuxer(nvc, self.source)
         except Exception as exc:  # the binding raises plain exceptions
             raise VideoOpenFailure(f"cannot open {path!r} for NVDEC: {exc}") from None
         depth, chroma = self._demuxer.BitDepth(), str(self._demuxer.ChromaFormat())
@@ -177,7 +229,17 @@ class NvdecSource:
         #: The codec's decoding is exact by standard, so NVDEC's pictures equal the CPU decoder's.
         #: MPEG-2, MPEG-4 Part 2 and VC-1 allow IDCT differences between decoders (measured: the
         #: bundled XviD clip's peak motion 0.241615 with NVDEC, 0.241549 with FFmpeg).
-        self.exact = self.codec.upper() in EXACT_CODECS
+        #: Interlaced streams are not: NVDEC deinterlaces them, the CPU decoder weaves the fields
+        #: (measured: masks differed on an interlaced H.264 clip).
+        self.exact = self.codec.upper() in EXACT_CODECS and not facts.interlaced
+        #: Why the pictures may differ from the CPU decoder's, or ``None`` when they are equal.
+        self.inexact_reason = (
+            None
+            if self.exact
+            else "NVDEC deinterlaces an interlaced stream and the CPU decoder does not"
+            if facts.interlaced
+            else f"{self.codec} decoding is not exact across decoders"
+        )
         import pycuda.driver as drv
 
         #: The decoder's own stream: its frames are written there, and readers queue after it
@@ -348,7 +410,7 @@ class NvdecSource:
         if not landed:
             log.debug("%r: NVDEC's demuxer did not land on frame %d; demuxing from the start", self.source, index)
             timeline.close()
-            self._demuxer = nvc.CreateDemuxer(self.source)
+            self._demuxer = _demuxer(nvc, self.source)
             self._packets = iter(self._demuxer)
             return False
         self._packets = itertools.chain([first], packets)
