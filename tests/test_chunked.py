@@ -8,11 +8,17 @@ team's videos (../shared/samples/videos).
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import multiprocessing
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -664,6 +670,133 @@ def test_a_scheduler_that_does_not_answer_leaves_no_run_to_resume(monkeypatch, c
     rc, _, err = run_cli(monkeypatch, capsys, tmp_path, *args)
     assert rc == 1 and "cannot reach the Dask scheduler" in err
     assert not list(tmp_path.glob("*.parts"))
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # its "400 Bad request" lines on stderr
+        pass
+
+
+@contextlib.contextmanager
+def _not_a_scheduler(kind: str):
+    """The address of a server that accepts TCP connections but is no Dask scheduler: ``silent``
+    (a listening socket that never reads: the kernel accepts), ``http`` (Python's HTTP server,
+    which waits for a request line as the dashboard's Tornado server waits for its headers) or
+    ``replies`` (sends an HTTP error and closes, as a proxy might)."""
+    if kind == "http":
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _QuietHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield f"127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            server.server_close()
+        return
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def reply() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                peer, _ = listener.accept()
+                with peer:
+                    peer.settimeout(1)
+                    peer.recv(65536)
+                    peer.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    if kind == "replies":
+        threading.Thread(target=reply, daemon=True).start()
+    try:
+        yield f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+
+
+def _within(seconds: float, call):
+    """``call()`` on a daemon thread; fails instead of hanging when it is still running after
+    ``seconds`` (before the fix, distributed.Client waited for ever on such a server)."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # raised again in the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome, f"still waiting after {seconds} s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.mark.parametrize("kind", ["silent", "http", "replies"])
+def test_a_server_that_is_no_scheduler_is_a_one_line_error_within_the_timeout(monkeypatch, capsys, tmp_path, kind):
+    """--scheduler at a port that accepts connections but speaks no Dask (the dashboard's, an
+    HTTP server, a silent socket) hung in Dask's handshake, which has no deadline, past 240 s;
+    now a one-line error within the timeout (1 s here, plus cluster.ANSWER_GRACE), and nothing
+    left running that would keep the command from exiting."""
+    from motiondetect.scaleout import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
+    before = {thread for thread in threading.enumerate() if not thread.daemon}
+    with _not_a_scheduler(kind) as address:
+        args = [BUNDLED, "--no-video", "--backend", "cpu", "--events", "s.json", "--scheduler", address]
+        start = time.monotonic()
+        rc, _, err = _within(10, lambda: run_cli(monkeypatch, capsys, tmp_path, *args))
+        elapsed = time.monotonic() - start
+    line = one_line_error(err)
+    assert rc == 1 and f"{address!r}" in line and "did not answer as a Dask scheduler" in line, line
+    assert elapsed < 1 + cluster.ANSWER_GRACE + 3, elapsed
+    assert {thread for thread in threading.enumerate() if not thread.daemon} <= before
+    assert not [thread for thread in threading.enumerate() if thread.name == "motiondetect-scheduler-check"]
+    assert not list(tmp_path.glob("*.parts"))
+
+
+def test_the_command_exits_when_the_scheduler_address_is_silent(tmp_path):
+    """The same as a real process: it exits with 1 and one line, the probe's thread and event
+    loop gone (timeout 1 s)."""
+    code = (
+        "import sys; from motiondetect.scaleout import cluster; cluster.CONNECT_TIMEOUT = 1; "
+        "from motiondetect.apps.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    with _not_a_scheduler("silent") as address:
+        args = [sys.executable, "-c", code, str(BUNDLED), "--no-video", "--backend", "cpu", "--scheduler", address]
+        done = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1
+    assert "did not answer as a Dask scheduler within 1 s" in one_line_error(done.stderr)
+
+
+def test_a_worker_address_is_no_scheduler(scheduler, monkeypatch, capsys, tmp_path):
+    """A worker's address (a Dask server, handshake and all) is refused by name, where the
+    Client's identity call raised a TypeError traceback; the scheduler's passes the check."""
+    from motiondetect.scaleout import cluster
+
+    address, _, client = scheduler
+    worker = next(iter(client.scheduler_info()["workers"]))
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 2)
+    args = [BUNDLED, "--no-video", "--backend", "cpu", "--events", "s.json", "--scheduler", worker]
+    rc, _, err = _within(10, lambda: run_cli(monkeypatch, capsys, tmp_path, *args))
+    assert rc == 1 and f"{worker!r} did not answer as a Dask scheduler: it is a Dask Worker" in one_line_error(err)
+    assert _within(10, lambda: cluster.check_scheduler(address, 2)) is None
+
+
+def test_a_transport_dask_cannot_use_here_is_a_usage_error(monkeypatch, capsys, tmp_path):
+    """ucx:// without its package: Dask's connector could not even be made (a TypeError
+    traceback before)."""
+    from distributed.comm.registry import get_backend
+
+    with contextlib.suppress(Exception):
+        get_backend("ucx").get_connector()
+        pytest.skip("Dask's ucx transport is usable here")
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, BUNDLED, "--no-video", "--backend", "cpu", "--scheduler", "ucx://127.0.0.1:8786")
+    assert rc == 2 and "--scheduler 'ucx://127.0.0.1:8786': Dask's ucx:// transport is not usable here" in one_line_error(err)
 
 
 def test_an_output_that_exists_stops_the_run_before_its_cluster_starts(monkeypatch, capsys, tmp_path):

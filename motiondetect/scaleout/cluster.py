@@ -28,6 +28,7 @@ aimed length.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -73,6 +74,10 @@ GPU_PRELOAD = ("pycuda.driver", "pycuda.gpuarray", "pycuda.compiler")
 FORK_WORKERS = sys.platform.startswith("linux")
 #: Seconds to wait for an existing scheduler to answer.
 CONNECT_TIMEOUT = 10
+#: Seconds past :data:`CONNECT_TIMEOUT` that :func:`check_scheduler` waits for an answer: Dask's
+#: connect retries a refused TCP connection for the whole timeout, so its own error (nothing
+#: listens there) comes first and is not taken for a silent server.
+ANSWER_GRACE = 1.0
 #: A scheduler address: optional protocol, a host, a port.
 _ADDRESS = re.compile(r"^(?:(?:tcp|tls|ws|wss|ucx|inproc)://)?[A-Za-z0-9_.\-\[\]:]*[A-Za-z0-9\]]:\d{1,5}$")
 
@@ -255,6 +260,82 @@ def local_slots(jobs: int | None, cuda: bool) -> int:
     return jobs or os.cpu_count() or 1
 
 
+def check_scheduler(address: str, timeout: float) -> None:
+    """Ask the server at ``address`` what it is (Dask's ``identity`` call), within a hard deadline.
+
+    ``distributed.Client(address, timeout=...)`` bounds only the TCP connection: Dask's handshake
+    that follows has no deadline, so a server that accepts the connection and never answers in
+    Dask's protocol (the dashboard's port, another HTTP server, a silent socket) kept the
+    command waiting forever. The question is asked on a thread of its own, with its own event
+    loop, under ``timeout + ANSWER_GRACE`` seconds; its connection is closed when it ends.
+
+    Args:
+        address: ``--scheduler`` address (:func:`scheduler_arg`).
+        timeout: seconds for the connection and the answer alike (Dask retries a refused
+            connection until then).
+
+    Raises:
+        UsageError: the address's transport is not usable here (``ucx://`` without its package,
+            ``tls://`` without a certificate in Dask's configuration).
+        MotionDetectError: nothing accepts the connection within ``timeout`` seconds; the
+            server does not answer within ``timeout + ANSWER_GRACE`` seconds, answers in
+            another protocol, or is a Dask server other than a scheduler (a worker).
+    """
+    from distributed.comm import CommClosedError, connect, parse_address
+    from distributed.comm.registry import get_backend
+    from distributed.core import send_recv
+    from distributed.security import Security
+
+    scheme = parse_address(address)[0]
+    try:  # ucx:// without its package (a TypeError from Dask, before any connection)
+        get_backend(scheme).get_connector()
+    except Exception as exc:
+        raise UsageError(f"--scheduler {address!r}: Dask's {scheme}:// transport is not usable here ({exc})") from None
+
+    connection_args = Security().get_connection_args("client")  # TLS settings from Dask's configuration, as the Client's
+    if scheme in ("tls", "wss") and connection_args.get("ssl_context") is None:
+        raise UsageError(f"--scheduler {address!r}: {scheme}:// needs a certificate in Dask's configuration (distributed.comm.tls)")
+
+    async def ask() -> object:
+        comm = await connect(address, timeout=timeout, **connection_args)
+        try:
+            return await send_recv(comm, op="identity", close=True)  # both ends close after the answer
+        finally:
+            comm.abort()  # on a failure
+
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["identity"] = asyncio.run(asyncio.wait_for(ask(), timeout + ANSWER_GRACE))
+        except BaseException as exc:  # reported by the caller's thread
+            outcome["error"] = exc
+
+    # A thread, so that no event loop of the caller's is in the way, and so that the caller stops
+    # waiting at the deadline even if the loop could not close (a daemon: it never holds up exit).
+    thread = threading.Thread(target=run, name="motiondetect-scheduler-check", daemon=True)
+    thread.start()
+    thread.join(timeout + ANSWER_GRACE + 1)
+    error = outcome.get("error")
+    identity = outcome.get("identity")
+    if isinstance(error, OSError) and not isinstance(error, (CommClosedError, TimeoutError, asyncio.TimeoutError)):
+        # Dask's connect gave up: nothing accepted the connection.
+        raise MotionDetectError(f"cannot reach the Dask scheduler at {address!r} within {timeout:g} s ({type(error).__name__})")
+    if error is None and identity is None or isinstance(error, (TimeoutError, asyncio.TimeoutError)):
+        raise MotionDetectError(
+            f"{address!r} accepted the connection but did not answer as a Dask scheduler within {timeout:g} s "
+            "(is it the scheduler's port, 8786 by default, and not its dashboard's?)"
+        )
+    if error is not None:  # closed on Dask's handshake, or answered in another protocol
+        raise MotionDetectError(
+            f"{address!r} did not answer as a Dask scheduler (it closed the connection or answered in another protocol: {type(error).__name__})"
+        )
+    # A scheduler's identity lists its workers (a subclass of Dask's Scheduler has another type).
+    if not isinstance(identity, dict) or "workers" not in identity:
+        kind = identity.get("type") if isinstance(identity, dict) else None
+        raise MotionDetectError(f"{address!r} did not answer as a Dask scheduler: it is a Dask {kind or 'server of another kind'}")
+
+
 @contextlib.contextmanager
 def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: bool = False) -> Iterator:
     """A ``distributed.Client`` on the cluster the run asked for; closes what it started.
@@ -267,7 +348,8 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
 
     Raises:
         UsageError: Dask distributed is not installed.
-        MotionDetectError: the scheduler does not answer.
+        MotionDetectError: the scheduler does not answer within about :data:`CONNECT_TIMEOUT`
+            seconds, or the server there is no Dask scheduler (:func:`check_scheduler`).
     """
     problem = dask_problem()
     if problem:
@@ -281,6 +363,7 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
     address = ":0"
     with contextlib.ExitStack() as stack:
         if scheduler is not None:
+            check_scheduler(scheduler, CONNECT_TIMEOUT)  # the Client's own handshake would wait for ever
             try:
                 client = stack.enter_context(Client(scheduler, timeout=f"{CONNECT_TIMEOUT}s"))
             except (OSError, TimeoutError) as exc:
