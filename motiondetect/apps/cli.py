@@ -306,20 +306,21 @@ def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
                 )
 
 
-def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter) -> list[Sink]:
-    """The footage-scanning outputs of one run: motion-only video, clips, mask video and images."""
+def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter, display_matrix: tuple[int, ...] | None = None) -> list[Sink]:
+    """The footage-scanning outputs of one run: motion-only video, clips, mask video and images
+    (the videos carry the input's ``display_matrix``)."""
     sinks: list[Sink] = []
     if paths.video is not None and paths.only_motion:
-        sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size))
+        sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size, display_matrix))
     if paths.clips is not None:
         paths.clips.mkdir(exist_ok=True)
         remove_earlier(paths.clips, clip_name(video.name, 1), "clips")
         if paths.clips_by_copy:
             sinks.append(CopiedClipSink(video.source, paths.clips, video.name, events))
         else:
-            sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size))
+            sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size, display_matrix))
     if paths.mask_video is not None:
-        sinks.append(MaskVideoSink(VideoWriter(paths.mask_video, video.fps, video.size)))
+        sinks.append(MaskVideoSink(VideoWriter(paths.mask_video, video.fps, video.size, display_matrix=display_matrix)))
     if paths.masks is not None:
         paths.masks.mkdir(exist_ok=True)
         remove_earlier(paths.masks, mask_name(video.name, 0), "masks")
@@ -442,7 +443,10 @@ def _run_one(
         batched = batched_path_problem(config, video, cuda, detector, live or preview, wants_frames)
         if batched is not None and config["scan"]["batch"]:
             log.info("notice: scan.batch %d is not used: this run goes one frame at a time (%s)", config["scan"]["batch"], batched)
-        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, args.fps, stack, check=ahead is None)
+        # The videos written play turned as the input does (its frames are read as stored).
+        display_matrix = getattr(video, "display_matrix", None)
+        # NVDEC times frames at the rate the file is read at (a variable-frame-rate file's average).
+        video, decoder = choose_decoder(config["decoder"], video, cuda, batched, video.fps, stack, check=ahead is None)
         batch = batch_size(config, video)
         log.debug(
             "decoder: %s; %s",
@@ -503,9 +507,9 @@ def _run_one(
                 )
             )
         if video_path and not args.only_motion:
-            writer = VideoWriter(video_path, video.fps, video.size, config["preset"])
+            writer = VideoWriter(video_path, video.fps, video.size, config["preset"], display_matrix=display_matrix)
             sinks.append(VideoSink(BackgroundWriter(writer), timestamps=live))  # encodes on its own thread
-        sinks += _scan_sinks(paths, video, events)
+        sinks += _scan_sinks(paths, video, events, display_matrix)
         video_sink = next((s for s in sinks if isinstance(s, (VideoSink, MotionOnlySink))), None)
         if paths.plot is not None:
             sinks.append(MotionPlotSink(paths.plot, events, video.fps, title=video.name))
@@ -527,7 +531,7 @@ def _run_one(
     if summary.frames == 0 and summary.complete:
         raise MotionDetectError(f"no frames could be decoded from {sources[0]!r}" + (f" from frame {start} on" if start else ""))
     device = f" ({header['device']})" if header["device"] else ""
-    outputs = ", ".join(filter(None, (s.describe() for s in sinks)))
+    outputs = ", ".join(filter(None, (s.describe() for s in sinks if not s.removed)))  # a removed video is no output
     undecodable = f", {summary.decode_errors} frames could not be decoded" if summary.decode_errors else ""
     log.info(
         "%d frames in %.1f s (%.0f fps), %d event%s%s, backend %s%s -> %s",
@@ -546,7 +550,10 @@ def _run_one(
     if summary.stopped:
         return 0
     if summary.interrupted or (signals is not None and signals.received):
-        log.warning("Stopped after %d frames; outputs hold what was processed", summary.frames)
+        if summary.error is None:
+            log.warning("Stopped after %d frames; outputs hold what was processed", summary.frames)
+        else:  # an output could not be finished (a full disk): say so, not that the outputs are whole
+            log.error("error: stopped after %d frames: %s", summary.frames, summary.error)
         return exit_code(signals.received if signals is not None else None)
     if summary.error is not None:
         raise MotionDetectError(f"stopped after {summary.frames} frames: {summary.error}")

@@ -15,6 +15,7 @@ import logging
 from abc import abstractmethod
 from collections import deque
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -49,8 +50,8 @@ class _EventFramesSink(Sink):
         event = self._event
         if event is not None:
             if seg.ended is event:  # closed by this frame: the held frames are not part of it
+                self._event = None  # over even if its file cannot be finished: close() must not end it again
                 self._end(event)
-                self._event = None
                 self._recent.extend(self._held)  # but may lead into the next event
                 self._held.clear()
             elif index <= event.end_frame:
@@ -108,17 +109,28 @@ class ClipSink(_EventFramesSink):
         events: the run's segmenter.
         fps: frames per second of the clips (the input's).
         size: (width, height) of the frames.
+        display_matrix: the input's display matrix, for the clips to play turned as it does
+            (:class:`~motiondetect.outputs.writer.VideoWriter`); ``None``: none.
     """
 
-    def __init__(self, folder: str | Path, stem: str, events: EventSegmenter, fps: float, size: tuple[int, int]) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        stem: str,
+        events: EventSegmenter,
+        fps: float,
+        size: tuple[int, int],
+        display_matrix: Sequence[int] | None = None,
+    ) -> None:
         super().__init__(events)
         self.folder, self.stem, self.fps, self.size = Path(folder), stem, fps, size
+        self.display_matrix = display_matrix
         self.paths: list[Path] = []
         self._writer: VideoWriter | None = None
 
     def _begin(self, event):
         path = self.folder / clip_name(self.stem, event.index)
-        self._writer = VideoWriter(path, self.fps, self.size)
+        self._writer = VideoWriter(path, self.fps, self.size, display_matrix=self.display_matrix)
         self.paths.append(path)
 
     def _write(self, event, image):
@@ -126,7 +138,11 @@ class ClipSink(_EventFramesSink):
 
     def _end(self, event):
         writer, self._writer = self._writer, None
-        writer.close()
+        try:
+            writer.close()
+        finally:
+            if writer.removed:  # cut short by a full disk: no clip to count
+                self.paths.remove(Path(writer.path))
 
     def describe(self):
         return f"{len(self.paths)} clips in {self.folder}"
@@ -141,17 +157,19 @@ class MotionOnlySink(_EventFramesSink):
 
     Args:
         path: the video file.
-        events, fps, size: as :class:`ClipSink`.
+        events, fps, size, display_matrix: as :class:`ClipSink`.
     """
 
-    def __init__(self, path: str | Path, events: EventSegmenter, fps: float, size: tuple[int, int]) -> None:
+    def __init__(
+        self, path: str | Path, events: EventSegmenter, fps: float, size: tuple[int, int], display_matrix: Sequence[int] | None = None
+    ) -> None:
         super().__init__(events)
-        self.path, self.fps, self.size = Path(path), fps, size
+        self.path, self.fps, self.size, self.display_matrix = Path(path), fps, size, display_matrix
         self._writer: VideoWriter | None = None
 
     def _begin(self, event):
         if self._writer is None:
-            self._writer = VideoWriter(self.path, self.fps, self.size)
+            self._writer = VideoWriter(self.path, self.fps, self.size, display_matrix=self.display_matrix)
 
     def _write(self, event, image):
         self._writer.write(image)
@@ -168,6 +186,10 @@ class MotionOnlySink(_EventFramesSink):
 
     def describe(self):
         return str(self.path) if self._writer is not None else None
+
+    @property
+    def removed(self):
+        return self._writer is not None and self._writer.removed
 
 
 class CopiedClipSink(Sink):

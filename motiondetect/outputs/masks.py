@@ -24,7 +24,7 @@ class MaskVideoSink(Sink):
     H.264 is lossy: use :class:`MaskImagesSink` for exact masks.
 
     Args:
-        writer: an open :class:`~motiondetect.sources.video.VideoWriter` of the frames' size.
+        writer: an open :class:`~motiondetect.outputs.writer.VideoWriter` of the frames' size.
     """
 
     def __init__(self, writer: VideoWriter) -> None:
@@ -38,6 +38,10 @@ class MaskVideoSink(Sink):
 
     def describe(self):
         return self.writer.path
+
+    @property
+    def removed(self):
+        return self.writer.removed
 
 
 class MaskImagesSink(Sink):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from motiondetect.core.errors import MotionDetectError
 from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.events import EventSegmenter, write_csv_atomic, write_json_atomic
 from motiondetect.outputs.writer import VideoWriter
@@ -67,6 +68,12 @@ class Sink(ABC):
         """Where the output went, for the summary line (``None``: nothing to name)."""
         return None
 
+    @property
+    def removed(self) -> bool:
+        """The output could not be finished (a full disk) and its file was removed, as it would
+        not play: the summary line and the report do not name it."""
+        return False
+
 
 class VideoSink(Sink):
     """Writes the annotated frames (``result.frame``) to a video file.
@@ -85,10 +92,19 @@ class VideoSink(Sink):
         self.writer.write(result.frame, time=frame.time if self.timestamps else None)
 
     def close(self, summary):
-        self.writer.close()  # the file plays up to the last frame written
+        try:
+            self.writer.close()  # the file plays up to the last frame written
+        except MotionDetectError as exc:
+            if exc is not summary.error:  # the failure that stopped the run is said once
+                raise
 
     def describe(self):
         return self.writer.path
+
+    @property
+    def removed(self):
+        # A BackgroundWriter feeds the VideoWriter that knows.
+        return getattr(getattr(self.writer, "writer", self.writer), "removed", False)
 
 
 def _named(path) -> str | None:
@@ -108,7 +124,8 @@ class EventsSink(Sink):
         header: fields written first in the JSON (input, fps, backend, config...).
         video: the sink writing the output video, closed before this one; the report's
             ``output_video`` is what its :meth:`~Sink.describe` names then (``None`` where it
-            wrote nothing: ``--only-motion`` without events), not the name planned in ``header``.
+            wrote nothing: ``--only-motion`` without events; or where it was
+            :attr:`~Sink.removed`), not the name planned in ``header``.
     """
 
     def __init__(self, path: str | Path, events: EventSegmenter, header: dict[str, Any], video: Sink | None = None) -> None:
@@ -127,7 +144,7 @@ class EventsSink(Sink):
             return
         report = {
             **self.header,
-            **({"output_video": _named(self.video.describe())} if self.video is not None else {}),
+            **({"output_video": None if self.video.removed else _named(self.video.describe())} if self.video is not None else {}),
             "frame_count": summary.frames,
             "events": self.events.as_dicts(),
             "complete": summary.complete,

@@ -9,7 +9,9 @@ PyAV the writer falls back to OpenCV's MPEG-4 Part 2 (``mp4v``) with a one-line 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -57,12 +59,31 @@ class VideoWriter:
             534-609 (the GPU machine, frame threads; docs/performance.md).
         threads: libx264's threads; 0 (default) leaves the count to x264 (1.5 per core). A
             process that runs several encoders at once gives each its share of the cores.
+        display_matrix: the input's display matrix (nine integers in FFmpeg's
+            ``AV_PKT_DATA_DISPLAYMATRIX`` layout: a phone's 90-degree turn), written into the
+            container (MP4's track matrix) so players turn the frames, which are stored as
+            given, as they turn the input's; ``None``: none. Where PyAV cannot write one
+            (before ``VideoStream.set_display_matrix``; OpenCV's fallback), a notice says the
+            video is in the stored orientation.
+
+    Attributes:
+        removed: the file could not be finished (a full disk, any write error) and was removed:
+            cut short it would not play (an MP4's index is written last). A device or a FIFO
+            named as the output is never removed.
 
     Raises:
         VideoOpenFailure: the file cannot be created.
     """
 
-    def __init__(self, path: str | Path, fps: float, size: tuple[int, int], preset: str = "veryfast", threads: int = 0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        fps: float,
+        size: tuple[int, int],
+        preset: str = "veryfast",
+        threads: int = 0,
+        display_matrix: Sequence[int] | None = None,
+    ) -> None:
         self.path = str(path)
         self.size = size
         self.preset = preset
@@ -71,13 +92,14 @@ class VideoWriter:
             raise VideoOpenFailure(f"cannot write video {self.path!r}: its folder does not exist or it is a folder")
         self.frames_written = 0
         self._failed: str | None = None  # why the file could not be written (a full disk...)
+        self.removed = False
         # One of the two writers is open from here until close(): PyAV's container and stream, or OpenCV's.
         self._container: OutputContainer | None = None
         self._stream: VideoStream | None = None
         self._cv_writer: cv2.VideoWriter | None = None
         self.encoder = h264_encoder()
         if self.encoder:
-            self._open_pyav(fps, self.encoder)
+            self._open_pyav(fps, self.encoder, display_matrix)
         else:
             if not is_utf8(self.path):
                 raise VideoOpenFailure(f"cannot write video {self.path!r}: OpenCV's writer needs a UTF-8 file name (install PyAV)")
@@ -88,8 +110,10 @@ class VideoWriter:
             self._cv_writer = cv2.VideoWriter(self.path, fourcc, fps, size)
             if not self._cv_writer.isOpened():
                 raise VideoOpenFailure(f"cannot write video {self.path!r}")
+            if display_matrix is not None:
+                _notice_stored_orientation("OpenCV's writer")
 
-    def _open_pyav(self, fps: float, encoder: str) -> None:
+    def _open_pyav(self, fps: float, encoder: str, display_matrix: Sequence[int] | None = None) -> None:
         import av
         from av.video.stream import VideoStream
 
@@ -117,6 +141,11 @@ class VideoWriter:
         # fps, ultrafast 331 -> 535 at 1080p) for files of the same size (docs/performance.md).
         stream.codec_context.thread_type = "AUTO"
         stream.codec_context.thread_count = self.threads
+        if display_matrix is not None:
+            if hasattr(stream, "set_display_matrix"):  # PyAV 17.1 on
+                stream.set_display_matrix(list(display_matrix))
+            else:
+                _notice_stored_orientation(f"PyAV {av.__version__}")
         self._stream = stream
 
     def __enter__(self) -> VideoWriter:
@@ -168,9 +197,11 @@ class VideoWriter:
                 for packet in self._stream.encode(picture):
                     container.mux(packet)
             except av.FFmpegError as exc:
-                # FFmpeg must not be fed again after a failed write (PyAV 18 crashes flushing it).
-                self._failed = f"cannot write video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
-                raise VideoOpenFailure(self._failed) from None
+                # FFmpeg must not be fed again after a failed write (PyAV 18 crashes flushing it):
+                # the file cannot be finished, so it goes now, which also frees the disk.
+                self._stream = self._container = None
+                failure = f"cannot write video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
+                raise VideoOpenFailure(self._discard(container, failure)) from None
         else:
             assert self._cv_writer is not None, "write() after close()"
             self._cv_writer.write(as_bgr(frame))
@@ -179,10 +210,12 @@ class VideoWriter:
     def close(self) -> None:
         """Flush the encoder and finish the file, so it plays up to the last frame written.
 
-        After a failed write the file is only closed (it cannot be completed).
+        A file that cannot be finished is removed (see :attr:`removed`); after a failed write
+        it is gone already, and this does nothing.
 
         Raises:
-            VideoOpenFailure: the encoder or the file failed while finishing.
+            VideoOpenFailure: the encoder or the file failed while finishing (the message says
+                whether the file was removed).
         """
         if self._stream is not None:
             import av
@@ -191,22 +224,39 @@ class VideoWriter:
             self._stream = self._container = None
             assert container is not None  # opened with the stream
             try:
-                if not self._failed:
-                    for packet in stream.encode():
-                        container.mux(packet)
+                for packet in stream.encode():
+                    container.mux(packet)
+                container.close()  # writes the index: an MP4 plays from here on
             except av.FFmpegError as exc:
-                self._failed = f"cannot finish video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
-                raise VideoOpenFailure(self._failed) from None
-            finally:
-                try:
-                    container.close()
-                except av.FFmpegError as exc:
-                    if not self._failed:
-                        self._failed = f"cannot finish video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
-                        raise VideoOpenFailure(self._failed) from None
+                failure = f"cannot finish video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
+                raise VideoOpenFailure(self._discard(container, failure)) from None
+            except BaseException:
+                with contextlib.suppress(av.FFmpegError):
+                    container.close()  # a second Ctrl-C mid-flush: what was muxed still plays
+                raise
         if self._cv_writer is not None:
             self._cv_writer.release()
             self._cv_writer = None
+
+    def _discard(self, container: OutputContainer, failure: str) -> str:
+        """Close a file that cannot be finished and remove it (:func:`remove_unfinished`); return
+        the error message, ``failure`` and whether the file was removed, also kept for later writes."""
+        import av
+
+        with contextlib.suppress(av.FFmpegError):
+            container.close()  # releases the file; the index cannot be written
+        self.removed = remove_unfinished(self.path)
+        self._failed = failure + (REMOVED if self.removed else "")
+        return self._failed
+
+
+@functools.cache  # once a run, not once a clip
+def _notice_stored_orientation(writer: str) -> None:
+    """Say that the videos ``writer`` writes do not carry the input's display matrix."""
+    log.info(
+        "notice: %s cannot write a display matrix: the videos written are in the input's stored orientation, not turned as players show it",
+        writer,
+    )
 
 
 def join_videos(parts: Sequence[str | Path], path: str | Path) -> int:
@@ -228,6 +278,7 @@ def join_videos(parts: Sequence[str | Path], path: str | Path) -> int:
     import av
 
     written = 0
+    output = None
     try:
         with av.open(str(path), "w", options=muxer_options(path)) as output:
             out_stream = None
@@ -253,5 +304,33 @@ def join_videos(parts: Sequence[str | Path], path: str | Path) -> int:
                         written += 1
                     offset = end
     except (av.FFmpegError, OSError) as exc:
-        raise VideoOpenFailure(f"cannot join the video parts into {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+        # Once opened, the file was emptied: cut short now, it goes (an earlier file is not touched).
+        removed = output is not None and remove_unfinished(path)
+        reason = getattr(exc, "strerror", None) or exc
+        raise VideoOpenFailure(f"cannot join the video parts into {str(path)!r}: {reason}" + (REMOVED if removed else "")) from None
     return written
+
+
+#: What a failure's message adds when the video it cut short was removed.
+REMOVED = "; the unfinished file is removed (it would not play)"
+
+
+def remove_unfinished(path: str | Path) -> bool:
+    """Remove a video file that could not be finished (a full disk, any write error).
+
+    Cut short, it would not play (an MP4's index is written last), so it must not stay under the
+    name asked for; removing it also frees a full disk for the outputs finished after it (the
+    events report). A device or FIFO named as the output (``/dev/full``) is left alone; a link's
+    target, the file written, is removed.
+
+    Returns:
+        Whether a file was removed (``False`` also where it could not be).
+    """
+    real = os.path.realpath(path)
+    if not os.path.isfile(real):
+        return False
+    try:
+        os.unlink(real)
+    except OSError:
+        return False
+    return True

@@ -16,6 +16,7 @@ import heapq
 import logging
 import math
 import re
+import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,13 @@ IMAGE_SUFFIXES = {".bmp", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".p
 _CAP_PROP_PTS = getattr(cv2, "CAP_PROP_PTS", None)
 #: Unreadable images of a sequence reported one by one; the rest are only counted.
 _REPORTED_BAD_IMAGES = 3
+#: A video file's average rate replaces the rate FFmpeg guessed when the frames its duration
+#: holds at the guessed rate miss the frames its header counts by more than this fraction of
+#: them and by more than :data:`VFR_MIN_FRAMES` (:func:`variable_rate`).
+VFR_TOLERANCE = 0.01
+VFR_MIN_FRAMES = 2
+#: FFmpeg's identity display matrix (16.16 fixed point, 2.30 in the last column): no turn.
+_IDENTITY_MATRIX = (1 << 16, 0, 0, 0, 1 << 16, 0, 0, 0, 1 << 30)
 
 
 #: Picture formats taken as they are; other decoded formats are converted to yuv420p.
@@ -85,6 +93,70 @@ def is_inter_coded(codec: str) -> bool:
     return bool(found.lossy and not found.intra_only)
 
 
+def variable_rate(guessed: float, average: float, frames: int) -> float | None:
+    """The average frame rate of a video file, frames per second, where it disagrees clearly
+    with the rate FFmpeg guessed from its first timestamps: a variable-frame-rate file (a phone,
+    a camera that drops its rate at night); ``None`` where they agree or something is unknown.
+
+    Args:
+        guessed: FFmpeg's guess (``av_guess_frame_rate``, mostly ``r_frame_rate``), fps.
+        average: the file's frames over their summed durations, fps (0: unknown).
+        frames: the frames the stream's header counts (0: unknown).
+
+    They agree while the frames the file's duration holds at the guessed rate are within
+    :data:`VFR_TOLERANCE` (1 %) or :data:`VFR_MIN_FRAMES` (2) of ``frames``. A constant-rate
+    file misses only by its duration's rounding (0.3 % at most measured: 29.97 fps with
+    millisecond timestamps; 30000/1001 against 29.97 is 0.001 %) and by its last frame's
+    duration, which muxers set as they like (libx264 in MP4: 27/16000 s; one frame is 20 % of
+    a 5-frame clip, hence the 2 frames); a camera that drops from 30 to 15-24 fps misses by
+    20-50 %.
+    """
+    if not (guessed > 0 and average > 0 and frames > 0):
+        return None
+    if abs(frames * guessed / average - frames) <= max(VFR_TOLERANCE * frames, VFR_MIN_FRAMES):
+        return None
+    return average
+
+
+#: Containers whose average rate FFmpeg takes from the whole file: MP4 and MOV's sample table
+#: counts the frames and sums their durations. Elsewhere the count and the duration come from
+#: different places (a truncated AVI announces 750 frames where its index holds 15 s) or the
+#: "average" is a nominal rate (AVI's header, Matroska's default duration, a probe of the first
+#: frames); MPEG-TS, Matroska and fragmented MP4 count no frames.
+_SAMPLE_TABLE_FORMATS = {"mov", "mp4"}
+
+
+def stream_rates(stream) -> tuple[float, float]:
+    """(the rate a PyAV video ``stream`` is read at, the rate FFmpeg guessed), frames per second;
+    0.0 when unknown. The read rate is the guess (as before variable frame rates were noticed:
+    ``guessed_rate``, else ``average_rate``, else ``base_rate``), or, in an MP4 or MOV file
+    (:data:`_SAMPLE_TABLE_FORMATS`) that counts its frames, the average rate where
+    :func:`variable_rate` finds it disagrees. Frame ``n`` is at ``n / rate`` seconds."""
+    rate = stream.guessed_rate or stream.average_rate or stream.base_rate
+    guessed = float(rate) if rate else 0.0
+    formats = set(getattr(getattr(stream.container, "format", None), "name", "").split(","))
+    average = float(stream.average_rate) if stream.average_rate and formats & _SAMPLE_TABLE_FORMATS else 0.0
+    found = variable_rate(guessed, average, stream.frames or 0)
+    return (guessed if found is None else found), guessed
+
+
+def display_matrix(frame) -> tuple[int, ...] | None:
+    """The display matrix of a decoded PyAV frame: nine integers in FFmpeg's
+    ``AV_FRAME_DATA_DISPLAYMATRIX`` layout (16.16 fixed point, 2.30 in the last column), which
+    decoders copy from the stream (an MP4/MOV track's matrix, Matroska's projection: a phone
+    held upright stores its frames turned 90 degrees); ``None`` when the frame has none, it is
+    the identity, or this PyAV cannot read frame side data. Players turn the frames by it;
+    decoders do not."""
+    try:
+        data = bytes(frame.side_data["DISPLAYMATRIX"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    if len(data) != 36:
+        return None
+    matrix = struct.unpack("=9i", data)
+    return None if matrix == _IDENTITY_MATRIX else matrix
+
+
 class PyAVCapture:
     """The part of ``cv2.VideoCapture``'s interface :class:`VideoHandler` uses, over PyAV.
 
@@ -93,7 +165,8 @@ class PyAVCapture:
     ``thread_type = "AUTO"``: frame and slice threads over the cores). A packet the decoder
     rejects fails that one read, as OpenCV's does, and the next read goes on with the next
     packet. The colour range is full for ``yuvj420p`` frames or frames flagged JPEG range, else
-    limited (unspecified ranges of yuv420p video are limited by convention).
+    limited (unspecified ranges of yuv420p video are limited by convention). Frames come in
+    their stored orientation: a display matrix (:attr:`display_matrix`) is not applied.
 
     Args:
         path: a video file.
@@ -105,7 +178,11 @@ class PyAVCapture:
         import av
 
         self._av = av
+        self._path = path
         self._container = self._stream = None
+        self._rates = (0.0, 0.0)  # (read at, guessed), fps: stream_rates
+        self._matrix: tuple[int, ...] | None = None
+        self._matrix_known = False  # set by the first frame decoded, or by display_matrix
         self._pts: float | None = None
         self._ended = False
         self._decoded: list = []
@@ -120,6 +197,7 @@ class PyAVCapture:
             self.release()
             return
         self._stream.thread_type = "AUTO"
+        self._rates = stream_rates(self._stream)
         #: This decoder's key in its pictures' ``pool``, when its frames come from FFmpeg's pool.
         self._decoder = object() if self._stream.codec_context.name in _POOLED_DECODERS else None
         if threads is not None:
@@ -169,11 +247,33 @@ class PyAVCapture:
         if prop == cv2.CAP_PROP_FRAME_COUNT:
             return float(stream.frames or 0)
         if prop == cv2.CAP_PROP_FPS:
-            rate = stream.guessed_rate or stream.average_rate or stream.base_rate
-            return float(rate) if rate else 0.0
+            return self._rates[0]
         if prop == _CAP_PROP_PTS:
             return -1.0 if self._pts is None else self._pts
         return 0.0
+
+    @property
+    def guessed_fps(self) -> float:
+        """The frame rate FFmpeg guessed from the first timestamps, frames per second (0.0 when
+        unknown or not open); ``get(CAP_PROP_FPS)`` differs from it where the file's average
+        rate replaced it (:func:`stream_rates`)."""
+        return self._rates[1]
+
+    @property
+    def display_matrix(self) -> tuple[int, ...] | None:
+        """The video's display matrix (:func:`display_matrix`), from the first frame decoded;
+        before any, one frame is decoded from a second opening of the file. ``None`` when it
+        has none (or the identity), or no frame decodes."""
+        if not self._matrix_known:
+            av = self._av
+            try:
+                with av.open(self._path) as container:
+                    frame = next(container.decode(video=0), None)
+                    self._matrix = None if frame is None else display_matrix(frame)
+            except (av.FFmpegError, OSError, UnicodeDecodeError, ValueError, IndexError):
+                self._matrix = None
+            self._matrix_known = True
+        return self._matrix
 
     def _next(self):
         """The next decoded frame; ``None`` at the end; raises the decoder's error for a
@@ -188,7 +288,10 @@ class PyAVCapture:
                 self._ended = True
                 packet = None
             self._decoded = list(self._stream.decode(packet))  # None flushes the decoder
-        return self._decoded.pop(0)
+        frame = self._decoded.pop(0)
+        if not self._matrix_known:  # the stream's: decoders attach it to every frame
+            self._matrix, self._matrix_known = display_matrix(frame), True
+        return frame
 
     def grab(self) -> bool:
         try:
@@ -323,7 +426,9 @@ class VideoHandler:
             index (``0`` or ``"0"``); or a URL OpenCV can open (``rtsp://``, ``http://``...).
         fps: frame rate to assume, in frames per second (> 0), overriding the container's;
             default: the container's, or :data:`DEFAULT_SEQUENCE_FPS` for image sequences and
-            sources that report none.
+            sources that report none. An MP4 or MOV file whose average rate (its frames over
+            their summed durations) disagrees clearly with FFmpeg's guess is read at the
+            average, with a notice (:func:`stream_rates`).
         threads: decoder threads for a video file (``None``: one per core, FFmpeg's choice).
         decode_first: decode a video file's first frame when it is opened (below); ``False``
             leaves that to :meth:`check_decodable` or the first read, for a run that may decode
@@ -333,7 +438,13 @@ class VideoHandler:
         is_live: the source is a camera (its frames arrive in real time).
         is_stream: the source is a network URL; a lost stream is reconnected a bounded number
             of times (:attr:`reconnect_attempts`), each attempt logged.
-        fps: frames per second used for timestamps and for the output video.
+        fps: frames per second used for timestamps and for the output video: frame ``n`` is
+            at ``n / fps`` seconds, also in a variable-frame-rate file, whose own timestamps
+            drift from that where its rate changes.
+        display_matrix: a video file's display matrix (:func:`display_matrix`: the turn
+            players apply, a phone's 90 degrees), for the videos written to carry; ``None``
+            for none and for other sources. Frames, ROI and masks stay in the stored
+            orientation.
         inter_coded: the frames come from a lossy codec that predicts frames from others
             (H.264, HEVC...; :func:`is_inter_coded`), whose skip blocks repeat still pixels
             exactly; ``False`` for image sequences, intra-only and lossless codecs.
@@ -476,6 +587,16 @@ class VideoHandler:
         self.frame_count = count if count > 0 and not self.is_live else None
         container_fps = cap.get(cv2.CAP_PROP_FPS)
         self.fps = fps if fps is not None else (container_fps if 0 < container_fps < 1000 else DEFAULT_SEQUENCE_FPS)
+        if fps is None and isinstance(cap, PyAVCapture) and self.fps == container_fps != cap.guessed_fps:  # the average replaced the guess
+            log.info(
+                "notice: %r has a variable frame rate (%d frames in %.2f s, where its first timestamps suggest %.4g fps): "
+                "read at their average, %.4g fps; times drift where the rate changes (--fps sets the rate)",
+                self.source,
+                count,
+                count / container_fps,
+                cap.guessed_fps,
+                container_fps,
+            )
         if decode_first:
             self._read_first(adopt_size=True)
 
@@ -507,6 +628,14 @@ class VideoHandler:
                 f"{self.size[0]}x{self.size[1]}; run it with --decoder cpu"
             )
         self.size = size
+
+    @property
+    def display_matrix(self) -> tuple[int, ...] | None:
+        """A video file's display matrix (:attr:`PyAVCapture.display_matrix`: nine integers in
+        FFmpeg's layout), ``None`` for none, for other sources and once closed. Asked before
+        any frame is read, it decodes one frame from a second opening of the file."""
+        cap = self._capture
+        return cap.display_matrix if isinstance(cap, PyAVCapture) else None
 
     @property
     def decodes_pictures(self) -> bool:
@@ -828,6 +957,12 @@ class ConcatSource:
         self.is_live = self.is_stream = False
         self._current = 0
         self._offset = 0  # frames of the inputs before the current one
+
+    @property
+    def display_matrix(self) -> tuple[int, ...] | None:
+        """The first input's display matrix (:attr:`VideoHandler.display_matrix`), as its rate
+        and size are the stream's."""
+        return self.handlers[0].display_matrix
 
     @property
     def decode_errors(self) -> int:
