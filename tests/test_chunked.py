@@ -362,6 +362,34 @@ def test_command_equals_the_sequential_run(scheduler, monkeypatch, capsys, tmp_p
     assert not list((tmp_path / "chunked").glob("*.parts"))  # removed once complete
 
 
+def test_chunked_videos_carry_the_inputs_display_matrix(scheduler, monkeypatch, capsys, tmp_path):
+    """A phone's 90-degree turn: the joined annotated video, the mask video and the clips play
+    turned as the input does, as a sequential run's do (they were written unturned)."""
+    import av
+
+    address, _, _ = scheduler
+    rotated = tmp_path / "rotated.mp4"
+    with av.open(BUNDLED) as source, av.open(str(rotated), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt, stream.options = 320, 240, "yuv420p", {"g": "25"}
+        stream.set_display_rotation(90)
+        for index, frame in zip(range(250), source.decode(video=0)):
+            picture = av.VideoFrame.from_ndarray(frame.to_ndarray(format="bgr24"), format="bgr24").reformat(format="yuv420p")
+            picture.pts = index
+            for packet in stream.encode(picture):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    argv = (rotated, "--backend", "cpu", "-q", "--scheduler", address, "--chunk", "3", "-o", "out.mp4", "--mask-out", "m.mp4")
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, *argv, "--clips", "clips")
+    assert rc == 0, err
+    videos = [tmp_path / "out.mp4", tmp_path / "m.mp4", *sorted((tmp_path / "clips").iterdir())]
+    assert len(videos) > 2
+    for path in videos:
+        with av.open(str(path)) as container:
+            assert next(container.decode(video=0)).rotation == 90, path.name
+
+
 def test_one_file_given_twice_is_scanned_twice(scheduler, monkeypatch, capsys, tmp_path):
     """Two links to one file are two inputs: each gets the whole file's report (its chunk tasks
     once had the same Dask keys, so one input's results went to the other and the first report

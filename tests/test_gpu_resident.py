@@ -527,3 +527,36 @@ def test_nvdec_on_matroska_prints_nothing_of_its_own(tmp_path, capfd):
     assert main([str(path), "--backend", "cuda", "--decoder", "nvdec", "--no-video", "-q", "--events", str(tmp_path / "e.json")]) == 0
     out, err = capfd.readouterr()
     assert "Seek accuracy" not in out + err and out + err == "", out + err
+
+
+def test_nvdec_reads_a_variable_frame_rate_file_at_the_cpu_decoders_rate(tmp_path, monkeypatch, capsys):
+    """Both decoders take the rate from the same place (a variable-rate MP4's average), so
+    frame times, events and the rescaled model agree."""
+    import fractions
+
+    import av
+
+    needs_nvdec()
+    path = tmp_path / "vfr.mp4"
+    steps = np.random.default_rng(0).choice([33, 40, 66, 100], 119)
+    with av.open(str(h264(H264[1]))) as source, av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264")
+        stream.width, stream.height, stream.pix_fmt = source.streams.video[0].width, source.streams.video[0].height, "yuv420p"
+        stream.codec_context.time_base = fractions.Fraction(1, 1000)
+        for pts, frame in zip(np.concatenate([[0, 20, 40, 60, 80], 80 + np.cumsum(steps)]), source.decode(video=0)):
+            picture = frame.reformat(format="yuv420p")
+            picture.pts, picture.time_base = int(pts), fractions.Fraction(1, 1000)
+            for packet in stream.encode(picture):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    reports = {}
+    for decoder in ("nvdec", "cpu"):
+        folder = tmp_path / decoder
+        folder.mkdir()
+        rc, _, err = run_cli(monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--no-video")
+        assert rc == 0, err
+        reports[decoder] = json.loads((folder / "vfr_motion.json").read_text())
+    assert reports["nvdec"]["decoder"].startswith("NVDEC")
+    assert reports["nvdec"]["fps"] == reports["cpu"]["fps"] < 25  # the average, not the first frames' 50
+    assert reports["nvdec"]["events"] == reports["cpu"]["events"]

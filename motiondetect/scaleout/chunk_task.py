@@ -67,6 +67,8 @@ class ChunkJob:
             the task neither takes nor keeps one.
         keep_open: the worker slot's next task is this input's next chunk: keep the scan open
             for it (:mod:`motiondetect.scaleout.open_scans`).
+        display_matrix: the input's display matrix, which the video parts carry (and so the
+            joined videos and the clips cut from them), or ``None``.
     """
 
     chunk: Chunk
@@ -82,6 +84,7 @@ class ChunkJob:
     input_number: int = 0
     run: str = ""
     keep_open: bool = False
+    display_matrix: tuple[int, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -442,9 +445,13 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         collector = _Collector()
         sinks: list[Sink] = []
         if job.video_part is not None:
-            sinks.append(VideoSink(VideoWriter(job.video_part, video.fps, video.size, config["preset"], job.threads or 0)))
+            sinks.append(
+                VideoSink(VideoWriter(job.video_part, video.fps, video.size, config["preset"], job.threads or 0, job.display_matrix))
+            )
         if job.mask_part is not None:
-            sinks.append(MaskVideoSink(VideoWriter(job.mask_part, video.fps, video.size, config["preset"], job.threads or 0)))
+            sinks.append(
+                MaskVideoSink(VideoWriter(job.mask_part, video.fps, video.size, config["preset"], job.threads or 0, job.display_matrix))
+            )
         if job.masks_dir is not None:
             sinks.append(MaskImagesSink(job.masks_dir, job.stem))
         sinks.append(collector)

@@ -79,6 +79,7 @@ class _Opened:
     size: tuple[int, int]
     frame_count: int | None
     inter_coded: bool  # VideoHandler.inter_coded: the model takes gaussian_background.still_frames_inter
+    display_matrix: tuple[int, ...] | None = None  # VideoHandler.display_matrix: the videos written carry it
 
 
 @dataclass
@@ -101,6 +102,7 @@ class _Input:
     numbered_outputs: bool = False  # its chunks write frame numbers (timecodes, mask names)
     finished: bool = False
     inter_coded: bool = False  # _Opened.inter_coded
+    display_matrix: tuple[int, ...] | None = None  # _Opened.display_matrix
 
     @property
     def done(self) -> bool:
@@ -274,7 +276,7 @@ def _open(args, source: str) -> _Opened:
     with VideoHandler(source, fps=args.fps) as video:
         if not video.decodes_pictures:
             raise UsageError(f"{source!r}: --jobs and --scheduler split video files; image sequences, cameras and URLs run without them")
-        return _Opened(source, video.name, video.fps, video.size, video.frame_count, video.inter_coded)
+        return _Opened(source, video.name, video.fps, video.size, video.frame_count, video.inter_coded, video.display_matrix)
 
 
 def _balance(packets: list[Packets], warmup: int | None, seconds: float, slots: int | None) -> Balance:
@@ -355,7 +357,21 @@ def _prepare(
     resuming = Manifest.resumable(folder, key)
     paths = plan_outputs(_with(args, overwrite=args.overwrite or resuming), name, inputs, several, taken)
     manifest = Manifest(folder, key)
-    item = _Input(number, source, name, fps, size, frame_count, area, warmup or 1, chunks, paths, manifest, inter_coded=opened.inter_coded)
+    item = _Input(
+        number,
+        source,
+        name,
+        fps,
+        size,
+        frame_count,
+        area,
+        warmup or 1,
+        chunks,
+        paths,
+        manifest,
+        inter_coded=opened.inter_coded,
+        display_matrix=opened.display_matrix,
+    )
     item.results = manifest.load()
     if item.results:
         log.info("resuming %s: %d of %d chunks already done", source, len(item.results), len(chunks))
@@ -410,6 +426,7 @@ def _job(item: _Input, chunk: Chunk, first_index: int, config, args, threads: in
         masks_dir=str(paths.masks.resolve()) if paths.masks is not None else None,
         threads=threads,
         input_number=item.number,
+        display_matrix=item.display_matrix,
     )
 
 
@@ -609,10 +626,10 @@ def _cut_events(item: _Input, config, annotated: Path, fractions: np.ndarray, bo
     events = EventSegmenter.from_config(config["events"], item.fps, item.area)
     sinks = []
     if paths.video is not None and paths.only_motion:
-        sinks.append(MotionOnlySink(paths.video, events, item.fps, item.size))
+        sinks.append(MotionOnlySink(paths.video, events, item.fps, item.size, item.display_matrix))
     if paths.clips is not None and not paths.clips_by_copy:
         remove_earlier(paths.clips, clip_name(item.name, 1), "clips")
-        sinks.append(ClipSink(paths.clips, item.name, events, item.fps, item.size))
+        sinks.append(ClipSink(paths.clips, item.name, events, item.fps, item.size, item.display_matrix))
     with VideoHandler(str(annotated), fps=item.fps) as video:
         summary = Runner(video, ReplayDetector(fractions, boxes), sinks, events=events, source=video).run()
     if summary.error is not None:

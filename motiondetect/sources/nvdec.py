@@ -31,6 +31,7 @@ from motiondetect.core.picture import Picture
 from motiondetect.core.safety import native_output_silenced
 from motiondetect.core.types import Frame
 from motiondetect.gpu import early_start
+from motiondetect.sources.video import stream_rates
 
 log = logging.getLogger("motiondetect")
 
@@ -148,11 +149,11 @@ def _metadata(path: str) -> StreamFacts:
     try:
         with av.open(path) as container:
             stream = container.streams.video[0]
-            rate = stream.guessed_rate or stream.average_rate or stream.base_rate
+            rate = stream_rates(stream)[0]  # as VideoHandler reads it (a variable-rate MP4's average)
             ctx = stream.codec_context
             pix_fmt = ctx.pix_fmt or ""
             return StreamFacts(
-                fps=float(rate) if rate else 0.0,
+                fps=rate,
                 frame_count=stream.frames or None,
                 full_range=ctx.color_range == 2 or pix_fmt.startswith("yuvj"),
                 size=(ctx.width, ctx.height),
