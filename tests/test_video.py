@@ -285,6 +285,35 @@ def test_empty_file(tmp_path):
     assert_one_line(info.value, "empty", "empty.mp4")
 
 
+def test_mp4_cut_off_before_its_index_says_so(tmp_path):
+    """A camera that lost power writes its frames (mdat) but never the index (moov) that an MP4
+    keeps last: FFmpeg says only "Invalid data found", as for any file that is no video."""
+    import av
+
+    whole = tmp_path / "whole.mp4"
+    with av.open(str(whole), "w") as out:  # as a camera writes it: the index last (no faststart)
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for value in range(0, 250, 10):
+            frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), value, np.uint8), format="bgr24")
+            for packet in stream.encode(frame.reformat(format="yuv420p")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    data = whole.read_bytes()
+    assert data.index(b"moov") > data.index(b"mdat")
+    (tmp_path / "cut.mp4").write_bytes(data[: data.index(b"moov") - 4])
+    with pytest.raises(VideoOpenFailure) as info:
+        VideoHandler(tmp_path / "cut.mp4")
+    assert_one_line(info.value, "cut.mp4", "without its index", "cut off")
+    (tmp_path / "text.mp4").write_text("not a video")
+    with pytest.raises(VideoOpenFailure) as info:
+        VideoHandler(tmp_path / "text.mp4")
+    assert_one_line(info.value, "not a video FFmpeg can decode")
+    with VideoHandler(whole) as video:
+        assert sum(1 for _ in video) == 25
+
+
 def test_directory_without_images(tmp_path):
     (tmp_path / "readme.txt").write_text("hi")
     with pytest.raises(VideoOpenFailure) as info:

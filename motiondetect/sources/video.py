@@ -157,6 +157,33 @@ def display_matrix(frame) -> tuple[int, ...] | None:
     return None if matrix == _IDENTITY_MATRIX else matrix
 
 
+def unfinished_mp4(path: str | Path) -> bool:
+    """Whether ``path`` is an ISO base media file (MP4, MOV) whose frames (an ``mdat`` box) were
+    written but whose index (the ``moov`` box, written last by a camera or a muxer) never was:
+    FFmpeg then says only "Invalid data found". Reads the top-level box headers (ISO/IEC
+    14496-12 section 4.2: a 32-bit size, or 1 and a 64-bit size, then the type)."""
+    seen: set[bytes] = set()
+    try:
+        with open(path, "rb") as file:
+            end = file.seek(0, 2)
+            offset = 0
+            while offset + 8 <= end and len(seen) < 64:
+                file.seek(offset)
+                header = file.read(16)
+                size, kind = struct.unpack(">I4s", header[:8])
+                if size == 1 and len(header) == 16:
+                    size = struct.unpack(">Q", header[8:])[0]
+                elif size == 0:  # to the end of the file
+                    size = end - offset
+                if size < 8 or not kind.isalnum():  # not a box: not this format
+                    break
+                seen.add(kind)
+                offset += size
+    except OSError:
+        return False
+    return b"ftyp" in seen and b"mdat" in seen and b"moov" not in seen
+
+
 class PyAVCapture:
     """The part of ``cv2.VideoCapture``'s interface :class:`VideoHandler` uses, over PyAV.
 
@@ -557,6 +584,12 @@ class VideoHandler:
                     )
                 self._capture = PyAVCapture(text, threads)
                 if not self._capture.isOpened():
+                    if unfinished_mp4(text):
+                        raise VideoOpenFailure(
+                            f"cannot open {text!r}: an MP4/MOV file without its index (no 'moov' box after its frames): "
+                            "a recording cut off before it was finished (power lost, card full); the index can sometimes "
+                            "be rebuilt from another recording of the same camera (untrunc)"
+                        )
                     raise VideoOpenFailure(f"cannot open {text!r}: not a video FFmpeg can decode")
                 self.name = path.stem
         self._probe(fps, decode_first)
