@@ -147,6 +147,22 @@ def test_matroska_stores_no_frame_count_so_its_guess_stays(tmp_path, caplog):
     assert not vfr_notices(caplog)
 
 
+def test_a_variable_rate_matroska_file_reports_no_lost_frames(tmp_path):
+    """Its first 8 frames are steady (50 fps), then 100-120 ms apart: those gaps are the rate
+    falling, not frames lost, and Matroska counts no frames to tell (264 were reported)."""
+    with VideoHandler(encode(tmp_path / "phone.mkv", vfr_times_ms(), rate=50)) as video:
+        assert sum(1 for _ in video) == 90
+        assert video.decode_errors == 0
+
+
+def test_frames_lost_from_a_steady_matroska_file_are_still_counted(tmp_path):
+    """Frames 30..39 and 60 never stored (a damaged recording): its steps stay whole frames."""
+    times = [40 * i for i in range(90) if not (30 <= i < 40 or i == 60)]
+    with VideoHandler(encode(tmp_path / "damaged.mkv", times, rate=25)) as video:
+        assert sum(1 for _ in video) == 79
+        assert video.decode_errors == 11
+
+
 @pytest.mark.parametrize(
     "name, times, rate",
     [

@@ -536,6 +536,7 @@ class VideoHandler:
         self._unchecked_pts: list[float] = []  # a heap: timestamps read, not checked yet
         self._pts_steps: list[float] = []
         self._pts_step: float | None = None  # 0: the timestamps are irregular, not checked
+        self._steps_checked = self._gap_steps = 0  # timestamp steps checked since the step was learnt; gaps among them
         self._ended = False
         text = self.source
         self.is_stream = "://" in text
@@ -801,7 +802,10 @@ class VideoHandler:
         (damaged data). The step is learnt from the first 8 frames; when those steps differ
         (variable frame rate), or OpenCV gives no timestamps, nothing is counted. Nor is it when
         the stream's duration spans more steps than the header counts frames: the timeline has
-        holes by design (a recording of a live source that dropped frames).
+        holes by design (a recording of a live source that dropped frames). A timeline found
+        irregular later (:meth:`_irregular_step`: a variable frame rate that began steady, in a
+        container that counts no frames, such as Matroska) counts none either, and forgets
+        those counted before.
         """
         last = self._last_pts
         if last is not None and not pts > last:  # repeated, reset, or before the frames skipped
@@ -815,6 +819,10 @@ class VideoHandler:
             if len(self._pts_steps) == 8:
                 self._pts_step = step if all(s == step for s in self._pts_steps) else 0
             return
+        if self._irregular_step(step):
+            log.debug("%s: the frame rate varies (timestamps %g -> %g); missing frames are not counted", self.source, last, pts)
+            self._pts_step, self._timeline_gaps = 0, 0
+            return
         if step >= 1.5 * self._pts_step:
             lost = round(step / self._pts_step) - 1
             if self._timeline_has_holes():
@@ -822,6 +830,20 @@ class VideoHandler:
                 return
             self._timeline_gaps += lost
             log.debug("%s: %d frames missing before frame %d (timestamps %g -> %g)", self.source, lost, self._position, last, pts)
+
+    def _irregular_step(self, step: float) -> bool:
+        """Whether the timestamp ``step`` (after the learnt one) shows a frame rate that varies,
+        not frames lost: damage drops whole frames of a steady rate, so a step that is not
+        within 10 % of a whole number of frame steps varies the rate, and so does a timeline
+        where more than a quarter of at least 32 steps are gaps (a rate that fell and stayed
+        low; 40 frames lost to damage are one gap)."""
+        assert self._pts_step  # learnt and regular
+        frames = step / self._pts_step
+        if round(frames) < 1 or abs(frames - round(frames)) > 0.1:
+            return True
+        self._steps_checked += 1
+        self._gap_steps += frames >= 1.5
+        return self._steps_checked >= 32 and 4 * self._gap_steps > self._steps_checked
 
     def _timeline_has_holes(self) -> bool:
         """Whether the file's timeline spans more frames (its duration over the timestamp step)
@@ -901,6 +923,7 @@ class VideoHandler:
             raise VideoOpenFailure(f"cannot seek in {self.source!r}: {exc}") from None
         self._pending, self._ended = None, False
         self._last_pts, self._unchecked_pts, self._pts_steps, self._pts_step = None, [], [], None
+        self._steps_checked = self._gap_steps = 0
         for _ in range(self.seek_search_limit):
             ok, image = cap.read()
             if not ok:
