@@ -681,3 +681,65 @@ def test_batch_that_cannot_apply_says_so(tmp_path, small_video, monkeypatch, cap
     assert "notice: scan.batch 8 is not used: this run goes one frame at a time (the CPU backend)" in err
     rc, _, err = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "--no-video", "--overwrite")
     assert rc == 0 and "scan.batch" not in err
+
+
+def test_no_output_replaces_an_input_still_to_be_read(tmp_path, small_video, monkeypatch, capsys):
+    """``motiondetect '*.mp4' --overwrite`` again in a footage folder: the glob now also holds the
+    first run's cam_motion.mp4, which cam.mp4's output would have replaced before it was read."""
+    (tmp_path / "cam.mp4").write_bytes(small_video.read_bytes())
+    (tmp_path / "cam_motion.mp4").write_bytes(small_video.read_bytes())
+    before = (tmp_path / "cam_motion.mp4").read_bytes()
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, "cam.mp4", "cam_motion.mp4", "--backend", "cpu", "--overwrite")
+    assert rc == 2
+    assert "output video" in one_line_error(err) and "is one of the inputs" in err
+    assert (tmp_path / "cam_motion.mp4").read_bytes() == before
+    # An input later in the batch is refused too, and the inputs before it are scanned.
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, "cam_motion.mp4", "cam.mp4", "--backend", "cpu", "--overwrite")
+    assert rc == 2 and "error: cam.mp4: output video" in err and "is one of the inputs" in err
+    assert (tmp_path / "cam_motion.mp4").read_bytes() == before
+    assert (tmp_path / "cam_motion_motion.json").is_file()
+
+
+def test_a_bad_input_of_a_batch_is_reported_and_the_others_are_scanned(tmp_path, small_video, monkeypatch, capsys):
+    (tmp_path / "empty.mp4").write_bytes(b"")
+    for name in ("s1.mp4", "s2.mp4"):
+        (tmp_path / name).write_bytes(small_video.read_bytes())
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, "s1.mp4", "empty.mp4", "s2.mp4", "--backend", "cpu", "--no-video")
+    assert rc == 1
+    assert "error: empty.mp4: input is an empty file" in err
+    assert err.strip().splitlines()[-1] == "motiondetect: error: 1 of 3 inputs failed ('empty.mp4'); the others were scanned"
+    assert (tmp_path / "s1_motion.json").is_file() and (tmp_path / "s2_motion.json").is_file()
+    assert "Traceback" not in err
+
+
+def test_two_inputs_of_the_same_name_are_told_apart_from_a_missing_stem(tmp_path, small_video, monkeypatch, capsys):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "cam.mp4").write_bytes(small_video.read_bytes())
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, "a/cam.mp4", "b/cam.mp4", "--backend", "cpu", "--no-video")
+    assert rc == 2
+    assert "b/cam.mp4: events file" in err and "two inputs have the same name" in err and "--overwrite" not in err
+
+
+def test_min_area_flag_wins_over_a_configs_min_pixels(tmp_path, small_video, monkeypatch, capsys):
+    (tmp_path / "mp.yaml").write_text("events:\n  min_pixels: 1\n")
+    rc, _, err = run_main(
+        monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "--no-video", "-c", "mp.yaml", "--min-area", "0.9"
+    )
+    assert rc == 0 and "--min-area replaces the config's events.min_pixels (1)" in err
+    report = json.loads((tmp_path / "small_motion.json").read_text())
+    assert report["config"]["events"]["min_pixels"] is None and report["events"] == []
+
+
+def test_the_reports_roi_image_path_works_from_another_folder(tmp_path, small_video, monkeypatch, capsys):
+    cv2.imwrite(str(tmp_path / "roi.png"), np.full((48, 64), 255, np.uint8))
+    rc, _, _ = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "--no-video", "--roi", "roi.png")
+    assert rc == 0
+    mask = json.loads((tmp_path / "small_motion.json").read_text())["config"]["roi"]["mask"]
+    assert Path(mask).is_absolute() and Path(mask) == tmp_path / "roi.png"
+
+
+def test_a_folder_named_as_a_preset_is_not_the_preset(tmp_path, small_video, monkeypatch, capsys):
+    (tmp_path / "outdoor").mkdir()
+    rc, _, err = run_main(monkeypatch, capsys, tmp_path, small_video, "--backend", "cpu", "--no-video", "-c", "outdoor")
+    assert rc == 0, err

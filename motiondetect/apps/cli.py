@@ -22,7 +22,7 @@ import numpy as np
 
 from motiondetect import __version__
 from motiondetect.apps.preview import KEYS, PreviewSink
-from motiondetect.core.errors import ConfigError, MotionDetectError, UsageError, VideoOpenFailure
+from motiondetect.core.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError, VideoOpenFailure
 from motiondetect.core.faults import describe_device_fault, is_device_fault
 from motiondetect.core.progress import progress_bar
 from motiondetect.core.safety import quiet_native_logs
@@ -330,6 +330,10 @@ def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter, display_matri
 
 def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """Apply the setting flags (events / scan / overlays) and --roi over the config."""
+    if args.events__min_area is not None and args.events__min_pixels is None and config["events"]["min_pixels"] is not None:
+        # min_pixels replaces min_area where set: the flag given on the command line wins.
+        log.info("notice: --min-area replaces the config's events.min_pixels (%d)", config["events"]["min_pixels"])
+        config = {**config, "events": {**config["events"], "min_pixels": None}}
     for section, table in SECTIONS.items():
         config = with_settings(config, section, {name: getattr(args, f"{section}__{name}") for name in table})
     if args.roi:
@@ -366,13 +370,30 @@ def run(args: argparse.Namespace, stop: StopSignals | None = None) -> int:
         early_start.finish()  # the workers open their own contexts (an abbreviated --jobs got past wanted())
         return run_chunked(args, config, inputs, stop)
     groups = [inputs] if args.concat else [[source] for source in inputs]
+    # No output may replace an input of the run, an earlier one or one still to be read.
+    every_input = frozenset(Path(source).resolve() for source in inputs if Path(source).is_file())
     taken: set[Path] = set()
-    code = 0
-    for sources in groups:
-        code = _run_one(args, config, sources, len(groups) > 1, taken, stop)
+    failed: list[tuple[str, MotionDetectError]] = []
+    for number, sources in enumerate(groups):
+        try:
+            code = _run_one(args, config, sources, len(groups) > 1, taken, stop, every_input)
+        except CudaUnavailable:
+            raise  # the run's backend, not this input: the next would fail the same way
+        except MotionDetectError as exc:
+            if len(groups) == 1 or (number == 0 and isinstance(exc, (UsageError, ConfigError))):
+                raise  # refused before any input ran: most likely the options, which every input would meet
+            # One bad file of a batch: said now, naming it, and the others are still scanned.
+            log.error("error: %s: %s", sources[0], exc)
+            failed.append((sources[0], exc))
+            continue
         if code:
             return code
-    return code
+    if failed:
+        names = ", ".join(repr(source) for source, _ in failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+        error = MotionDetectError(f"{len(failed)} of {len(groups)} inputs failed ({names}); the others were scanned")
+        error.exit_code = max(exc.exit_code for _, exc in failed)
+        raise error
+    return 0
 
 
 def _run_one(
@@ -382,8 +403,10 @@ def _run_one(
     several: bool,
     taken: set[Path],
     signals: StopSignals | None = None,
+    every_input: frozenset[Path] = frozenset(),
 ) -> int:
-    """Process one input (or several joined with --concat) into its outputs; return the exit code."""
+    """Process one input (or several joined with --concat) into its outputs; return the exit
+    code. ``every_input``: the run's input files, which no output may replace."""
     with ExitStack() as stack:
         # Where NVDEC may decode the file, PyAV's decoder (16 threads) is not started to probe it:
         # choose_decoder checks the first frame with the decoder it chooses.
@@ -395,7 +418,7 @@ def _run_one(
             raise UsageError(str(exc)) from None
         realtime_source = video.is_live or video.is_stream  # frames arrive on the source's clock
         live = realtime_source or args.live
-        input_paths = {Path(source).resolve() for source in sources if Path(source).is_file()}
+        input_paths = {Path(source).resolve() for source in sources if Path(source).is_file()} | every_input
         # A file gets outputs by default; a camera or stream only records what is asked for.
         paths = plan_outputs(args, video.name, input_paths, several, taken, defaults=not realtime_source)
         video_path = paths.video
@@ -532,7 +555,9 @@ def _run_one(
         raise MotionDetectError(f"no frames could be decoded from {sources[0]!r}" + (f" from frame {start} on" if start else ""))
     device = f" ({header['device']})" if header["device"] else ""
     outputs = ", ".join(filter(None, (s.describe() for s in sinks if not s.removed)))  # a removed video is no output
-    undecodable = f", {summary.decode_errors} frames could not be decoded" if summary.decode_errors else ""
+    undecodable = (
+        f", {summary.decode_errors} frame{'s' if summary.decode_errors != 1 else ''} could not be decoded" if summary.decode_errors else ""
+    )
     log.info(
         "%d frames in %.1f s (%.0f fps), %d event%s%s, backend %s%s -> %s",
         summary.frames,

@@ -28,7 +28,8 @@ def checked_output_file(path: Path, overwrite: bool, what: str, inputs: set[Path
     if path.is_dir():
         raise UsageError(f"{what} {str(path)!r} is a folder; give a file name")
     if path.resolve() in inputs:
-        raise UsageError(f"{what} {str(path)!r} is the input file; choose another name")
+        which = "the input file" if len(inputs) == 1 else "one of the inputs"
+        raise UsageError(f"{what} {str(path)!r} is {which}; choose another name")
     if path.is_file() and not overwrite:
         raise UsageError(f"{what} {str(path)!r} exists; pass --overwrite to replace it")
     folder = path.resolve().parent
@@ -51,8 +52,20 @@ def checked_plot_file(path: Path, overwrite: bool, inputs: set[Path] | frozenset
     return checked_output_file(path, overwrite, "--plot", inputs)
 
 
-def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: bool, what: str) -> Path:
-    return checked_output_file(Path(given) if given else Path.cwd() / default, overwrite, what, inputs)
+def _output_path(given: str | None, default: str, inputs: set[Path], overwrite: bool, what: str, taken: set[Path]) -> Path:
+    path = Path(given) if given else Path.cwd() / default
+    if path.resolve() in taken:  # before "exists; pass --overwrite", which would not help
+        raise _written_before(what, path)
+    return checked_output_file(path, overwrite, what, inputs)
+
+
+def _written_before(what: str, path: Path) -> UsageError:
+    """The error for an output path that an earlier input of the run writes too: with several
+    inputs every name follows the input's stem ({stem} is required), so two inputs of the same
+    name in different folders meet here."""
+    return UsageError(
+        f"{what} {str(path)!r} is written for an earlier input too: two inputs have the same name; scan them in separate runs"
+    )
 
 
 def _output_folder(given: str, first_file: str, overwrite: bool, what: str) -> Path:
@@ -150,14 +163,16 @@ def plan_outputs(
     if args.clip_mode == "copy" and not args.clips:
         raise UsageError("--clip-mode copy says how --clips cuts the event clips; add --clips DIR")
     if not args.no_video and (defaults or args.output):
-        out.video = _output_path(_named(args.output, stem, several, "-o"), f"{stem}_motion.mp4", inputs, args.overwrite, "output video")
+        out.video = _output_path(
+            _named(args.output, stem, several, "-o"), f"{stem}_motion.mp4", inputs, args.overwrite, "output video", taken
+        )
     for given in args.events or ([None] if defaults else []):
         out.events.append(
-            _output_path(_named(given, stem, several, "--events"), f"{stem}_motion.json", inputs, args.overwrite, "events file")
+            _output_path(_named(given, stem, several, "--events"), f"{stem}_motion.json", inputs, args.overwrite, "events file", taken)
         )
     if args.mask_out:
         out.mask_video = _output_path(
-            _named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video"
+            _named(args.mask_out, stem, several, "--mask-out"), f"{stem}_mask.mp4", inputs, args.overwrite, "mask video", taken
         )
     plot = _named(args.plot, stem, several, "--plot")
     if plot is not None:
@@ -178,7 +193,7 @@ def plan_outputs(
                 raise UsageError(f"{what} {str(path)!r} is named twice")
             raise UsageError(f"the {seen[key]} and the {what} must differ ({str(path)!r})")
         if key in taken:
-            raise UsageError(f"{what} {str(path)!r} is written for an earlier input too; put {{stem}} in its name")
+            raise _written_before(what, path)
         seen[key] = what
     taken.update(seen)
     if args.clips:

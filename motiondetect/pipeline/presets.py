@@ -35,7 +35,7 @@ def resolve(path: str | Path) -> Path:
     it names (``outdoor``, ``outdoor.yaml`` or ``configs/outdoor.yaml``), else ``path`` unchanged
     (reading it then fails with the usual error)."""
     given = Path(path)
-    if given.exists():
+    if given.is_file():  # a folder of the preset's name in the current one is not it
         return given
     folder = preset_dir()
     name = given.stem if given.suffix in ("", ".yaml") else None

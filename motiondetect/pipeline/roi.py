@@ -42,7 +42,7 @@ def roi_from_file(path: str | Path) -> dict[str, Any]:
     """
     path = Path(path)
     if path.suffix.lower() in IMAGE_SUFFIXES:
-        return {"mask": str(path)}
+        return {"mask": str(path.resolve())}  # absolute: the report's config works from any folder
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -56,7 +56,7 @@ def roi_from_file(path: str | Path) -> dict[str, Any]:
     if roi is None or problems:
         raise ConfigError([f"--roi {path}: {p}" for p in problems] or [f"--roi {path}: the file is empty"])
     if "mask" in roi:
-        roi = {"mask": str(path.parent / roi["mask"])}
+        roi = {"mask": str((path.parent / roi["mask"]).resolve())}
     return roi
 
 

@@ -162,8 +162,13 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
         MotionDetectError: a chunk failed (after the outputs of what was finished are written).
     """
     from motiondetect.core.progress import progress_bar
-    from motiondetect.outputs.paths import plan_outputs
+    from motiondetect.outputs.paths import plan_outputs as plan_one
     from motiondetect.scaleout.cluster import local_slots, open_client, start_worker_server
+
+    every_input = {Path(source).resolve() for source in inputs}
+
+    def plan_outputs(args, stem, own, several, taken):  # no output may replace any input of the run
+        return plan_one(args, stem, own | every_input, several, taken)
 
     problem = chunked_problem(args, config)
     if problem:
