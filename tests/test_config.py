@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import numpy as np
@@ -333,7 +334,8 @@ def test_not_a_number_on_the_command_line_is_one_line(monkeypatch, capsys, tmp_p
     for flag in ("--time-before", "--min-area", "--merge-gap", "--max-area"):
         code, _, err = run_cli(monkeypatch, capsys, tmp_path, "clip.mp4", flag, "nan")
         assert code == 2
-        assert one_line_error(err.splitlines()[-1]) == f"motiondetect: error: argument {flag}: expected a finite number, got nan"
+        expected = f"motiondetect: error: argument {flag}: expected a finite number, got nan (see motiondetect --help)"
+        assert one_line_error(err) == expected  # one line: argparse's usage block is not printed
 
 
 def test_out_of_range_names_the_allowed_range(tmp_path):
@@ -706,3 +708,29 @@ def test_config_error_survives_pickling():
     again = pickle.loads(pickle.dumps(error))
     assert type(again) is ConfigError and again.problems == error.problems and str(again) == str(error)
     assert str(again).startswith("invalid configuration (2 problems): pipeline[2].sigmas")
+
+
+def test_a_key_given_twice_is_refused(tmp_path):
+    # PyYAML keeps the last of two events: blocks without a word: min_area would be lost.
+    (problem,) = problems_of(tmp_path, "events:\n  min_area: 0.01\nevents:\n  max_area: 0.5\n")
+    assert "key 'events' at line 3 is given twice" in problem
+    (problem,) = problems_of(tmp_path, "events:\n  min_area: 0.01\n  min_area: 0.02\n")
+    assert "key 'min_area' at line 3 is given twice" in problem
+
+
+def test_a_report_given_as_a_config_points_to_its_config_key(tmp_path):
+    report = {"motiondetect_version": "0", "config": {}, "events": [{"start_frame": i} for i in range(500)]}
+    (problem,) = problems_of(tmp_path, json.dumps(report))
+    assert "is a motiondetect report" in problem and "'config' key" in problem and len(problem) < 300
+
+
+def test_long_values_are_cut_in_problems(tmp_path):
+    (problem,) = problems_of(tmp_path, "events: " + json.dumps(list(range(1000))) + "\n")
+    assert problem.startswith("events: expected object, got list [0, 1, 2") and problem.endswith("...") and len(problem) < 120
+
+
+def test_hints_for_yaml_that_reads_otherwise(tmp_path):
+    (problem,) = problems_of(tmp_path, "events:\n  min_area: 1e-3\n")
+    assert problem == "events.min_area: expected number, got str '1e-3' (YAML reads it as text: write 0.001)"
+    (problem,) = problems_of(tmp_path, "roi: mask.png\n")
+    assert "(an image is written as roi: {mask: FILE})" in problem

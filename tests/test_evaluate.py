@@ -278,7 +278,7 @@ def test_evaluate_never_replaces_a_file_of_its_folders(tmp_path, capsys):
     base = ["evaluate", str(root), "-c", str(SEED_YAML), "--backend", "cpu", "--skip", "2", "-q", "--overwrite"]
     for path in layout:
         assert main([*base, "--json", str(path)]) == 2
-        assert "is the input file" in one_line_error(capsys.readouterr().err)
+        assert "is one of the inputs" in one_line_error(capsys.readouterr().err)
     assert [p.read_bytes() for p in layout] == before
     out = tmp_path / "same.png"
     assert main([*base, "--json", str(out), "--loo-cache", str(out)]) == 2

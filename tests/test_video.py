@@ -631,3 +631,11 @@ def test_pictures_keep_every_row_in_the_video(tmp_path, height):
         got = as_bgr(next(iter(video)).image)
     assert got.shape == bgr.shape
     assert np.abs(got.astype(int) - as_bgr(picture).astype(int)).max() <= 12
+
+
+def test_a_folder_of_videos_points_to_a_glob(tmp_path):
+    for name in ("a.mp4", "b.mp4"):
+        (tmp_path / name).write_bytes(b"x")
+    with pytest.raises(VideoOpenFailure) as info:
+        VideoHandler(tmp_path)
+    assert_one_line(info.value, "no images", "2 video files", f"'{tmp_path / '*.mp4'}'")

@@ -101,10 +101,19 @@ def _filters_help() -> str:
     return "\n".join(lines)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, ``PROG: error: MESSAGE (see PROG
+    --help)``, exit code 2: argparse's own way prints the whole usage block (about 20 lines for
+    this command) above the line that says what was wrong."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser (its choices and help come from the registry)."""
     threshold = Threshold.PARAMS[0]
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="motiondetect",
         description="Detect motion in a video on the GPU (CUDA) or CPU: by default a per-pixel background "
         "model at a working resolution and mask clean-up (configs/seed.yaml: the case study's frame pairs, "

@@ -42,7 +42,9 @@ log = logging.getLogger("motiondetect")
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of ``motiondetect evaluate``."""
-    parser = argparse.ArgumentParser(
+    from motiondetect.apps.cli import OneLineParser
+
+    parser = OneLineParser(
         prog="motiondetect evaluate",
         description="Score motion detection against ground truth in the CDnet 2014 layout (input/, groundtruth/, "
         "temporalROI.txt, ROI.bmp): pixel precision, recall and F-measure by CDnet rules, frame-level precision, "

@@ -23,6 +23,7 @@ key path, the value given and what is allowed, and raises one :class:`ConfigErro
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import re
@@ -265,6 +266,13 @@ def _key_path(parts) -> str:
     return path or "config"
 
 
+def _shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters: a problem stays one readable line when the
+    value is a whole list of events (a report given as a config)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _describe(error: jsonschema.ValidationError, prefix=()) -> str:
     where = _key_path([*prefix, *error.absolute_path])
     value, rule = error.instance, error.validator
@@ -276,13 +284,20 @@ def _describe(error: jsonschema.ValidationError, prefix=()) -> str:
     if rule == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"{where}: expected {expected}, got {type(value).__name__} {value!r}"
+        hint = ""
+        if isinstance(value, str) and "number" in str(expected):
+            with contextlib.suppress(ValueError):
+                # YAML 1.1 reads 1e-3 as text: its floats need a dot (1.0e-3).
+                hint = f" (YAML reads it as text: write {float(value)!r})"
+        if where == "roi" and isinstance(value, str):
+            hint = " (an image is written as roi: {mask: FILE})"
+        return f"{where}: expected {expected}, got {type(value).__name__} {_shown(value)}{hint}"
     if rule in ("minimum", "maximum"):
         low, high = error.schema.get("minimum"), error.schema.get("maximum")
         allowed = f"{low}..{high}" if low is not None and high is not None else (f">= {low}" if low is not None else f"<= {high}")
-        return f"{where}: {value!r} is out of range (allowed {allowed})"
+        return f"{where}: {_shown(value)} is out of range (allowed {allowed})"
     if "description" in error.schema:
-        return f"{where}: {value!r} is not {error.schema['description']}"
+        return f"{where}: {_shown(value)} is not {error.schema['description']}"
     return f"{where}: {error.message}"
 
 
@@ -354,6 +369,26 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _repeated_key(text: str) -> str | None:
+    """Where a mapping of the YAML ``text`` gives a key twice (``"key 'events' at line 3"``), or
+    ``None``: ``yaml.safe_load`` keeps the last one without a word (two ``events:`` blocks, the
+    first silently lost). Read from the composed nodes, which builds no object."""
+    stack = [yaml.compose(text, Loader=yaml.SafeLoader)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        return f"key {key.value!r} at line {key.start_mark.line + 1} is given twice"
+                    seen.add(key.value)
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return None
+
+
 def yaml_problem(exc: yaml.YAMLError) -> str:
     """One line for a ``yaml.safe_load`` failure: where, and what; tags that would build Python
     objects (``!!python/object``...) are named as refused."""
@@ -367,7 +402,8 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 def load_config(path: str | Path | None = None) -> dict[str, Any]:
-    """Load a YAML config with ``yaml.safe_load``, validate it and merge it over the defaults.
+    """Load a YAML config with ``yaml.safe_load`` (a key given twice refused), validate it and
+    merge it over the defaults.
 
     Args:
         path: YAML file, or the name of a bundled preset where no such file exists (``outdoor``,
@@ -396,9 +432,14 @@ def load_config(path: str | Path | None = None) -> dict[str, Any]:
         ) from None
     try:
         data = yaml.safe_load(text)
+        repeated = _repeated_key(text)
     except yaml.YAMLError as exc:
         raise ConfigError([f"{path}: {yaml_problem(exc)}"]) from None
+    if repeated:
+        raise ConfigError([f"{path}: {repeated}"])
     data = {} if data is None else data
+    if isinstance(data, dict) and "config" in data and "events" in data and "motiondetect_version" in data:
+        raise ConfigError([f"{path} is a motiondetect report: its settings are under its 'config' key; save that part as the config"])
     problems = validate(data)
     if problems:
         raise ConfigError(problems)

@@ -37,6 +37,8 @@ DEFAULT_SEQUENCE_FPS = 25.0
 IMAGE_SUFFIXES = {".bmp", ".jpg", ".jpeg", ".png", ".tif", ".tiff", ".webp", ".pgm", ".ppm"}
 #: Presentation timestamp of the last frame read (OpenCV 4.6+; absent: gaps are not counted).
 _CAP_PROP_PTS = getattr(cv2, "CAP_PROP_PTS", None)
+#: Common video file suffixes, to tell a folder of videos (a glob's job) from an image sequence.
+_VIDEO_SUFFIXES = {".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mpg", ".mpeg", ".ts", ".mts", ".m2ts", ".wmv", ".flv", ".3gp"}
 #: Unreadable images of a sequence reported one by one; the rest are only counted.
 _REPORTED_BAD_IMAGES = 3
 #: A video file's average rate replaces the rate FFmpeg guessed when the frames its duration
@@ -565,7 +567,17 @@ class VideoHandler:
             self._files = _sequence_files(text)
             if self._files is not None:
                 if not self._files:
-                    raise VideoOpenFailure(f"no images found for image sequence {text!r}")
+                    videos = (
+                        sorted(p.suffix.lower() for p in Path(text).iterdir() if p.suffix.lower() in _VIDEO_SUFFIXES)
+                        if Path(text).is_dir()
+                        else []
+                    )
+                    hint = (
+                        f"; it holds {len(videos)} video files: give them as a glob, e.g. '{Path(text) / ('*' + videos[0])}'"
+                        if videos
+                        else ""
+                    )
+                    raise VideoOpenFailure(f"no images found for image sequence {text!r}{hint}")
                 stem = (
                     Path(text).resolve().name
                     if Path(text).is_dir()
