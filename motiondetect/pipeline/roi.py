@@ -64,8 +64,9 @@ def rasterize(roi: dict[str, Any] | None, size: tuple[int, int]) -> np.ndarray |
     """Make the (H, W) ROI mask for frames of ``size`` from a validated config ``roi`` value.
 
     Polygons are filled one by one with ``cv2.fillPoly`` (their union: one call with several
-    polygons would leave their overlaps out), boundary pixels included; points outside the
-    frame are allowed and clipped.
+    polygons would leave their overlaps out), boundary pixels included; points past the right
+    or bottom edge are allowed and clipped (coordinates are whole pixels >= 0: the schema
+    refuses negative ones).
 
     Args:
         roi: ``{"polygons": [[[x, y], ...], ...]}``, ``{"mask": path}`` or ``None``.
