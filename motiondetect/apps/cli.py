@@ -22,7 +22,7 @@ import numpy as np
 
 from motiondetect import __version__
 from motiondetect.apps.preview import KEYS, PreviewSink
-from motiondetect.core.errors import ConfigError, CudaUnavailable, MotionDetectError, UsageError, VideoOpenFailure
+from motiondetect.core.errors import ConfigError, CudaUnavailable, MotionDetectError, OneLineParser, UsageError, VideoOpenFailure
 from motiondetect.core.faults import describe_device_fault, is_device_fault
 from motiondetect.core.progress import progress_bar
 from motiondetect.core.safety import quiet_native_logs
@@ -99,15 +99,6 @@ def _filters_help() -> str:
     lines.append("preview window keys: " + ", ".join(f"{key} {action}" for key, action in KEYS))
     lines.append("score against ground truth (CDnet layout): motiondetect evaluate GT_FOLDER [--baselines] (see its --help)")
     return "\n".join(lines)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line, ``PROG: error: MESSAGE (see PROG
-    --help)``, exit code 2: argparse's own way prints the whole usage block (about 20 lines for
-    this command) above the line that says what was wrong."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from motiondetect import __version__
-from motiondetect.core.errors import MotionDetectError, UsageError
+from motiondetect.core.errors import MotionDetectError, OneLineParser, UsageError
 from motiondetect.evaluation.scoring import (
     BGSLIBRARY_MISSING,
     DEFAULT_SKIP,
@@ -42,8 +42,6 @@ log = logging.getLogger("motiondetect")
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of ``motiondetect evaluate``."""
-    from motiondetect.apps.cli import OneLineParser
-
     parser = OneLineParser(
         prog="motiondetect evaluate",
         description="Score motion detection against ground truth in the CDnet 2014 layout (input/, groundtruth/, "

@@ -2,8 +2,11 @@
 
 Each carries a one-line, user-facing message saying what was expected and what arrived. The
 command line prints that line (no traceback) and exits with ``exit_code``: 2 for usage and
-configuration mistakes, 1 for failures at run time (the convention of argparse and DVR-Scan).
+configuration mistakes, 1 for failures at run time (the convention of argparse and DVR-Scan). :class:`OneLineParser` gives argparse's own usage
+errors the same one-line form.
 """
+
+import argparse
 
 
 class MotionDetectError(Exception):
@@ -44,3 +47,12 @@ class VideoOpenFailure(MotionDetectError):
 
 class CudaUnavailable(MotionDetectError):
     """The CUDA backend was asked for but PyCUDA or a CUDA device is not usable."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, ``PROG: error: MESSAGE (see PROG
+    --help)``, exit code 2: argparse's own way prints the whole usage block (about 20 lines for
+    ``motiondetect``) above the line that says what was wrong."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
