@@ -13,6 +13,7 @@ import http.server
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -447,11 +448,74 @@ def test_interrupted_run_resumes_with_the_same_report(scheduler, monkeypatch, ca
     partial = _report(tmp_path / "resumed")
     assert partial["complete"] is False and 0 < partial["frame_count"] < expected["frame_count"]
     assert len(json.loads((tmp_path / "resumed" / "report.parts" / "manifest.json").read_text())["chunks"]) == 1
+    from motiondetect.scaleout import chunked
+
+    bars = []
+    real_bar = chunked.progress_bar
+    monkeypatch.setattr(chunked, "progress_bar", lambda *a, **k: bars.append((a, k)) or real_bar(*a, **k))
     rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "resumed", *args)  # the same command again
     assert rc == 0, err
     assert "already done" in err and "1 of" in err
     assert _report(tmp_path / "resumed") == expected
+    # The bar starts at the frames done before (its rate and ETA are this run's), and so does
+    # the summary line's rate: it says how many frames the earlier run scanned.
+    assert [(a[0], k.get("initial")) for a, k in bars] == [(expected["frame_count"], partial["frame_count"])]  # no clips to cut
+    assert re.search(rf"{expected['frame_count']} frames in \d+ chunks \({partial['frame_count']} scanned by an earlier run\)", err), err
     assert not (tmp_path / "resumed" / "report.parts").exists()
+
+
+def test_a_stop_while_the_clips_are_cut_ends_the_cut_and_a_rerun_cuts_them_again(scheduler, monkeypatch, capsys, tmp_path):
+    """Cutting the clips decodes the whole joined video again, after the chunks' bar has reached
+    100 %: it has its own bar, and Ctrl-C there stopped nothing until every clip was cut (the
+    outputs' completion ignores signals). Now the cut ends after the current frame, the clips
+    cut so far are whole, the report says incomplete, and the same command cuts them again."""
+    import signal
+
+    from motiondetect.scaleout import chunked
+
+    address, _, _ = scheduler
+    args = [BUNDLED, "-c", SEED_YAML, "-o", "out.mp4", "--clips", "clips", "--events", "report.json", "--backend", "cpu"]
+    args += ["--scheduler", address, "--chunk", "5", "--min-area", "0.01", "--merge-gap", "0.2", "--time-before", "0", "--time-after", "0"]
+    (tmp_path / "whole").mkdir()
+    assert run_cli(monkeypatch, capsys, tmp_path / "whole", *args, "-q")[0] == 0
+    expected = _report(tmp_path / "whole")
+    assert len(expected["events"]) > 10  # cars one by one
+
+    replay = chunked.ReplayDetector.stream
+    cut = []
+
+    def stop_at_frame_300(self, frames):
+        for frame, result in replay(self, frames):
+            cut.append(frame.index)
+            if frame.index == 300:
+                signal.raise_signal(signal.SIGINT)
+            yield frame, result
+
+    bars = []
+    real_bar = chunked.progress_bar
+    (tmp_path / "stopped").mkdir()
+    with monkeypatch.context() as patch:
+        patch.setattr(chunked.ReplayDetector, "stream", stop_at_frame_300)
+        patch.setattr(chunked, "progress_bar", lambda *a, **k: bars.append((a, k)) or real_bar(*a, **k))
+        rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "stopped", *args)
+    assert rc == 130, err
+    assert cut[-1] == 300  # stopped after the frame the signal came in
+    assert [k.get("what") for _, k in bars] == [None, "cutting clips"]
+    partial = _report(tmp_path / "stopped")
+    assert partial["complete"] is False and partial["events"] == expected["events"]
+    clips = sorted((tmp_path / "stopped" / "clips").iterdir())
+    assert 0 < len(clips) < len(expected["events"])
+    for clip in clips:  # closed whole: each decodes to its end
+        with VideoHandler(clip) as video:
+            assert sum(1 for _ in video) > 0
+    assert (tmp_path / "stopped" / "report.parts").exists()
+
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path / "stopped", *args)  # the same command again
+    assert rc == 0, err
+    assert "already done" in err and f"{len(clips)} clip" in err and "--overwrite" not in err
+    assert _report(tmp_path / "stopped") == expected
+    assert len(list((tmp_path / "stopped" / "clips").iterdir())) == len(expected["events"])
+    assert not (tmp_path / "stopped" / "report.parts").exists()
 
 
 def test_a_run_stopped_before_its_first_chunk_resumes_too(scheduler, monkeypatch, capsys, tmp_path):

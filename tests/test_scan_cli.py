@@ -428,7 +428,7 @@ def test_overwrite_leaves_no_clip_or_mask_of_an_earlier_run(tmp_path, sequence, 
     for name in ("c/seq_event0001.mp4", "c/seq_event0007.mp4", "m/seq_000099.png", "c/other_event0001.mp4", "m/notes.txt"):
         (tmp_path / name).write_bytes(b"an earlier run's")
     rc, err = run(monkeypatch, capsys, tmp_path, sequence, "--backend", "cpu", "--clips", "c", "--masks", "m", "--overwrite")
-    assert rc == 0 and "--overwrite: 2 clips of an earlier run removed from c" in err
+    assert rc == 0 and "2 clips of an earlier run removed from c" in err and "1 mask of an earlier run removed from m" in err
     report = json.loads((tmp_path / "seq_motion.json").read_text())
     clips = sorted(p.name for p in (tmp_path / "c").iterdir())
     assert clips == ["other_event0001.mp4"] + [f"seq_event{e['index']:04d}.mp4" for e in report["events"]]  # another input's stays

@@ -314,7 +314,7 @@ def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter, display_matri
         sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size, display_matrix))
     if paths.clips is not None:
         paths.clips.mkdir(exist_ok=True)
-        remove_earlier(paths.clips, clip_name(video.name, 1), "clips")
+        remove_earlier(paths.clips, clip_name(video.name, 1), "clip")
         if paths.clips_by_copy:
             sinks.append(CopiedClipSink(video.source, paths.clips, video.name, events))
         else:
@@ -323,7 +323,7 @@ def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter, display_matri
         sinks.append(MaskVideoSink(VideoWriter(paths.mask_video, video.fps, video.size, display_matrix=display_matrix)))
     if paths.masks is not None:
         paths.masks.mkdir(exist_ok=True)
-        remove_earlier(paths.masks, mask_name(video.name, 0), "masks")
+        remove_earlier(paths.masks, mask_name(video.name, 0), "mask")
         sinks.append(MaskImagesSink(paths.masks, video.name))
     return sinks
 

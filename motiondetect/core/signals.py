@@ -43,6 +43,7 @@ class StopSignals:
 
     Attributes:
         received: the first stop signal's number, or ``None``.
+        count: stop signals received so far.
 
     Example:
         >>> with StopSignals() as stop:                               # doctest: +SKIP
@@ -54,6 +55,7 @@ class StopSignals:
 
     def __init__(self) -> None:
         self.received: int | None = None
+        self.count = 0
         self._state = "idle"  # idle | frame | finishing
         self._previous: dict[int, _Handler] = {}
 
@@ -71,6 +73,7 @@ class StopSignals:
 
     def _handle(self, signum, _frame) -> None:
         repeated = self.received is not None
+        self.count += 1
         if not repeated:
             self.received = signum
         if self._state == "finishing" or (self._state == "frame" and not repeated):
@@ -107,6 +110,21 @@ class StopSignals:
                 self._state = "finishing"
                 raise
             self._state = "idle"
+
+    def until_another(self, frames: Iterable[T]) -> Iterator[T]:
+        """Yield from ``frames`` until a stop signal arrives after this call: a long step of
+        finishing the outputs (cutting clips from a whole file's video, say) that a signal
+        should cut short, inside :meth:`finishing`, where signals only are recorded. A signal
+        received before the call does not end it: its outputs are what is being finished.
+
+        Raises:
+            KeyboardInterrupt: a signal arrived, when the consumer asks for the next frame.
+        """
+        before = self.count
+        for item in frames:
+            if self.count > before:
+                raise KeyboardInterrupt
+            yield item
 
     @contextmanager
     def finishing(self):

@@ -101,13 +101,13 @@ def numbered_like(folder: Path, first_file: str) -> list[Path]:
 def remove_earlier(folder: Path, first_file: str, what: str) -> None:
     """Remove the files an earlier run left in ``folder`` under this run's names (:func:`numbered_like`
     ``first_file``), so that the folder holds this run's files only, as its report lists them
-    (planning let the run start with such files only under ``--overwrite``); ``what`` names
-    them in the notice (``clips``)."""
+    (planning let the run start with such files only under ``--overwrite``, or when it resumes
+    the unfinished run that wrote them); ``what`` names one of them in the notice (``clip``)."""
     earlier = numbered_like(folder, first_file)
     for path in earlier:
         path.unlink(missing_ok=True)
     if earlier:
-        log.info("--overwrite: %d %s of an earlier run removed from %s", len(earlier), what, folder)
+        log.info("%d %s%s of an earlier run removed from %s", len(earlier), what, "" if len(earlier) == 1 else "s", folder)
 
 
 def _named(given: str | None, stem: str, several: bool, flag: str) -> str | None:

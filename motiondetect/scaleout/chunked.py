@@ -47,6 +47,7 @@ import numpy as np
 
 from motiondetect import __version__
 from motiondetect.core.errors import MotionDetectError, UsageError
+from motiondetect.core.progress import progress_bar
 from motiondetect.core.signals import StopSignals, exit_code
 from motiondetect.core.types import FrameResult
 from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink, clip_name
@@ -103,10 +104,16 @@ class _Input:
     finished: bool = False
     inter_coded: bool = False  # _Opened.inter_coded
     display_matrix: tuple[int, ...] | None = None  # _Opened.display_matrix
+    resumed: set[int] = field(default_factory=set)  # numbers of the chunks an earlier run finished
 
     @property
     def done(self) -> bool:
         return len(self.results) == len(self.chunks)
+
+    @property
+    def resumed_frames(self) -> int:
+        """Frames of the chunks an earlier run finished (not scanned by this one)."""
+        return sum(result.frames for number, result in self.results.items() if number in self.resumed)
 
 
 class ReplayDetector:
@@ -161,7 +168,6 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
         UsageError: the options or an input do not suit a chunked run, or Dask is missing.
         MotionDetectError: a chunk failed (after the outputs of what was finished are written).
     """
-    from motiondetect.core.progress import progress_bar
     from motiondetect.outputs.paths import plan_outputs as plan_one
     from motiondetect.scaleout.cluster import local_slots, open_client, start_worker_server
 
@@ -223,8 +229,8 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
                 if chunk.number not in item.results:
                     item.jobs[chunk.number] = _job(item, chunk, chunk.first_index, config, args, threads)
         total = sum(c.frames for item in items for c in item.chunks)
-        bar = progress_bar(total, args.quiet)
-        bar.update(sum(r.frames for item in items for r in item.results.values()))
+        # A resumed run's bar starts at the frames already done: its rate and ETA are this run's.
+        bar = progress_bar(total, args.quiet, initial=sum(item.resumed_frames for item in items))
         try:
             for item in items:
                 if item.done:  # every chunk came from the manifest: check their numbers now
@@ -246,7 +252,7 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
     with signals.finishing() if signals is not None else contextlib.nullcontext():  # outputs are completed
         for item in items:
             try:
-                _finish(item, config, args, elapsed, interrupted, failure)
+                _finish(item, config, args, elapsed, interrupted, failure, signals)
             except (MotionDetectError, OSError) as exc:
                 first_error = first_error or exc
     if interrupted or (signals is not None and signals.received):
@@ -378,6 +384,7 @@ def _prepare(
         display_matrix=opened.display_matrix,
     )
     item.results = manifest.load()
+    item.resumed = set(item.results)
     if item.results:
         log.info("resuming %s: %d of %d chunks already done", source, len(item.results), len(chunks))
     wants_frames = paths.annotated_frames
@@ -446,6 +453,7 @@ def _renumber(item: _Input, config, args, threads) -> list[ChunkJob]:
             if item.numbered_outputs:
                 item.manifest.forget(chunk.number)
                 del item.results[chunk.number]
+                item.resumed.discard(chunk.number)
                 job = _job(item, chunk, exact, config, args, threads)
                 item.jobs[chunk.number] = job
                 again.append(job)
@@ -544,9 +552,10 @@ def _task_failure(exc: Exception) -> str:
     return f"a chunk failed: {name}: {exc}"
 
 
-def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failure: Exception | None) -> None:
+def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failure: Exception | None, signals: StopSignals | None) -> None:
     """Stitch one input's finished chunks (all of them, or those in order from the start) and
-    write its outputs; remove its parts when it is complete."""
+    write its outputs; remove its parts when it is complete (a stop while the clips are cut
+    leaves them, so a rerun cuts them again)."""
     ordered: list[ChunkResult] = []
     exact = 0
     for chunk in item.chunks:
@@ -584,14 +593,16 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
             _remove_stale_masks(paths.masks, item.name, len(fractions), item.chunks)
             outputs.append(f"{len(fractions)} masks in {paths.masks}")
         if annotated is not None and numbers and ((paths.clips is not None and not paths.clips_by_copy) or paths.only_motion):
-            outputs += _cut_events(item, config, annotated, fractions, boxes)
+            cut, finished = _cut_events(item, config, args, annotated, fractions, boxes, signals)
+            outputs += cut
+            summary.complete = summary.complete and finished
     except (MotionDetectError, OSError) as exc:
         summary.complete = False
         summary.error = summary.error or exc
     events.finish()
     try:  # from the finished event list: clips cut from the input, the motion plot
         if paths.clips is not None and paths.clips_by_copy:
-            remove_earlier(paths.clips, clip_name(item.name, 1), "clips")
+            remove_earlier(paths.clips, clip_name(item.name, 1), "clip")
             copied = CopiedClipSink(item.source, paths.clips, item.name, events)
             copied.close(summary)
             outputs.append(copied.describe())
@@ -605,14 +616,17 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
     for path in paths.events:
         EventsSink(path, events, header).close(summary)
         outputs.append(str(path))
+    resumed = sum(r.frames for r in ordered if r.number in item.resumed)
+    scanned = summary.frames - resumed  # the rate is this run's: an earlier run's frames took no time here
     log.info(
-        "%s: %d frames in %d chunk%s, %.1f s (%.0f fps), %d event%s, backend %s -> %s",
+        "%s: %d frames in %d chunk%s%s, %.1f s (%.0f fps), %d event%s, backend %s -> %s",
         item.source,
         summary.frames,
         len(ordered),
         "" if len(ordered) == 1 else "s",
+        f" ({resumed} scanned by an earlier run)" if resumed else "",
         elapsed,
-        summary.frames / elapsed if elapsed > 0 else 0.0,
+        scanned / elapsed if elapsed > 0 else 0.0,
         len(events.events),
         "" if len(events.events) == 1 else "s",
         header["backend"],
@@ -624,22 +638,29 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
         raise summary.error
 
 
-def _cut_events(item: _Input, config, annotated: Path, fractions: np.ndarray, boxes: list) -> list[str]:
-    """The clips and the motion-only video, cut from the joined annotated video along the
-    stitched results (the same sinks and segmenter rules as a sequential run)."""
+def _cut_events(
+    item: _Input, config, args, annotated: Path, fractions: np.ndarray, boxes: list, signals: StopSignals | None
+) -> tuple[list[str], bool]:
+    """Cut the clips and the motion-only video from the joined annotated video along the
+    stitched results (the same sinks and segmenter rules as a sequential run), with a progress
+    bar: it decodes the whole video again. Return the outputs' descriptions and whether the cut
+    reached the end: a stop signal during it ends it after the current frame, its outputs
+    closed whole."""
     paths = item.paths
     events = EventSegmenter.from_config(config["events"], item.fps, item.area)
     sinks = []
     if paths.video is not None and paths.only_motion:
         sinks.append(MotionOnlySink(paths.video, events, item.fps, item.size, item.display_matrix))
     if paths.clips is not None and not paths.clips_by_copy:
-        remove_earlier(paths.clips, clip_name(item.name, 1), "clips")
+        remove_earlier(paths.clips, clip_name(item.name, 1), "clip")
         sinks.append(ClipSink(paths.clips, item.name, events, item.fps, item.size, item.display_matrix))
+    bar = progress_bar(len(fractions), args.quiet, what="cutting clips")
     with VideoHandler(str(annotated), fps=item.fps) as video:
-        summary = Runner(video, ReplayDetector(fractions, boxes), sinks, events=events, source=video).run()
+        frames = signals.until_another(video) if signals is not None else video
+        summary = Runner(frames, ReplayDetector(fractions, boxes), sinks, progress=bar, events=events, source=video).run()
     if summary.error is not None:
         raise MotionDetectError(f"cannot cut the events of {item.source!r}: {summary.error}")
-    return [d for d in (s.describe() for s in sinks) if d]
+    return [d for d in (s.describe() for s in sinks) if d], summary.complete
 
 
 def _remove_stale_masks(folder: Path, stem: str, frames: int, chunks: list[Chunk]) -> None:
