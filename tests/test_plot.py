@@ -140,9 +140,42 @@ def test_degenerate_runs_still_draw(tmp_path):
 
 
 def test_many_close_events_are_drawn(tmp_path):
-    events = [(t, t + 0.2) for t in np.arange(0.0, 11.5, 0.3)]  # more labels than rows: some overlap
+    events = [(t, t + 0.2) for t in np.arange(0.0, 11.5, 0.3)]  # more labels than fit: some left out
     plot_motion(tmp_path / "busy.png", motion_fractions(), FPS, events, MIN_AREA)
     assert read_png(tmp_path / "busy.png").shape == (MOTION_SIZE[1], MOTION_SIZE[0], 3)
+
+
+def drawn_texts(monkeypatch, tmp_path, fractions, events, title=""):
+    """The boxes (window extents, pixels) of the events' labels and of the picture's own texts
+    (the title, the note counting the labels) as plot_motion saves them, by text; the picture's box."""
+    saved = []
+    save = plot._save_png
+    monkeypatch.setattr(plot, "_save_png", lambda canvas, path: (saved.append(canvas), save(canvas, path)))
+    plot_motion(tmp_path / "m.png", fractions, FPS, events, MIN_AREA, title=title)
+    figure = saved[0].figure
+    renderer = saved[0].get_renderer()
+    labels = {t.get_text(): t.get_window_extent(renderer) for t in figure.axes[0].texts if "–" in t.get_text()}
+    texts = {t.get_text(): t.get_window_extent(renderer) for t in figure.texts}
+    return labels, texts, figure.bbox
+
+
+def test_labels_that_do_not_fit_are_left_out_and_counted(tmp_path, monkeypatch):
+    # 60 events of 2 s every 10 s: 18 pixels apart, a label is about 130 wide.
+    events = [(float(t), t + 2.0) for t in range(0, 600, 10)]
+    labels, texts, picture = drawn_texts(monkeypatch, tmp_path, np.full(600 * int(FPS), QUIET), events, title="camera 3")
+    assert 0 < len(labels) < len(events)
+    assert set(texts) == {"camera 3", f"{len(labels)} of 60 events labelled; all are in the events report"}
+    boxes = [*labels.values(), *texts.values()]  # none overlaps the title or the note either
+    for index, box in enumerate(boxes):
+        assert 0 <= box.x0 and box.x1 <= picture.width and 0 <= box.y0 and box.y1 <= picture.height, box
+        for other in boxes[index + 1 :]:
+            assert not box.overlaps(other), (box, other)
+
+
+def test_no_note_when_every_label_fits(tmp_path, monkeypatch):
+    labels, texts, _ = drawn_texts(monkeypatch, tmp_path, motion_fractions(), EVENTS, title="camera 3")
+    assert sorted(labels) == ["00:00:02.00–00:00:03.96", "00:00:08.00–00:00:08.96"]
+    assert list(texts) == ["camera 3"]  # the title, no note
 
 
 def test_bad_arguments_raise(tmp_path):

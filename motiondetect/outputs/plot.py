@@ -37,7 +37,8 @@ MOTION_COLOUR = "tab:blue"
 THRESHOLD_COLOUR = "tab:red"
 EVENT_COLOUR = "tab:orange"
 EVENT_ALPHA = 0.25
-#: Rows of event labels above the axes; a label goes to the first row it does not overlap in.
+#: Rows of event labels above the axes; a label goes to the first row it does not overlap in,
+#: and is left out when there is none (overlapping labels were unreadable ink).
 _LABEL_ROWS = 3
 _LABEL_FONT_SIZE = 7  # points
 _LABEL_ROW_STEP = 9  # points between rows
@@ -54,9 +55,13 @@ def plot_motion(
     The curve is the fraction of pixels that move in each frame (frame ``i`` at ``i / fps``
     seconds); a dashed line marks ``min_area``, the fraction at which a frame moves. Each event
     is shaded from its first frame to the end of its last (``end + 1 / fps``) and labelled
-    above the axes with its start and end as ``hh:mm:ss.ss``. The y axis is linear, from 0 to
-    ``max(2 * min_area, largest fraction) * 1.05``. The picture is :data:`MOTION_SIZE` pixels
-    with the axes at :data:`MOTION_AXES`, the x axis running from 0 to ``len(fractions) / fps``.
+    above the axes with its start and end as ``hh:mm:ss.ss``, in the first of three rows where
+    the label overlaps no other. An event whose label fits in no row (many events close
+    together) stays shaded but unlabelled, and a note at the bottom right says how many of the
+    events are labelled; no label overlaps another or leaves the picture. The y axis is linear,
+    from 0 to ``max(2 * min_area, largest fraction) * 1.05``. The picture is
+    :data:`MOTION_SIZE` pixels with the axes at :data:`MOTION_AXES`, the x axis running from 0
+    to ``len(fractions) / fps``.
 
     Args:
         path: the PNG file; its folder must exist. An existing file is replaced whole.
@@ -117,11 +122,13 @@ def plot_motion(
 
 def _label_events(axes, canvas, events: Sequence[tuple[float, float]], frame_s: float) -> None:
     """Write each event's times above its shading, in the first of the rows above the axes where
-    it overlaps no other label (in the emptiest row when none is free); labels that would leave
-    the picture are aligned to the event's edge instead of its centre."""
+    it overlaps no other label; labels that would leave the picture are aligned to the event's
+    edge instead of its centre. A label that fits in no row is left out, and a note at the bottom
+    right counts the labelled events (the events report lists them all)."""
     renderer = canvas.get_renderer()
     picture_width = canvas.figure.bbox.width
     row_ends = [-math.inf] * _LABEL_ROWS  # right edge of the last label in each row, pixels
+    labelled = 0
     for start, end in events:
         label = axes.annotate(
             f"{_timecode(start)}–{_timecode(end)}",
@@ -143,9 +150,23 @@ def _label_events(axes, canvas, events: Sequence[tuple[float, float]], frame_s: 
             label.set_horizontalalignment("right")
         box = label.get_window_extent(renderer)
         free = [row for row, row_end in enumerate(row_ends) if row_end + _LABEL_GAP <= box.x0]
-        row = free[0] if free else min(range(_LABEL_ROWS), key=row_ends.__getitem__)
-        label.xyann = (0, 2 + row * _LABEL_ROW_STEP)
-        row_ends[row] = max(row_ends[row], box.x1)
+        if not free:
+            label.remove()
+            continue
+        label.xyann = (0, 2 + free[0] * _LABEL_ROW_STEP)
+        row_ends[free[0]] = box.x1
+        labelled += 1
+    if labelled < len(events):
+        # Below the x axis, right of its centred label: the labels' rows are full.
+        canvas.figure.text(
+            0.99,
+            0.01,
+            f"{labelled} of {len(events)} events labelled; all are in the events report",
+            ha="right",
+            va="bottom",
+            fontsize=_LABEL_FONT_SIZE,
+            color="0.4",
+        )
 
 
 def _timecode(seconds: float) -> str:
