@@ -54,6 +54,13 @@ GPU_SLOTS = 8
 #: The cost: a worker may keep up to 128 MiB it freed. Variables already in this process's
 #: environment win (Dask reads them first), as does a user's own export.
 WORKER_MALLOC = {"MALLOC_TRIM_THRESHOLD_": 128 << 20, "MALLOC_MMAP_THRESHOLD_": 32 << 20}
+#: Dask settings of a local cluster's workers (their nannies hand them over): no statistical
+#: profiler. It samples every thread's stack each 10 ms and keeps a tree per second for
+#: ``distributed.admin.low-level-log-length`` (1,000) seconds: a long scan's workers grew by
+#: 0.10 MB/s, to about +110 MB each (``benchmarks/worker_memory.py``: 0.003 MB/s without it).
+#: Off with ``-v`` too: only the dashboard's Profile page needs it. An existing cluster's
+#: (``--scheduler``) settings are its owner's.
+WORKER_PROFILE = {"distributed.worker.profile.enabled": False}
 #: Modules the server that local workers are forked from imports first (:func:`start_worker_server`):
 #: Dask's worker, and what a chunk task imports. The main module of a command started as
 #: ``motiondetect`` or ``python -m motiondetect``, which every worker imports again, is the CLI.
@@ -375,7 +382,7 @@ def open_client(jobs: int | None, scheduler: str | None, cuda: bool, dashboard: 
             # Read as the nannies and the scheduler start. No work stealing: each chunk is pinned
             # to the slot that scans the chunk before it (chunked._run_jobs); a stolen chunk would
             # start afresh and leave its slot's open scan unused.
-            settings = {**environ, "distributed.scheduler.work-stealing": False}
+            settings = {**environ, "distributed.scheduler.work-stealing": False, **WORKER_PROFILE}
             if start_worker_server(cuda):  # already running when the run started it
                 settings["distributed.worker.multiprocessing-method"] = "forkserver"
             stack.enter_context(dask.config.set(settings))
