@@ -18,6 +18,7 @@ import yaml
 from motiondetect.apps.cli import main
 from motiondetect.evaluation.scoring import (
     BGSLIBRARY_ANCHORS,
+    EventRules,
     EventScore,
     GroundTruthError,
     Method,
@@ -134,13 +135,46 @@ def test_runs_and_event_hits():
 
 
 def test_scorer_events_use_frame_numbers():
-    scorer = Scorer(None, 0.001)
+    scorer = Scorer(None, 0.001, EventRules(min_event_length=0, merge_gap=0))  # every run of motion frames an event
     on, off = np.full((2, 2), 255, np.uint8), np.zeros((2, 2), np.uint8)
     for number, (mask, labels) in zip(range(100, 105), [(off, on), (on, on), (on, off), (off, off), (on, on)]):
         scorer.add(mask, labels, number)
     assert scorer.events.truth == [(100, 101), (104, 104)]
     assert scorer.events.detected == [(101, 102), (104, 104)]
     assert scorer.events.hits == 2 and scorer.events.false_events == 0
+
+
+def test_scorer_events_follow_the_scan_event_rules():
+    """Before, an event was any run of motion frames: a 1-frame flicker of the mask was a false
+    event, and a detection broken for 3 frames counted as two events. Now events are grouped as
+    a scan reports them: the defaults start an event after 0.1 s of motion (3 frames at 25
+    frames/s) and merge pauses up to 2 s (50 frames)."""
+    assert EventRules() == EventRules(min_event_length=0.1, merge_gap=2.0, fps=25.0)
+    on, off = np.full((2, 2), 255, np.uint8), np.zeros((2, 2), np.uint8)
+    truth = {10} | set(range(60, 80))  # a 1-frame flicker of the labels, and one labelled event
+    # A 1-frame and a 2-frame flicker; the event's motion broken for 3 frames (69-71); 3 frames
+    # of motion more than 50 frames after it.
+    moving = {5, 20, 21} | set(range(62, 69)) | set(range(72, 80)) | {140, 141, 142}
+    scorer = Scorer(None, 0.001)
+    for position in range(150):
+        scorer.add(on if position in moving else off, on if position in truth else off, 1000 + position)
+    events = scorer.events
+    assert events.truth == [(1060, 1079)]
+    assert events.detected == [(1062, 1079), (1140, 1142)]
+    assert (events.hits, events.false_events) == (1, 1)
+    # The same flags as runs of motion frames (the rules at 0 s): each flicker an event, the break two.
+    assert EventRules(0, 0).segment([p in moving for p in range(150)]) == [(5, 5), (20, 21), (62, 68), (72, 79), (140, 142)]
+
+
+def test_scorer_events_apply_at_the_rate_of_the_labelled_frames():
+    # Every 10th frame labelled, at 25 frames/s: the scored frames are 2.5 frames/s, so one
+    # frame is 0.4 s of motion (an event), and a pause of 4 scored frames is 1.6 s (merged).
+    on, off = np.full((2, 2), 255, np.uint8), np.zeros((2, 2), np.uint8)
+    scorer = Scorer(None, 0.001)
+    for position in range(20):
+        scorer.add(on if position in (3, 8, 9) else off, on if position == 3 else off, 10 * position)
+    assert scorer.number_step == 10
+    assert scorer.events.truth == [(30, 30)] and scorer.events.detected == [(30, 90)]
 
 
 # -- a synthetic CDnet folder -----------------------------------------------------------------
@@ -546,6 +580,64 @@ def test_cli_evaluate_scores_a_config_as_its_scan_runs_it(tmp_path, capsys):
             expected = counts_by_hand(shrunk, labels, range(4, 14))
             assert expected != counts_by_hand(masks, labels, range(4, 14))
         assert {k: ours[k] for k in expected} == expected
+
+
+def events_folder(root: Path) -> Path:
+    """40 frames 48x36 (numbers 100-139) for the case study's pipeline (frame differences): a
+    patch shown on frame 105 alone (motion on 105 and 106, labelled static), and a square that
+    appears on 120, moves 3 pixels a frame to 126, stands still on 127-129 (no difference), moves
+    on 130-133 and then stands still; labelled motion (255) on 120-133."""
+    (root / "input").mkdir(parents=True)
+    (root / "groundtruth").mkdir()
+    for i in range(40):
+        frame = np.full((36, 48, 3), 90, np.uint8)
+        label = np.zeros((36, 48), np.uint8)
+        if i == 5:
+            frame[28:34, 40:46] = 255
+        if i >= 20:
+            left = 4 + 3 * (min(i, 26) - 20) + 3 * max(0, min(i, 33) - 29)
+            frame[10:22, left : left + 12] = (30, 200, 240)
+            if i <= 33:
+                label[10:22, left : left + 12] = 255
+        cv2.imwrite(str(root / "input" / f"in{100 + i:06d}.png"), frame)
+        cv2.imwrite(str(root / "groundtruth" / f"gt{100 + i:06d}.png"), label)
+    return root
+
+
+def test_cli_evaluate_events_follow_the_config_event_rules(tmp_path, capsys):
+    """Before, evaluate's events were runs of motion frames whatever the config said: the 2-frame
+    flicker was a false event and the 3-frame pause split the detection in two, though a scan
+    reports neither. Now the config's min_event_length and merge_gap group them, at --fps, and at
+    that rate with scan.frame_skip too (each labelled frame is scored, a skipped one with the
+    mask held over it)."""
+    root = events_folder(tmp_path / "clip")
+    seed = yaml.safe_load(SEED_YAML.read_text())
+
+    def events(name, extra, *flags):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({**seed, **extra}))
+        out = tmp_path / f"{name}.json"
+        rc = main(["evaluate", str(root), "-c", str(config), "--backend", "cpu", "--skip", "2", "--json", str(out), "-q", *flags])
+        assert rc == 0, capsys.readouterr().err
+        (evaluation,) = json.loads(out.read_text())["evaluations"]
+        (method,) = evaluation["methods"]
+        return evaluation["event_rules"], method["events"]
+
+    rules, default = events("default", {})
+    assert rules == {"min_event_length": 0.1, "merge_gap": 2.0, "fps": 25.0}
+    assert default["truth"] == [[120, 133]] and default["detected"] == [[120, 133]]
+    assert (default["hits"], default["false_events"]) == (1, 0)
+    rules, runs_of_motion = events("runs", {"events": {"min_event_length": 0, "merge_gap": 0}})
+    assert rules == {"min_event_length": 0, "merge_gap": 0, "fps": 25.0}
+    assert runs_of_motion["truth"] == [[120, 133]] and runs_of_motion["detected"] == [[105, 106], [120, 126], [130, 133]]
+    assert (runs_of_motion["hits"], runs_of_motion["false_events"]) == (1, 1)
+    # At 5 frames/s 0.1 s is 1 frame: the flicker is an event; 2 s is 10 frames: the 3-frame pause
+    # merges, the 13 frames from the flicker to the square do not.
+    rules, slow = events("default", {}, "--fps", "5", "--overwrite")
+    assert rules["fps"] == 5.0 and slow["detected"] == [[105, 106], [120, 133]] and slow["false_events"] == 1
+    # frame_skip 1: the flicker's difference on 106 is held over 107 (2 frames, at 25 frames/s: no event).
+    _, skipping = events("skip", {"scan": {"frame_skip": 1, "downscale": 1}})
+    assert skipping["detected"] == [[120, 133]] and skipping["false_events"] == 0
 
 
 def test_cli_evaluate_errors_are_one_line(tmp_path, capsys):

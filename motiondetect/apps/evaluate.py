@@ -19,6 +19,7 @@ from motiondetect.evaluation.scoring import (
     BGSLIBRARY_MISSING,
     DEFAULT_SKIP,
     Evaluation,
+    EventRules,
     bgslibrary_available,
     classic_baselines,
     config_method,
@@ -46,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="motiondetect evaluate",
         description="Score motion detection against ground truth in the CDnet 2014 layout (input/, groundtruth/, "
         "temporalROI.txt, ROI.bmp): pixel precision, recall and F-measure by CDnet rules, frame-level precision, "
-        "recall and F1, and event hits; optionally the classic OpenCV anchors on the same frames.",
+        "recall and F1, and events hit and false events (the frames with motion grouped into events as a scan's events file "
+        "groups them: the config's events.min_event_length and events.merge_gap at --fps, without padding); optionally the "
+        "classic OpenCV anchors on the same frames.",
     )
     parser.add_argument("folders", nargs="+", metavar="GT_FOLDER", help="a folder in the CDnet layout (several: one table each)")
     parser.add_argument("-c", "--config", help=presets.config_help())
@@ -103,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--fps",
         type=fps_arg,
-        help="frame rate of the folders' footage, frames/s (CDnet ships none): where the rate the model sees frames at "
+        help="frame rate of the folders' footage, frames/s (CDnet ships none): the events' min_event_length and merge_gap "
+        "apply at it, and where the rate the model sees frames at "
         "(this over scan.frame_skip + 1) is outside the config's tuned_fps, the model's per-frame learning rates and counts "
         "are rescaled as for a video at that rate (a --loo grid's own values of them stay as written) [default: 25, as "
         "image sequences are read]",
@@ -153,7 +157,11 @@ def run(args: argparse.Namespace) -> int:
     config = with_overrides(load_config(args.config), backend=args.backend, engine=args.engine)
     # For every detector below (the scores, --loo, --plot), as a scan of a source at that rate
     # sets it up: --inter-coded's values, then the rates at the rate the model sees frames.
-    config = for_source(config, DEFAULT_SEQUENCE_FPS if args.fps is None else args.fps, inter_coded=args.inter_coded)
+    fps = DEFAULT_SEQUENCE_FPS if args.fps is None else args.fps
+    config = for_source(config, fps, inter_coded=args.inter_coded)
+    # Events as a scan of the footage reports them: every labelled frame is scored (a skipped
+    # one with the mask held over it, as a scan feeds its events), so at the footage's rate.
+    event_rules = EventRules.from_config(config["events"], fps)
     skip, downscale = config["scan"]["frame_skip"], config["scan"]["downscale"]
     unused = [
         key
@@ -237,7 +245,9 @@ def run(args: argparse.Namespace) -> int:
                 methods = [config_method(config, cuda, label)] + (classic_baselines() if args.baselines else [])
                 bar = _progress(len(folder.frames), args.quiet, folder.name)
                 try:
-                    evaluation = evaluate(folder, methods, skip=args.skip, min_area=config["events"]["min_area"], progress=bar)
+                    evaluation = evaluate(
+                        folder, methods, skip=args.skip, min_area=config["events"]["min_area"], progress=bar, event_rules=event_rules
+                    )
                 finally:
                     bar.close()
                 # After the bar: a line logged while it shows would share its line.

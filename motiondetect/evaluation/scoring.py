@@ -25,8 +25,16 @@ Scoring follows the CDnet rules (Goyette et al., CVPR Workshops 2012; Wang et al
   0.001 by default) of its pixels move, in the labels (GT 255) and in the mask (255), both
   counted inside the ROI as a fraction of the whole frame, the rule the events file uses.
   Precision, recall and F1 over the scored frames.
-- Events: runs of consecutive scored frames with motion. A ground-truth event is hit when a
-  detected event overlaps it; a detected event that overlaps none is a false event.
+- Events: the frame-level flags grouped as a scan's events file groups moving frames
+  (:class:`~motiondetect.outputs.events.EventSegmenter`), by the config's ``events.min_event_length``
+  (an event starts after that many seconds of consecutive moving frames: 0.1 s, 3 frames at 25
+  frames/s) and ``events.merge_gap`` (shorter pauses merge: 2 s), at the footage's frame rate
+  (``evaluate --fps``, 25 by default), over the scored frames in order (:class:`EventRules`).
+  Detected events group the mask's flags; ground-truth events the labels' flags, the events a
+  perfect detector would make the scan report. Each spans its motion, from its first moving frame
+  to its last: no padding (``time_before``/``time_after`` would join events whose motion does not
+  overlap) and no ``max_area``. A ground-truth event is hit when a detected event overlaps it; a
+  detected event that overlaps none is a false event.
 
 Optionally (``--baselines``) the classic anchors run on the same frames, side by side, each
 with its default parameters, as it is and with a 5x5 median on its mask: OpenCV's MOG2 and KNN,
@@ -47,6 +55,7 @@ import importlib.util
 import logging
 import os
 import re
+import statistics
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -58,9 +67,11 @@ import numpy as np
 
 from motiondetect.core.errors import MotionDetectError
 from motiondetect.core.safety import native_output_silenced
-from motiondetect.pipeline.config import build_filters
+from motiondetect.outputs.events import EventSegmenter
+from motiondetect.pipeline.config import EVENT_SETTINGS, build_filters
 from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.pipeline.frame_skip import FrameSkipper
+from motiondetect.sources.video import DEFAULT_SEQUENCE_FPS
 
 log = logging.getLogger("motiondetect")
 
@@ -356,7 +367,8 @@ class FrameScore(ConfusionCounts):
 
 
 def runs(flags: list[bool]) -> list[tuple[int, int]]:
-    """``(first, last)`` positions (inclusive) of each run of consecutive ``True`` in ``flags``."""
+    """``(first, last)`` positions (inclusive) of each run of consecutive ``True`` in ``flags``
+    (the events of :class:`EventRules` with ``min_event_length`` and ``merge_gap`` 0)."""
     out, start = [], None
     for i, flag in enumerate([*flags, False]):
         if flag and start is None:
@@ -367,9 +379,70 @@ def runs(flags: list[bool]) -> list[tuple[int, int]]:
     return out
 
 
+@dataclass(frozen=True)
+class EventRules:
+    """How the frames' motion flags group into events: as a scan's events file groups its moving
+    frames (:class:`~motiondetect.outputs.events.EventSegmenter`), without padding.
+
+    Attributes:
+        min_event_length: seconds of consecutive moving frames that start an event (the config's
+            ``events.min_event_length``; 0.1: 3 frames at 25 frames/s).
+        merge_gap: seconds; pauses up to that long inside an event merge (``events.merge_gap``).
+        fps: frame rate of the footage, frames/s (> 0): that of the frames scored, each labelled
+            frame being scored (with ``scan.frame_skip`` a skipped frame scores the mask held
+            over it, as a scan feeds it to its events). Where the labelled frames are each N
+            frame numbers apart (the median step), the rules apply at ``fps / N``.
+
+    ``time_before`` and ``time_after`` are left out (padding would join events whose motion does
+    not overlap), and so is ``max_area`` (``evaluate`` does not apply it).
+    """
+
+    min_event_length: float = EVENT_SETTINGS["min_event_length"][1]
+    merge_gap: float = EVENT_SETTINGS["merge_gap"][1]
+    fps: float = DEFAULT_SEQUENCE_FPS
+
+    @classmethod
+    def from_config(cls, events: dict[str, Any], fps: float) -> EventRules:
+        """The rules of a validated config's ``events`` section at ``fps`` frames/s."""
+        return cls(events["min_event_length"], events["merge_gap"], fps)
+
+    def segment(self, flags: list[bool], step: int = 1) -> list[tuple[int, int]]:
+        """``(first, last)`` positions (inclusive) in ``flags`` of each event's motion: its first
+        and last moving frame.
+
+        Args:
+            flags: whether each frame moves, consecutive frames in order.
+            step: frame numbers between consecutive flags (the rules apply at ``fps / step``).
+
+        Example:
+            >>> EventRules(0.1, 2.0, 25.0).segment([True, False, True, True, True, False, False, True])
+            [(2, 7)]
+        """
+        segmenter = EventSegmenter(
+            self.fps / step,
+            min_area=1.0,
+            min_event_length=self.min_event_length,
+            merge_gap=self.merge_gap,
+            time_before=0.0,
+            time_after=0.0,
+        )
+        for position, flag in enumerate(flags):
+            segmenter.update(position, 1.0 if flag else 0.0)
+        return [(e.motion_start_frame, e.motion_end_frame) for e in segmenter.finish()]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The rules, JSON-ready."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        """The rules in words, for a table's header."""
+        return f"events from {self.min_event_length:g} s of motion, pauses up to {self.merge_gap:g} s merged, at {self.fps:g} fps"
+
+
 @dataclass
 class EventScore:
-    """Ground-truth events (runs of motion frames) hit by detected events, and false events."""
+    """Ground-truth events hit by detected events, and false events: each event the ``(first,
+    last)`` frame numbers of its motion (:class:`EventRules`)."""
 
     truth: list[tuple[int, int]] = field(default_factory=list)
     detected: list[tuple[int, int]] = field(default_factory=list)
@@ -428,6 +501,8 @@ class Scorer:
         roi: ``(H, W)`` bool region of interest, or ``None`` for the whole frame.
         min_area: fraction of the frame's pixels, in [0, 1], that must move for a frame to
             have motion (the config's ``events.min_area``).
+        event_rules: how the frames with motion group into events (:attr:`events`); ``None``:
+            the config's defaults at 25 frames/s (:class:`EventRules`).
 
     Example:
         >>> scorer = Scorer(None, 0.001)
@@ -436,9 +511,10 @@ class Scorer:
         (1, 2, 0, 0)
     """
 
-    def __init__(self, roi: np.ndarray | None, min_area: float) -> None:
+    def __init__(self, roi: np.ndarray | None, min_area: float, event_rules: EventRules | None = None) -> None:
         self.roi = roi
         self.min_area = min_area
+        self.event_rules = EventRules() if event_rules is None else event_rules
         self.pixel = PixelScore()
         self.frames = FrameScore()
         self.truth_flags: list[bool] = []
@@ -479,11 +555,21 @@ class Scorer:
         self.numbers.append(len(self.numbers) if number is None else number)
 
     @property
+    def number_step(self) -> int:
+        """Frame numbers between consecutive scored frames: the median step (1 with fewer than two
+        frames, or numbers that do not increase)."""
+        steps = [b - a for a, b in zip(self.numbers, self.numbers[1:])]
+        return max(1, statistics.median_low(steps)) if steps else 1
+
+    @property
     def events(self) -> EventScore:
-        """Events over the frames scored so far, as frame numbers."""
+        """Events over the frames scored so far, as frame numbers: the labels' flags and the
+        mask's, each grouped by :attr:`event_rules` over the scored frames in order (positions
+        among them, at ``fps`` over :attr:`number_step`)."""
+        step = self.number_step
 
         def numbered(flags):
-            return [(self.numbers[a], self.numbers[b]) for a, b in runs(flags)]
+            return [(self.numbers[a], self.numbers[b]) for a, b in self.event_rules.segment(flags, step)]
 
         return EventScore(numbered(self.truth_flags), numbered(self.predicted_flags))
 
@@ -717,6 +803,8 @@ class Evaluation:
     #: The values of the label images read (:class:`LabelValues`), or ``None`` where
     #: :func:`evaluate` was given decoded frames (it did not read them).
     label_values: LabelValues | None = None
+    #: How the frames with motion group into events (:class:`EventRules`).
+    event_rules: EventRules = field(default_factory=EventRules)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: the folder, what was scored, and each method's pixel, frame and event scores."""
@@ -730,6 +818,7 @@ class Evaluation:
             "temporal_roi": list(self.folder.temporal_roi) if self.folder.temporal_roi else None,
             "roi_fraction": 1.0 if self.folder.roi is None else float(self.folder.roi.mean()),
             "min_area": self.min_area,
+            "event_rules": self.event_rules.as_dict(),
             "methods": [
                 {
                     "name": method.name,
@@ -802,6 +891,7 @@ def evaluate(
     progress=None,
     frames: Iterable[DecodedFrame] | None = None,
     scorer: type[Scorer] = Scorer,
+    event_rules: EventRules | None = None,
 ) -> Evaluation:
     """Run every method over the folder's frames in order and score them.
 
@@ -815,6 +905,8 @@ def evaluate(
             read them now, counting the label images' values (:attr:`Evaluation.label_values`).
         scorer: the :class:`Scorer` class each method's scores accumulate in (a subclass can
             count more, as ``benchmarks/miss_bands.py``'s counts by row).
+        event_rules: how frames with motion group into events (:class:`EventRules`), or
+            ``None`` for the config's defaults at 25 frames/s.
 
     Returns:
         The :class:`Evaluation`.
@@ -822,7 +914,8 @@ def evaluate(
     Raises:
         GroundTruthError: a frame or label image cannot be decoded or has another size.
     """
-    scorers = [scorer(folder.roi, min_area) for _ in methods]
+    event_rules = EventRules() if event_rules is None else event_rules
+    scorers = [scorer(folder.roi, min_area, event_rules) for _ in methods]
     scored: list[int] = []
     processed = 0
     # Counted where the labels are read, so a clip decoded once and scored many times (tuning) is not recounted.
@@ -837,7 +930,7 @@ def evaluate(
         for scorer, mask in zip(scorers, masks):
             scorer.add(mask, labels, number)
         scored.append(number)
-    return Evaluation(folder, skip, min_area, processed, scored, list(zip(methods, scorers)), label_values)
+    return Evaluation(folder, skip, min_area, processed, scored, list(zip(methods, scorers)), label_values, event_rules)
 
 
 # -- output ------------------------------------------------------------------------------------
@@ -854,7 +947,8 @@ def format_table(evaluation: Evaluation) -> str:
     roi = "whole frame" if folder.roi is None else f"ROI {100 * folder.roi.mean():.0f} % of the frame"
     lines = [
         f"{folder.name}: {evaluation.processed} frames {width}x{height}, {len(scored)} scored ({span}; "
-        f"first {evaluation.skip} not scored), {roi}, frame has motion at >= {100 * evaluation.min_area:g} % of pixels"
+        f"first {evaluation.skip} not scored), {roi}, frame has motion at >= {100 * evaluation.min_area:g} % of pixels, "
+        + evaluation.event_rules.describe()
     ]
     rows = []
     for method, scorer in evaluation.scores:
