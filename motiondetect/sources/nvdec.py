@@ -223,6 +223,7 @@ class NvdecSource:
             self._demuxer = _demuxer(nvc, self.source)
         except Exception as exc:  # the binding raises plain exceptions
             raise VideoOpenFailure(f"cannot open {path!r} for NVDEC: {exc}") from None
+        # Where PyAV named no format: the demuxer's word (right but for the case above).
         depth, chroma = self._demuxer.BitDepth(), str(self._demuxer.ChromaFormat())
         if depth != 8 or not chroma.endswith("420"):
             raise NvdecUnavailable(f"NVDEC path takes 8-bit 4:2:0 video; {path!r} is {depth}-bit {chroma.rsplit('.', 1)[-1]}")
