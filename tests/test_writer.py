@@ -141,7 +141,7 @@ def test_a_clip_cut_short_by_a_full_disk_is_removed_and_not_counted(tmp_path, fu
     sink._end(second)  # as the run's close does: nothing more to finish, no second error
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x_event0001.mp4"]
     assert decoded(tmp_path / "x_event0001.mp4") == 10
-    assert sink.describe() == f"1 clips in {tmp_path}"
+    assert sink.describe() == f"1 clip in {tmp_path}"
 
 
 def test_a_clip_that_cannot_be_finished_when_its_event_ends_stops_the_run_cleanly(tmp_path, full_disk):

@@ -145,7 +145,7 @@ class ClipSink(_EventFramesSink):
                 self.paths.remove(Path(writer.path))
 
     def describe(self):
-        return f"{len(self.paths)} clips in {self.folder}"
+        return f"{len(self.paths)} clip{'' if len(self.paths) == 1 else 's'} in {self.folder}"
 
 
 class MotionOnlySink(_EventFramesSink):
@@ -220,4 +220,4 @@ class CopiedClipSink(Sink):
         self.spans = copy_clips(self.source, spans, paths) if events else []
 
     def describe(self):
-        return f"{len(self.spans)} clips (stream copy) in {self.folder}"
+        return f"{len(self.spans)} clip{'' if len(self.spans) == 1 else 's'} (stream copy) in {self.folder}"

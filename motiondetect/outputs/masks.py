@@ -75,4 +75,4 @@ class MaskImagesSink(Sink):
         pass
 
     def describe(self):
-        return f"{self.count} masks in {self.folder}"
+        return f"{self.count} mask{'' if self.count == 1 else 's'} in {self.folder}"

@@ -591,7 +591,7 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
             outputs.append(str(paths.mask_video))
         if paths.masks is not None:
             _remove_stale_masks(paths.masks, item.name, len(fractions), item.chunks)
-            outputs.append(f"{len(fractions)} masks in {paths.masks}")
+            outputs.append(f"{len(fractions)} mask{'' if len(fractions) == 1 else 's'} in {paths.masks}")
         if annotated is not None and numbers and ((paths.clips is not None and not paths.clips_by_copy) or paths.only_motion):
             cut, finished = _cut_events(item, config, args, annotated, fractions, boxes, signals)
             outputs += cut
