@@ -538,12 +538,14 @@ def test_nvdec_reads_a_variable_frame_rate_file_at_the_cpu_decoders_rate(tmp_pat
 
     needs_nvdec()
     path = tmp_path / "vfr.mp4"
-    steps = np.random.default_rng(0).choice([33, 40, 66, 100], 119)
+    # 25 fps for 60 frames, then 12.5: FFmpeg guesses 25, the average is 16.75 (a file whose
+    # irregular steps make FFmpeg guess the average itself is read at n / fps, as a steady one).
+    stamps_ms = [40 * i for i in range(60)] + [2400 + 80 * i for i in range(64)]
     with av.open(str(h264(H264[1]))) as source, av.open(str(path), "w") as out:
         stream = out.add_stream("libx264")
         stream.width, stream.height, stream.pix_fmt = source.streams.video[0].width, source.streams.video[0].height, "yuv420p"
         stream.codec_context.time_base = fractions.Fraction(1, 1000)
-        for pts, frame in zip(np.concatenate([[0, 20, 40, 60, 80], 80 + np.cumsum(steps)]), source.decode(video=0)):
+        for pts, frame in zip(stamps_ms, source.decode(video=0)):
             picture = frame.reformat(format="yuv420p")
             picture.pts, picture.time_base = int(pts), fractions.Fraction(1, 1000)
             for packet in stream.encode(picture):
@@ -551,12 +553,15 @@ def test_nvdec_reads_a_variable_frame_rate_file_at_the_cpu_decoders_rate(tmp_pat
         for packet in stream.encode():
             out.mux(packet)
     reports = {}
-    for decoder in ("nvdec", "cpu"):
+    for decoder in ("nvdec", "auto", "cpu"):
         folder = tmp_path / decoder
         folder.mkdir()
         rc, _, err = run_cli(monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--no-video")
         assert rc == 0, err
         reports[decoder] = json.loads((folder / "vfr_motion.json").read_text())
-    assert reports["nvdec"]["decoder"].startswith("NVDEC")
-    assert reports["nvdec"]["fps"] == reports["cpu"]["fps"] < 25  # the average, not the first frames' 50
-    assert reports["nvdec"]["events"] == reports["cpu"]["events"]
+    assert reports["nvdec"]["decoder"].startswith("NVDEC") and reports["auto"]["decoder"].startswith("NVDEC")
+    assert reports["nvdec"]["fps"] == reports["cpu"]["fps"] < 25  # the average, not the first frames' 25
+    # The events are timed by the frames' own timestamps on both decoders, not at n / fps.
+    events = reports["cpu"]["events"]
+    assert events and all(e["end_time"] == round(stamps_ms[e["end_frame"]] / 1000, 3) for e in events), events
+    assert reports["nvdec"]["events"] == reports["auto"]["events"] == events

@@ -276,3 +276,22 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
 def test_unwritable_folder_raises_oserror(tmp_path):
     with pytest.raises(OSError):
         plot_motion(tmp_path / "missing" / "m.png", np.zeros(3), FPS, [], MIN_AREA)
+
+
+def test_frames_are_drawn_at_their_own_times(tmp_path):
+    # A variable-frame-rate input: frames 0-49 (moving) 0.2 s apart, to 9.8 s; the other 250
+    # squeezed into 10-11.96 s. At n / fps, 5 s would be frame 125, quiet.
+    fractions = np.full(FRAMES, QUIET)
+    fractions[:50] = MOVING
+    times = np.concatenate([0.2 * np.arange(50), 10 + 1.96 * np.arange(250) / 249])
+    drawn = {}
+    for name, given in (("timed", times), ("plain", None)):
+        path = tmp_path / f"{name}.png"
+        plot_motion(path, fractions, FPS, [], MIN_AREA, times=given)
+        image = read_png(path)
+        x = column(5.0)
+        near = lambda height: image[row(height) - 3 : row(height) + 4, x - 1 : x + 2].reshape(-1, 3)  # noqa: E731
+        drawn[name] = [not all(is_background(p) for p in near(f / TOP)) for f in (MOVING, QUIET)]
+    assert drawn == {"timed": [True, False], "plain": [False, True]}
+    with pytest.raises(ValueError, match="one value per frame"):
+        plot_motion(tmp_path / "bad.png", fractions, FPS, [], MIN_AREA, times=times[:-1])

@@ -35,7 +35,7 @@ def vfr_times_ms() -> list[int]:
     return times
 
 
-#: Frames 60-75 of the test videos hold a moving square; frame 60 is at 3.82 s in vfr_times_ms.
+#: Frames 60-75 of the test videos hold a moving square; frame 60 is at 3.92 s in vfr_times_ms.
 MOVING = range(60, 76)
 
 
@@ -120,9 +120,10 @@ def test_variable_frame_rate_file_is_read_at_its_average_rate(tmp_path, caplog, 
         with VideoHandler(path) as video:
             assert video.fps == pytest.approx(90 / seconds) and video.fps == pytest.approx(13.0, abs=0.05)
             frames = list(video)
-    assert len(frames) == 90 and frames[-1].time == pytest.approx(89 / video.fps)
-    # The last frame's own timestamp is 7.06 s: 6.85 s now, 1.78 s before.
-    assert abs(frames[-1].time - 7.06) < 0.25
+    # Each frame is at its own timestamp (the last at 7.06 s; 89 / fps put it at 6.85 s, and
+    # 89 / 50 at 1.78 s before the average rate was read).
+    assert len(frames) == 90 and video.timestamped
+    assert [f.time for f in frames] == [t / 1000 for t in vfr_times_ms()]
     (notice,) = vfr_notices(caplog)
     assert f"phone{suffix}" in notice and "50 fps" in notice and "13 fps" in notice and "--fps" in notice
 
@@ -235,12 +236,14 @@ def test_cli_times_a_variable_frame_rate_file_at_its_average(tmp_path, monkeypat
     assert report["fps"] == pytest.approx(13.0, abs=0.05)
     (event,) = report["events"]
     assert (event["motion_start_frame"], event["motion_end_frame"]) == (MOVING.start, MOVING.stop - 1)
-    # Frame 60's own timestamp is 3.82 s and frame 75's 5.44 s; read at 50 fps they were put
-    # at 1.2 and 1.5 s. Read at the average they are within 0.8 s of them (the rate changed
-    # inside the file: the first 30 frames are 50 fps, the rest 9.3).
+    # Frame 60's own timestamp is 3.92 s and frame 75's 5.54 s; read at 50 fps they were put
+    # at 1.2 and 1.5 s, at the average rate within 0.8 s of them (the rate changed inside the
+    # file: the first 30 frames are 50 fps, the rest 9.3). The event's times are its first and
+    # last frame's own.
     times = vfr_times_ms()
     for frame in (event["motion_start_frame"], event["motion_end_frame"]):
         assert abs(frame / report["fps"] - times[frame] / 1000) < 0.8
+    assert (event["start_time"], event["end_time"]) == (times[event["start_frame"]] / 1000, times[event["end_frame"]] / 1000)
     # The annotated video and the clip last as long as the input (1.8 s at 50 fps before).
     _, seconds, _, _, _ = probe(path)
     _, annotated, count, _, _ = probe(tmp_path / "phone_motion.mp4")

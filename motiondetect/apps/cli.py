@@ -468,7 +468,8 @@ def _run_one(
             log.info("notice: scan.batch %d is not used: this run goes one frame at a time (%s)", config["scan"]["batch"], batched)
         # The videos written play turned as the input does (its frames are read as stored).
         display_matrix = getattr(video, "display_matrix", None)
-        # NVDEC times frames at the rate the file is read at (a variable-frame-rate file's average).
+        # NVDEC reads the rate as the CPU decoder does (a variable-frame-rate file's average), and
+        # times such a file's frames by their own timestamps as it does.
         video, decoder = choose_decoder(config["decoder"], video, cuda, batched, video.fps, stack, check=ahead is None)
         batch = batch_size(config, video)
         log.debug(
@@ -486,7 +487,10 @@ def _run_one(
                 masks=detector.masks,
                 batch=batch,
             )
-        events = EventSegmenter.from_config(config["events"], video.fps, np.count_nonzero(roi) if roi is not None else width * height)
+        # A variable-frame-rate file's frames carry their own timestamps: the events take them.
+        frame_times = getattr(video, "timestamped", False)
+        area = np.count_nonzero(roi) if roi is not None else width * height
+        events = EventSegmenter.from_config(config["events"], video.fps, area, frame_times=frame_times)
         header: dict[str, Any] = {
             "motiondetect_version": __version__,
             "input": sources[0],

@@ -41,7 +41,9 @@ class Frame:
 
     Attributes:
         index: 0-based position in the stream.
-        time: timestamp in seconds (index / fps).
+        time: timestamp in seconds from the input's first frame: index / fps, except in a
+            variable-frame-rate video file read at its average rate, whose frames keep their
+            own timestamps (:attr:`~motiondetect.sources.video.VideoHandler.timestamped`).
         image: (H, W, 3) uint8 BGR (image sequences, cameras, URLs), or the decoded
             :class:`~motiondetect.core.picture.Picture` (video files).
     """

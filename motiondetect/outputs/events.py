@@ -17,7 +17,10 @@ plus the open event. The rules, after DVR-Scan's and Motion's (settings in ``con
   never overlap.
 
 Durations become whole frames at the input's frame rate, rounding half up (0.1 s at 25 fps is 3
-frames). Reports are JSON or CSV with the same fields (:func:`event_rows`).
+frames). An event's times are its first and last frame's: frame / fps, or, for a segmenter made
+with ``frame_times=True`` (a variable-frame-rate file, whose frames carry their own timestamps),
+the times given to :meth:`EventSegmenter.update` with those frames; the rules above still count
+frames at the average rate. Reports are JSON or CSV with the same fields (:func:`event_rows`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
@@ -121,6 +125,10 @@ class MotionEvent:
         bbox: (x, y, w, h) in input pixels holding the motion of every moving frame, or ``None``
             when no box was given.
         fps: frame rate, frames/s, for the times.
+        first_time, last_time: the times of start_frame and end_frame in seconds, where the
+            frames carry their own (a variable-frame-rate file's timestamps); ``None``: the
+            times are frame / fps. An open event's last_time, whose end frame is not read yet,
+            is the current frame's time plus the frames to it at ``fps``.
     """
 
     index: int
@@ -130,6 +138,8 @@ class MotionEvent:
     motion_end_frame: int
     fps: float
     stats: _Stats = field(default_factory=_Stats, repr=False)
+    first_time: float | None = None
+    last_time: float | None = None
 
     @property
     def peak_motion(self) -> float:
@@ -145,18 +155,22 @@ class MotionEvent:
 
     @property
     def start_time(self) -> float:
-        """Timestamp of the first frame, seconds."""
-        return self.start_frame / self.fps
+        """Timestamp of the first frame, seconds: :attr:`first_time`, else start_frame / fps."""
+        return self.start_frame / self.fps if self.first_time is None else self.first_time
 
     @property
     def end_time(self) -> float:
-        """Timestamp of the last frame, seconds."""
-        return self.end_frame / self.fps
+        """Timestamp of the last frame, seconds: :attr:`last_time`, else end_frame / fps."""
+        return self.end_frame / self.fps if self.last_time is None else self.last_time
 
     @property
     def duration(self) -> float:
-        """Length of the padded event in seconds: its frame count / fps (end_time - start_time + 1/fps)."""
-        return (self.end_frame - self.start_frame + 1) / self.fps
+        """Length of the padded event in seconds: its frame count / fps (end_time - start_time +
+        1/fps); with the frames' own times, end_time - start_time + 1/fps (the last frame's
+        length taken at the average rate)."""
+        if self.first_time is None or self.last_time is None:
+            return (self.end_frame - self.start_frame + 1) / self.fps
+        return self.last_time - self.first_time + 1 / self.fps
 
     @property
     def frame_count(self) -> int:
@@ -198,6 +212,9 @@ class EventSegmenter:
             ``min_pixels``.
         min_event_length, merge_gap, time_before, time_after: seconds >= 0.
         max_area: motion fraction, [0, 1], above which a frame is ignored (1.0: never).
+        frame_times: the events take their times from the times given to :meth:`update` with
+            their first and last frames (a variable-frame-rate file's own timestamps), not
+            frame / fps; durations in the rules stay whole frames at ``fps``.
 
     Raises:
         ValueError: ``fps`` <= 0, or ``min_pixels`` without ``area``.
@@ -221,6 +238,7 @@ class EventSegmenter:
         time_before: float = 1.5,
         time_after: float = 2.0,
         max_area: float = 1.0,
+        frame_times: bool = False,
     ) -> None:
         if not fps > 0:
             raise ValueError(f"fps must be > 0; got {fps}")
@@ -248,11 +266,14 @@ class EventSegmenter:
         self._run = _Stats()
         self._gap = _Stats()
         self._previous_end = -1
+        self.frame_times = frame_times
+        #: (index, time) of the recent frames an event may start or end at (frame_times only).
+        self._times: deque[tuple[int, float]] = deque(maxlen=max(self.lookback, self.gap_frames + 1) + 1)
 
     @classmethod
-    def from_config(cls, events: dict[str, Any], fps: float, area: int | None = None) -> EventSegmenter:
+    def from_config(cls, events: dict[str, Any], fps: float, area: int | None = None, frame_times: bool = False) -> EventSegmenter:
         """Build from a validated config's ``events`` section (see ``config.EVENT_SETTINGS``)."""
-        return cls(fps, area=area, **events)
+        return cls(fps, area=area, frame_times=frame_times, **events)
 
     @property
     def lookback(self) -> int:
@@ -268,9 +289,28 @@ class EventSegmenter:
         """Whether a frame with this motion fraction counts as moving."""
         return 0 < fraction and self.trigger <= fraction <= self.max_area
 
-    def update(self, index: int, fraction: float, bbox: Box | None = None) -> None:
-        """Feed frame ``index`` (consecutive from the first fed) with its motion fraction and box."""
+    def _time_of(self, index: int) -> float:
+        """The time of frame ``index`` (frame_times): its own where it was fed recently, else
+        the nearest fed frame's time moved by the frames between at ``fps``."""
+        times = self._times
+        newest_index, newest_time = times[-1]
+        if index >= newest_index:
+            return newest_time + (index - newest_index) / self.fps
+        for known_index, known_time in reversed(times):
+            if known_index == index:
+                return known_time
+            if known_index < index:
+                return known_time + (index - known_index) / self.fps
+        oldest_index, oldest_time = times[0]
+        return oldest_time - (oldest_index - index) / self.fps
+
+    def update(self, index: int, fraction: float, bbox: Box | None = None, time: float | None = None) -> None:
+        """Feed frame ``index`` (consecutive from the first fed) with its motion fraction and box;
+        ``time``: its time in seconds, which the events take with ``frame_times`` (without it,
+        or ``None``, index / fps)."""
         self.started = self.ended = None
+        if self.frame_times:
+            self._times.append((index, index / self.fps if time is None else time))
         if self.first_frame is None:
             self.first_frame = index
         self.last_frame = index
@@ -284,6 +324,8 @@ class EventSegmenter:
                 event.stats.add(fraction, bbox, True)
                 event.motion_end_frame = index
                 event.end_frame = index + self.after_frames
+                if self.frame_times:
+                    event.last_time = self._time_of(event.end_frame)
             else:
                 if not ignored:
                     self._gap.add(fraction, bbox, False)
@@ -299,12 +341,16 @@ class EventSegmenter:
         if self._run.frames >= self.min_frames:
             start = max(self.first_frame, self._run_start - self.before_frames, self._previous_end + 1)
             event = MotionEvent(len(self.events) + 1, start, index + self.after_frames, self._run_start, index, self.fps, self._run)
+            if self.frame_times:
+                event.first_time, event.last_time = self._time_of(start), self._time_of(event.end_frame)
             self.events.append(event)
             self.active = self.started = event
             self._run_start, self._run, self._gap = None, _Stats(), _Stats()
 
     def _close(self, event: MotionEvent, end: int) -> None:
         event.end_frame = end
+        if self.frame_times:
+            event.last_time = self._time_of(end)
         self._previous_end = end
         self.active = None
         self.ended = event
@@ -331,8 +377,10 @@ class EventSegmenter:
 
 
 def event_spans(events: list[MotionEvent]) -> list[tuple[float, float]]:
-    """Each padded event's (first frame's time, last frame's time), seconds from the input's start."""
-    return [(e.start_frame / e.fps, e.end_frame / e.fps) for e in events]
+    """Each padded event's (first frame's time, last frame's time), seconds from the input's
+    start (:attr:`MotionEvent.start_time` / ``end_time``: the frames' own times where the events
+    carry them)."""
+    return [(e.start_time, e.end_time) for e in events]
 
 
 def event_rows(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -48,7 +48,13 @@ _MISSING_MATPLOTLIB = "--plot needs matplotlib: pip install 'motiondetect[plot]'
 
 
 def plot_motion(
-    path: str | Path, fractions: np.ndarray, fps: float, events: Sequence[tuple[float, float]], min_area: float, title: str = ""
+    path: str | Path,
+    fractions: np.ndarray,
+    fps: float,
+    events: Sequence[tuple[float, float]],
+    min_area: float,
+    title: str = "",
+    times: np.ndarray | None = None,
 ) -> None:
     """Draw the motion fraction of every frame against time, with the events, to a PNG file.
 
@@ -61,7 +67,7 @@ def plot_motion(
     events are labelled; no label overlaps another or leaves the picture. The y axis is linear,
     from 0 to ``max(2 * min_area, largest fraction) * 1.05``. The picture is
     :data:`MOTION_SIZE` pixels with the axes at :data:`MOTION_AXES`, the x axis running from 0
-    to ``len(fractions) / fps``.
+    to ``len(fractions) / fps`` (with ``times``, to the last frame's time + 1 / fps).
 
     Args:
         path: the PNG file; its folder must exist. An existing file is replaced whole.
@@ -71,6 +77,8 @@ def plot_motion(
             (:attr:`~motiondetect.outputs.events.MotionEvent.start_time` / ``end_time``). May be empty.
         min_area: the event threshold, a motion fraction in [0, 1].
         title: heading of the picture (the input's name, say); empty for none.
+        times: (N,) time of each frame in seconds (a variable-frame-rate file's own
+            timestamps), or ``None``: frame ``i`` at ``i / fps``.
 
     Raises:
         UsageError: matplotlib is not installed.
@@ -89,7 +97,10 @@ def plot_motion(
     canvas = canvas_class(figure)
     axes = figure.add_axes(MOTION_AXES)
     frame_s = 1 / fps
-    duration = len(fractions) * frame_s
+    if times is not None and len(times) != len(fractions):
+        raise ValueError(f"times must be one value per frame: {len(times)} times, {len(fractions)} fractions")
+    x = np.arange(len(fractions)) * frame_s if times is None else np.asarray(times, dtype=np.float64)
+    duration = len(fractions) * frame_s if times is None or not len(x) else float(x[-1]) + frame_s
     peak = float(np.nanmax(fractions)) if len(fractions) and not np.all(np.isnan(fractions)) else 0.0
     top = max(2 * min_area, peak) * 1.05
     axes.set_xlim(0, duration if duration > 0 else 1.0)
@@ -97,7 +108,7 @@ def plot_motion(
 
     for start, end in events:
         axes.axvspan(start, end + frame_s, color=EVENT_COLOUR, alpha=EVENT_ALPHA, linewidth=0, zorder=1)
-    axes.plot(np.arange(len(fractions)) * frame_s, fractions, color=MOTION_COLOUR, linewidth=0.8, zorder=3)
+    axes.plot(x, fractions, color=MOTION_COLOUR, linewidth=0.8, zorder=3)
     axes.axhline(min_area, color=THRESHOLD_COLOUR, linestyle="--", linewidth=1, zorder=2)
     axes.annotate(
         f"min_area {min_area:g}",
@@ -294,13 +305,17 @@ class MotionPlotSink(Sink):
     def __init__(self, path: str | Path, events: EventSegmenter, fps: float, title: str = "") -> None:
         self.path, self.events, self.fps, self.title = Path(path), events, fps, title
         self.fractions: list[float] = []
+        self.times: list[float] = []
 
     def consume(self, frame, result):
         self.fractions.append(result.motion_fraction)
+        if self.events.frame_times:
+            self.times.append(frame.time)
 
     def close(self, summary):
         spans = event_spans(self.events.events)
-        plot_motion(self.path, np.asarray(self.fractions, np.float64), self.fps, spans, self.events.trigger, title=self.title)
+        times = np.asarray(self.times, np.float64) if self.events.frame_times else None  # the events' own times
+        plot_motion(self.path, np.asarray(self.fractions, np.float64), self.fps, spans, self.events.trigger, title=self.title, times=times)
 
     def describe(self):
         return str(self.path)

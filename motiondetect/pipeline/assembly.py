@@ -95,7 +95,9 @@ def choose_decoder(
         raise UsageError("--decoder nvdec decodes on the GPU: it needs the CUDA backend (--backend cuda or auto on a machine with a GPU)")
     source = None
     try:
-        source = stack.enter_context(NvdecSource(video.source, cuda, fps=fps, host=batched is not None))
+        # Frames timed as the CPU decoder times them (a variable-frame-rate file's own timestamps).
+        timestamped = getattr(video, "timestamped", False)
+        source = stack.enter_context(NvdecSource(video.source, cuda, fps=fps, host=batched is not None, timestamped=timestamped))
         if requested == "auto" and not source.exact:
             # Only exact codecs under auto: the results must not depend on the decoder.
             source.close()

@@ -88,7 +88,7 @@ class Runner:
                 if self.overlay is not None:
                     result = self.overlay.draw(frame, result)
                 if self.events is not None:
-                    self.events.update(frame.index, result.motion_fraction, result.bbox)
+                    self.events.update(frame.index, result.motion_fraction, result.bbox, time=frame.time)
                 for sink in self.sinks:
                     sink.consume(frame, result)
                 del frame, result  # free this frame's arrays before the next is decoded

@@ -257,7 +257,8 @@ class Scan:
 
 def chunk_frames(scan: Scan, chunk: Chunk, first_index: int, pairs: bool) -> Iterator[Frame]:
     """The frames a chunk's pipeline runs on: the warm-up, numbered ``first_index - 1``, then the
-    chunk's own, numbered from ``first_index`` (times ``index / fps``).
+    chunk's own, numbered from ``first_index`` (times ``index / fps``; a variable-frame-rate
+    file's, :attr:`~motiondetect.sources.video.VideoHandler.timestamped`, keep their own).
 
     A scan that :meth:`Scan.continues` with ``chunk`` gives its pending frame and those after it,
     with no warm-up (its pipeline has seen every frame before). Otherwise decoding starts at
@@ -302,9 +303,10 @@ def chunk_frames(scan: Scan, chunk: Chunk, first_index: int, pairs: bool) -> Ite
             if held is not None:
                 yield Frame(first_index - 1, held.time, held.image)
     n = 0
+    timestamped = getattr(video, "timestamped", False)  # the frames' times from the start of the file
     while frame is not None:
         index = first_index + n
-        yield Frame(index, index / video.fps, frame.image)
+        yield Frame(index, frame.time if timestamped else index / video.fps, frame.image)
         n += 1
         frame = scan.next_frame()
         if frame is not None and chunk.stop_pts is not None and video.pts == chunk.stop_pts:

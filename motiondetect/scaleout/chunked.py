@@ -40,6 +40,7 @@ import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,7 @@ class _Opened:
     frame_count: int | None
     inter_coded: bool  # VideoHandler.inter_coded: the model takes gaussian_background.still_frames_inter
     display_matrix: tuple[int, ...] | None = None  # VideoHandler.display_matrix: the videos written carry it
+    time_base: Fraction | None = None  # VideoHandler.time_base: its frames are timed by their own timestamps
 
 
 @dataclass
@@ -105,6 +107,7 @@ class _Input:
     inter_coded: bool = False  # _Opened.inter_coded
     display_matrix: tuple[int, ...] | None = None  # _Opened.display_matrix
     resumed: set[int] = field(default_factory=set)  # numbers of the chunks an earlier run finished
+    times: list[float] | None = None  # a variable-frame-rate file's frame times (_frame_times)
 
     @property
     def done(self) -> bool:
@@ -224,6 +227,8 @@ def run_chunked(args: argparse.Namespace, config: dict[str, Any], inputs: list[s
         ]
         # A local CPU cluster shares this machine's cores; other workers use their own.
         threads = None if cuda_here or args.scheduler else _decoder_threads(args.jobs or None)
+        for item, one, read in zip(items, opened, packets):
+            item.times = _frame_times(one, read)
         for item in items:
             for chunk in item.chunks:
                 if chunk.number not in item.results:
@@ -287,7 +292,20 @@ def _open(args, source: str) -> _Opened:
     with VideoHandler(source, fps=args.fps) as video:
         if not video.decodes_pictures:
             raise UsageError(f"{source!r}: --jobs and --scheduler split video files; image sequences, cameras and URLs run without them")
-        return _Opened(source, video.name, video.fps, video.size, video.frame_count, video.inter_coded, video.display_matrix)
+        return _Opened(
+            source, video.name, video.fps, video.size, video.frame_count, video.inter_coded, video.display_matrix, video.time_base
+        )
+
+
+def _frame_times(opened: _Opened, packets: Packets) -> list[float] | None:
+    """The times a sequential run gives the frames of a variable-frame-rate file
+    (:attr:`~motiondetect.sources.video.VideoHandler.timestamped`): its packets' presentation
+    timestamps in order, less the first, in seconds, frame ``n`` the ``n``-th (one packet per
+    frame); ``None`` for the other files, whose frame ``n`` is at ``n / fps``."""
+    if opened.time_base is None or not packets.stamps:
+        return None
+    first, base = packets.stamps[0], opened.time_base
+    return [float((stamp - first) * base) for stamp in packets.stamps]
 
 
 def _balance(packets: list[Packets], warmup: int | None, seconds: float, slots: int | None) -> Balance:
@@ -567,12 +585,18 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
     complete = len(ordered) == len(item.chunks)
     fractions = np.concatenate([r.fractions for r in ordered]) if ordered else np.zeros(0)
     boxes = [box for r in ordered for box in r.box_list()]
-    events = EventSegmenter.from_config(config["events"], item.fps, item.area)
+    decode_errors = sum(r.decode_errors for r in ordered)
+    times = item.times
+    if times is not None and (decode_errors or len(times) < len(fractions)):
+        # Frames lost to damage: which timestamp is whose is not known here.
+        log.warning("%s: frames could not be decoded, so its events are timed at %.4g fps, not by its timestamps", item.source, item.fps)
+        times = None
+    events = EventSegmenter.from_config(config["events"], item.fps, item.area, frame_times=times is not None)
     for index, (fraction, box) in enumerate(zip(fractions.tolist(), boxes)):
-        events.update(index, fraction, box)
+        events.update(index, fraction, box, time=None if times is None else times[index])
     paths, manifest = item.paths, item.manifest
     summary = RunSummary(frames=len(fractions), elapsed=elapsed, complete=complete, interrupted=interrupted and not complete)
-    summary.decode_errors = sum(r.decode_errors for r in ordered)
+    summary.decode_errors = decode_errors
     if not complete and failure is not None:
         summary.error = failure
     outputs: list[str] = []
@@ -607,7 +631,8 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
             copied.close(summary)
             outputs.append(copied.describe())
         if paths.plot is not None:
-            plot_motion(paths.plot, fractions, item.fps, event_spans(events.events), events.trigger, title=item.name)
+            plot_times = None if times is None else np.asarray(times[: len(fractions)], np.float64)
+            plot_motion(paths.plot, fractions, item.fps, event_spans(events.events), events.trigger, title=item.name, times=plot_times)
             outputs.append(str(paths.plot))
     except (MotionDetectError, OSError) as exc:
         summary.complete = False

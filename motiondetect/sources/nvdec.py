@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -136,6 +137,10 @@ class StreamFacts:
     pix_fmt: str
     #: Whether the stream is coded as interlaced fields (FFmpeg's field order is not progressive).
     interlaced: bool
+    #: The time base of the stream's timestamps where ``fps`` is a variable-frame-rate file's
+    #: average (the CPU decoder then times each frame by its own timestamp:
+    #: :attr:`~motiondetect.sources.video.VideoHandler.timestamped`), else ``None``.
+    varying_time_base: Fraction | None = None
 
 
 def _metadata(path: str) -> StreamFacts:
@@ -149,7 +154,7 @@ def _metadata(path: str) -> StreamFacts:
     try:
         with av.open(path) as container:
             stream = container.streams.video[0]
-            rate = stream_rates(stream)[0]  # as VideoHandler reads it (a variable-rate MP4's average)
+            rate, guessed = stream_rates(stream)  # as VideoHandler reads it (a variable-rate MP4's average)
             ctx = stream.codec_context
             pix_fmt = ctx.pix_fmt or ""
             return StreamFacts(
@@ -159,6 +164,7 @@ def _metadata(path: str) -> StreamFacts:
                 size=(ctx.width, ctx.height),
                 pix_fmt=pix_fmt,
                 interlaced=getattr(ctx, "field_order", 0) in INTERLACED_FIELD_ORDERS,
+                varying_time_base=stream.time_base if rate != guessed and rate > 0 else None,
             )
     except (av.FFmpegError, IndexError, UnicodeDecodeError) as exc:
         raise VideoOpenFailure(f"cannot open {path!r}: not a video FFmpeg can decode ({exc})") from None
@@ -187,6 +193,9 @@ class NvdecSource:
             decoder shares.
         fps: frame rate to assume, overriding the container's (as ``VideoHandler``'s).
         host: copy each frame to the host as a ``Picture``.
+        timestamped: time the frames of a variable-frame-rate file by their own timestamps
+            (:attr:`timestamped`), as the CPU decoder's ``VideoHandler`` whose ``fps`` is passed
+            on does; ``None``: when no ``fps`` is given.
 
     Raises:
         NvdecUnavailable: PyNvVideoCodec is missing, or the stream is not 8-bit 4:2:0 or its
@@ -197,7 +206,7 @@ class NvdecSource:
     is_live = False
     is_stream = False
 
-    def __init__(self, path: str, cuda, fps: float | None = None, host: bool = False) -> None:
+    def __init__(self, path: str, cuda, fps: float | None = None, host: bool = False, timestamped: bool | None = None) -> None:
         problem = nvdec_problem()
         if problem:
             raise NvdecUnavailable(f"NVDEC unavailable: {problem}")
@@ -215,6 +224,13 @@ class NvdecSource:
         facts = _metadata(self.source)
         self.frame_count, self.full_range, self.size = facts.frame_count, facts.full_range, facts.size
         self.fps = fps if fps is not None else (facts.fps if 0 < facts.fps < 1000 else 25.0)
+        #: The frames are timed by their own timestamps, as the CPU decoder times them
+        #: (:attr:`~motiondetect.sources.video.VideoHandler.timestamped`): a variable-frame-rate
+        #: file read at its average rate. Frame ``n``'s timestamp is the ``n``-th smallest of the
+        #: file's packets' (:attr:`pts`), so frames lost to damage shift the later ones' times.
+        self.timestamped = facts.varying_time_base is not None and (fps is None if timestamped is None else timestamped)
+        self._time_base = facts.varying_time_base
+        self._last_time: float | None = None
         # PyAV's format, not the demuxer's BitDepth(): that reads 8 for a 10-bit HEVC in Matroska,
         # whose P016 surfaces the NV12 path would then misread.
         if facts.pix_fmt and facts.pix_fmt not in NV12_FORMATS:
@@ -385,7 +401,7 @@ class NvdecSource:
         for _ in range(before):
             if next(self._packets, None) is None:
                 raise VideoOpenFailure(f"{self.source!r}: the file ended before the packet with timestamp {pts}")
-        self._position = index
+        self._position, self._last_time = index, None
 
     def _jump(self, pts: int, index: int) -> bool:
         """Seek the demuxer to the keyframe numbered ``index`` (timestamp ``pts``) when the
@@ -416,7 +432,7 @@ class NvdecSource:
             self._packets = iter(self._demuxer)
             return False
         self._packets = itertools.chain([first], packets)
-        self._position = index
+        self._position, self._last_time = index, None
         self._local = timeline
         return True
 
@@ -449,7 +465,23 @@ class NvdecSource:
                 )
             index = self._position
             self._position += 1
-            yield Frame(index, index / self.fps, frame.to_picture() if self.host else frame)
+            yield Frame(index, self._frame_time(index), frame.to_picture() if self.host else frame)
+
+    def _frame_time(self, index: int) -> float:
+        """The time of frame ``index``, the one last decoded, in seconds: ``index / fps``, or in a
+        :attr:`timestamped` file its timestamp less the file's first, as the CPU decoder gives
+        it (a frame without one: a frame at ``fps`` after the previous; never before it)."""
+        if not self.timestamped:
+            return index / self.fps
+        pts, stamps, last = self.pts, self._timeline()[1], self._last_time
+        if pts is None or not stamps or self._time_base is None:
+            time = index / self.fps if last is None else last + 1 / self.fps
+        else:
+            time = float((pts - stamps[0]) * self._time_base)
+            if last is not None and time < last:
+                time = last
+        self._last_time = time
+        return time
 
     def skip(self, count: int) -> int:
         """Decode and drop ``count`` frames (exact, as ``VideoHandler.skip``); return how many."""

@@ -261,6 +261,18 @@ class PyAVCapture:
         return None if self._stream is None or not self._stream.duration else int(self._stream.duration)
 
     @property
+    def time_base(self):
+        """The video stream's time base (a ``Fraction`` of a second per ``pts`` tick), or ``None``
+        when not open or unknown."""
+        return None if self._stream is None else self._stream.time_base
+
+    @property
+    def start_time(self) -> int | None:
+        """The video stream's start (its first frame's timestamp as the container gives it), in
+        the stream's time base, or ``None`` when unknown or not open."""
+        return None if self._stream is None else self._stream.start_time
+
+    @property
     def codec(self) -> str:
         """FFmpeg's name of the video stream's decoder (``"h264"``...), ``""`` when not open."""
         return "" if self._stream is None else self._stream.codec_context.name
@@ -468,8 +480,14 @@ class VideoHandler:
         is_stream: the source is a network URL; a lost stream is reconnected a bounded number
             of times (:attr:`reconnect_attempts`), each attempt logged.
         fps: frames per second used for timestamps and for the output video: frame ``n`` is
-            at ``n / fps`` seconds, also in a variable-frame-rate file, whose own timestamps
-            drift from that where its rate changes.
+            at ``n / fps`` seconds, except in a variable-frame-rate file read at its average
+            rate (:attr:`timestamped`).
+        timestamped: the frames' times are the file's own timestamps: a video file read at
+            its average rate because its rate varies (:func:`stream_rates`, without ``fps``
+            given), whose frame ``n`` is at (its presentation timestamp - the first frame's)
+            x the time base, frame 0 at 0 s, where ``n / fps`` drifts from the timestamps
+            wherever the rate changes. ``False`` elsewhere: constant-rate files (frames lost
+            to damage included), a rate given as ``fps``, image sequences, cameras, URLs.
         display_matrix: a video file's display matrix (:func:`display_matrix`: the turn
             players apply, a phone's 90 degrees), for the videos written to carry; ``None``
             for none and for other sources. Frames, ROI and masks stay in the stored
@@ -540,6 +558,10 @@ class VideoHandler:
         self._pts_step: float | None = None  # 0: the timestamps are irregular, not checked
         self._steps_checked = self._gap_steps = 0  # timestamp steps checked since the step was learnt; gaps among them
         self._ended = False
+        self.timestamped = False
+        self._origin_pts: int | None = None  # the first frame's timestamp: time 0 of a timestamped file
+        self._pending_pts: int | None = None  # the timestamp of the frame held in _pending
+        self._last_time: float | None = None  # the time of the frame last yielded
         text = self.source
         self.is_stream = "://" in text
         if text.isdigit() or self.is_stream:
@@ -634,9 +656,10 @@ class VideoHandler:
         container_fps = cap.get(cv2.CAP_PROP_FPS)
         self.fps = fps if fps is not None else (container_fps if 0 < container_fps < 1000 else DEFAULT_SEQUENCE_FPS)
         if fps is None and isinstance(cap, PyAVCapture) and self.fps == container_fps != cap.guessed_fps:  # the average replaced the guess
+            self.timestamped = cap.time_base is not None
             log.info(
                 "notice: %r has a variable frame rate (%d frames in %.2f s, where its first timestamps suggest %.4g fps): "
-                "read at their average, %.4g fps; times drift where the rate changes (--fps sets the rate)",
+                "read at their average, %.4g fps, each frame timed by its own timestamp (--fps sets one rate for all)",
                 self.source,
                 count,
                 count / container_fps,
@@ -666,7 +689,9 @@ class VideoHandler:
         if not ok:
             raise VideoOpenFailure(f"no frames could be decoded from {self.source!r}")
         self._note_timestamp()
-        self._pending = first
+        self._pending, self._pending_pts = first, cap.pts
+        if self._origin_pts is None:
+            self._origin_pts = cap.pts
         size = (first.shape[1], first.shape[0])
         if size != self.size and not adopt_size:
             raise VideoOpenFailure(
@@ -682,6 +707,13 @@ class VideoHandler:
         any frame is read, it decodes one frame from a second opening of the file."""
         cap = self._capture
         return cap.display_matrix if isinstance(cap, PyAVCapture) else None
+
+    @property
+    def time_base(self):
+        """The time base (a ``Fraction`` of a second) of a :attr:`timestamped` file's timestamps,
+        else ``None``."""
+        cap = self._capture
+        return cap.time_base if self.timestamped and isinstance(cap, PyAVCapture) else None
 
     @property
     def decodes_pictures(self) -> bool:
@@ -735,8 +767,9 @@ class VideoHandler:
                 yield Frame(index, index / self.fps, image)
             return
         while self._capture is not None:
+            pts = None
             if self._pending is not None:
-                image, self._pending = self._pending, None
+                image, self._pending, pts = self._pending, None, self._pending_pts
             else:
                 ok, image = self._capture.read()
                 if not ok:
@@ -749,11 +782,36 @@ class VideoHandler:
                         self._count_missing_at_end()
                         return
                 self._note_timestamp()
+                if self.timestamped:
+                    pts = self._capture.pts
             if not (self.is_live or self.is_stream):
                 self._check_size(image, f"frame {self._position} of {self.source!r}", " (the resolution changed mid-stream)")
             index = self._position
             self._position += 1
-            yield Frame(index, index / self.fps, image)
+            yield Frame(index, self._frame_time(index, pts), image)
+
+    def _frame_time(self, index: int, pts: int | None) -> float:
+        """Frame ``index``'s time in seconds: ``index / fps``, or in a :attr:`timestamped` file
+        its timestamp ``pts`` less the first frame's, in seconds (a frame without a timestamp:
+        one frame at ``fps`` after the previous; never before it)."""
+        if not self.timestamped:
+            return index / self.fps
+        cap = self._capture
+        if self._origin_pts is None and index == 0:
+            self._origin_pts = pts
+        origin = self._origin_pts
+        if origin is None and isinstance(cap, PyAVCapture):
+            origin = self._origin_pts = cap.start_time
+        time_base = cap.time_base if isinstance(cap, PyAVCapture) else None
+        last = self._last_time
+        if pts is None or origin is None or time_base is None:
+            time = index / self.fps if last is None else last + 1 / self.fps
+        else:
+            time = float((pts - origin) * time_base)
+            if last is not None and time < last:  # a damaged timestamp: keep the order
+                time = last
+        self._last_time = time
+        return time
 
     def _check_size(self, image: np.ndarray | Picture, what: str, why: str = "") -> None:
         if (image.shape[1], image.shape[0]) != self.size:
@@ -912,7 +970,8 @@ class VideoHandler:
     def seek(self, pts: int, index: int) -> None:
         """Go on from the frame of this video file whose presentation timestamp is ``pts`` (a
         keyframe, in the stream's time base), numbered ``index``: the next frame yielded is that
-        one, with frame number ``index`` and time ``index / fps``, as in a run from the start.
+        one, with frame number ``index`` and time ``index / fps`` (a :attr:`timestamped` file:
+        its timestamp's, from the file's first frame), as in a run from the start.
 
         The container seeks to the keyframe at or before ``pts`` and decoding starts there;
         frames before the one with timestamp ``pts`` are dropped. A keyframe decodes on its own,
@@ -941,7 +1000,8 @@ class VideoHandler:
             if not ok:
                 break
             if cap.pts == pts:
-                self._pending, self._position = image, index
+                self._pending, self._pending_pts, self._position = image, pts, index
+                self._last_time = None
                 self._note_timestamp()
                 return
         raise VideoOpenFailure(f"{self.source!r}: no frame with timestamp {pts} after seeking to it (not a keyframe of this file)")
