@@ -903,3 +903,31 @@ def test_an_output_that_exists_stops_the_run_before_its_cluster_starts(monkeypat
     assert rc == 2
     assert "exists; pass --overwrite" in one_line_error(err)
     assert started == []
+
+
+def _warn_in_a_child(path: str) -> None:
+    import logging
+
+    from motiondetect.scaleout.chunk_task import worker_log_prefix
+
+    with open(path, "w") as sys.stderr:
+        worker_log_prefix()
+        worker_log_prefix()  # once a process
+        logging.getLogger("motiondetect").warning("'x.avi': 3 frames could not be decoded")
+        logging.getLogger("motiondetect").info("notice: said by the command once, not by every chunk")
+
+
+def test_a_worker_prints_warnings_as_the_command_does(tmp_path):
+    """A chunk's warnings (damaged frames) came out of the worker processes bare, beside the
+    command's 'motiondetect: ...' lines; the command's own process is left as it is."""
+    from motiondetect.scaleout.chunk_task import worker_log_prefix
+
+    child = multiprocessing.get_context("spawn").Process(target=_warn_in_a_child, args=(str(tmp_path / "err.txt"),))
+    child.start()
+    child.join(60)
+    assert (tmp_path / "err.txt").read_text() == "motiondetect: 'x.avi': 3 frames could not be decoded\n"
+    import logging
+
+    before = list(logging.getLogger("motiondetect").handlers)
+    worker_log_prefix()  # not a worker: nothing added
+    assert logging.getLogger("motiondetect").handlers == before

@@ -16,7 +16,10 @@ straight into their folder.
 from __future__ import annotations
 
 import gc
+import logging
+import multiprocessing
 import os
+import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -335,6 +338,20 @@ def anchor_on_first_frame(detector, source: str, fps: float | None, threads: int
     detector.process(first.image)
 
 
+def worker_log_prefix() -> None:
+    """In a worker process, whose logging the command did not set up, print the package's
+    warnings (a chunk's damaged frames, say) as the command prints its own, ``motiondetect: ...``,
+    where Python's last-resort handler printed them bare. Once a process; nothing in the
+    command's own process, where the root handler prints them."""
+    logger = logging.getLogger("motiondetect")
+    if multiprocessing.parent_process() is None or logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("motiondetect: %(message)s"))
+    handler.setLevel(logging.WARNING)  # the notices of every chunk would repeat the command's
+    logger.addHandler(handler)
+
+
 def _injected_worker_death(chunk: Chunk) -> None:
     """Test-only: end this process at once on the first attempt at the chunk named by
     :data:`KILL_WORKER_ENV` (nothing happens when it is unset)."""
@@ -433,6 +450,7 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
     from motiondetect.pipeline.runner import Runner
     from motiondetect.scaleout import open_scans
 
+    worker_log_prefix()
     _injected_worker_death(job.chunk)
     kept = open_scans.take(job.run, job.input_number, job.chunk.number) if job.run else None
     if isinstance(kept, Scan) and kept.continues(job.chunk):
