@@ -32,7 +32,7 @@ from motiondetect.core.picture import Picture
 from motiondetect.core.safety import native_output_silenced
 from motiondetect.core.types import Frame
 from motiondetect.gpu import early_start
-from motiondetect.sources.video import stream_rates
+from motiondetect.sources.video import stream_rates, timestamp_seconds
 
 log = logging.getLogger("motiondetect")
 
@@ -473,15 +473,10 @@ class NvdecSource:
         it (a frame without one: a frame at ``fps`` after the previous; never before it)."""
         if not self.timestamped:
             return index / self.fps
-        pts, stamps, last = self.pts, self._timeline()[1], self._last_time
-        if pts is None or not stamps or self._time_base is None:
-            time = index / self.fps if last is None else last + 1 / self.fps
-        else:
-            time = float((pts - stamps[0]) * self._time_base)
-            if last is not None and time < last:
-                time = last
-        self._last_time = time
-        return time
+        stamps = self._timeline()[1]
+        origin = stamps[0] if stamps else None
+        self._last_time = timestamp_seconds(self.pts, origin, self._time_base, self._last_time, index, self.fps)
+        return self._last_time
 
     def skip(self, count: int) -> int:
         """Decode and drop ``count`` frames (exact, as ``VideoHandler.skip``); return how many."""

@@ -142,6 +142,17 @@ def stream_rates(stream) -> tuple[float, float]:
     return (guessed if found is None else found), guessed
 
 
+def timestamp_seconds(pts: int | None, origin: int | None, time_base, last: float | None, index: int, fps: float) -> float:
+    """A frame's time in seconds from its presentation timestamp: ``(pts - origin) * time_base``
+    (``time_base`` a ``Fraction`` of a second), never before ``last`` (the previous frame's time:
+    a damaged timestamp keeps the order); where a value is missing, one frame at ``fps`` after
+    ``last``, or ``index / fps`` for a first frame."""
+    if pts is None or origin is None or time_base is None:
+        return index / fps if last is None else last + 1 / fps
+    time = float((pts - origin) * time_base)
+    return time if last is None or time >= last else last
+
+
 def display_matrix(frame) -> tuple[int, ...] | None:
     """The display matrix of a decoded PyAV frame: nine integers in FFmpeg's
     ``AV_FRAME_DATA_DISPLAYMATRIX`` layout (16.16 fixed point, 2.30 in the last column), which
@@ -804,15 +815,8 @@ class VideoHandler:
         if origin is None and isinstance(cap, PyAVCapture):
             origin = self._origin_pts = cap.start_time
         time_base = cap.time_base if isinstance(cap, PyAVCapture) else None
-        last = self._last_time
-        if pts is None or origin is None or time_base is None:
-            time = index / self.fps if last is None else last + 1 / self.fps
-        else:
-            time = float((pts - origin) * time_base)
-            if last is not None and time < last:  # a damaged timestamp: keep the order
-                time = last
-        self._last_time = time
-        return time
+        self._last_time = timestamp_seconds(pts, origin, time_base, self._last_time, index, self.fps)
+        return self._last_time
 
     def _check_size(self, image: np.ndarray | Picture, what: str, why: str = "") -> None:
         if (image.shape[1], image.shape[0]) != self.size:
