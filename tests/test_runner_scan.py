@@ -105,7 +105,7 @@ class EventFrames(_EventFramesSink):
         self.open.append(event.index)
         self.written[event.index] = []
 
-    def _write(self, event, image):
+    def _write(self, event, image, time):
         assert self.open == [event.index]
         self.written[event.index].append(int(image[0]))
 

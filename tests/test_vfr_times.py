@@ -191,3 +191,62 @@ def test_nvdec_is_told_the_time_base_of_a_variable_rate_file_only(halving, backg
     assert _metadata(str(halving)).varying_time_base is not None
     steady = encode(tmp_path / "steady.mp4", [40 * i for i in range(60)], background)
     assert _metadata(str(steady)).varying_time_base is None
+
+
+def _times_of(path: Path) -> list[float]:
+    return [t for t, _ in decoded(path)]
+
+
+def _only_motion_times(events: list[dict], times: list[float], fps: float) -> list[float]:
+    """Where ``--only-motion`` puts the events' frames: at their own times, each event one
+    period (1 / fps) after the last frame of the one before."""
+    placed: list[float] = []
+    for event in events:
+        own = times[event["start_frame"] : event["end_frame"] + 1]
+        shift = own[0] - (placed[-1] + 1 / fps if placed else 0.0)
+        placed += [t - shift for t in own]
+    return placed
+
+
+@pytest.mark.parametrize("jobs", [[], ["--jobs", "2", "--chunk", "2"]], ids=["sequential", "jobs"])
+def test_the_videos_written_keep_the_frames_times(halving, tmp_path, monkeypatch, capsys, jobs):
+    """The annotated video, the mask video and the re-encoded clips place each frame at its
+    time in the input (less the first frame's, or the clip's), to 1/90,000 s; before, frame n
+    was at n / fps, 2.5 s early at frame 175 (a joined --jobs video too)."""
+    args = [halving, "--backend", "cpu", "-o", "out.mp4", "--mask-out", "mask.mp4", "--clips", "clips", "-q", *jobs]
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, *args)
+    assert rc == 0, err
+    times = [t / 1000 for t in halving_times_ms()]
+    for name in ("out.mp4", "mask.mp4"):
+        assert _times_of(tmp_path / name) == pytest.approx(times, abs=2e-5), name
+    events = _events(tmp_path)
+    assert len(events) == 2
+    for event in events:
+        clip = _times_of(tmp_path / "clips" / f"phone_event{event['index']:04d}.mp4")
+        own = times[event["start_frame"] : event["end_frame"] + 1]
+        assert clip == pytest.approx([t - own[0] for t in own], abs=2e-5)
+    # The second event lies in the half at 12.5 fps: its clip's frames are 80 ms apart.
+    late = _times_of(tmp_path / "clips" / "phone_event0002.mp4")
+    assert np.diff(late) == pytest.approx(0.08, abs=2e-5)
+
+
+@pytest.mark.parametrize("jobs", [[], ["--jobs", "2", "--chunk", "2"]], ids=["sequential", "jobs"])
+def test_only_motion_keeps_the_frames_steps(halving, tmp_path, monkeypatch, capsys, jobs):
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, halving, "--backend", "cpu", "-o", "m.mp4", "--only-motion", "-q", *jobs)
+    assert rc == 0, err
+    times = [t / 1000 for t in halving_times_ms()]
+    events = _events(tmp_path)
+    assert len(events) == 2
+    with VideoHandler(halving) as video:
+        fps = video.fps
+    assert _times_of(tmp_path / "m.mp4") == pytest.approx(_only_motion_times(events, times, fps), abs=2e-5)
+
+
+def test_a_window_of_a_live_file_starts_its_video_at_zero(tmp_path, monkeypatch, capsys, sample_clip):
+    """``--live --start 20``: the frames keep their media times (20 s on); the recording still
+    starts at 0 (it began with 20 s of nothing)."""
+    args = [sample_clip, "--backend", "cpu", "--live", "--no-preview", "--start", "20", "--end", "22", "-o", "lv.mp4", "-q"]
+    rc, _, err = run_cli(monkeypatch, capsys, tmp_path, *args)
+    assert rc == 0, err
+    times = _times_of(tmp_path / "lv.mp4")
+    assert times[0] == 0 and len(times) > 10

@@ -248,8 +248,11 @@ def test_cli_times_a_variable_frame_rate_file_at_its_average(tmp_path, monkeypat
     _, seconds, _, _, _ = probe(path)
     _, annotated, count, _, _ = probe(tmp_path / "phone_motion.mp4")
     assert count == 90 and annotated == pytest.approx(seconds, abs=0.1)
+    # The clip keeps its frames' own times: it spans them, not clip_frames / fps.
     _, clip, clip_frames, _, _ = probe(tmp_path / "clips" / "phone_event0001.mp4")
-    assert clip == pytest.approx(clip_frames / report["fps"], abs=0.1)
+    first, last = event["start_frame"], event["end_frame"]
+    assert clip_frames == last - first + 1
+    assert clip == pytest.approx((times[last] - times[first] + times[last] - times[last - 1]) / 1000, abs=0.1)
 
 
 # -- orientation ---------------------------------------------------------------------------

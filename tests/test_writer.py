@@ -131,13 +131,13 @@ def test_a_clip_cut_short_by_a_full_disk_is_removed_and_not_counted(tmp_path, fu
     first, second = (MotionEvent(i, start, start + 9, start, start + 9, 25.0) for i, start in ((1, 0), (2, 20)))
     sink._begin(first)
     for frame in frames(10):
-        sink._write(first, frame)
+        sink._write(first, frame, 0.0)
     sink._end(first)
     full_disk(room=1)
     sink._begin(second)
     with pytest.raises(VideoOpenFailure, match="x_event0002.mp4.*removed"):
         for frame in frames(60):
-            sink._write(second, frame)
+            sink._write(second, frame, 0.0)
     sink._end(second)  # as the run's close does: nothing more to finish, no second error
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x_event0001.mp4"]
     assert decoded(tmp_path / "x_event0001.mp4") == 10

@@ -306,21 +306,31 @@ def _add_scan_arguments(parser: argparse.ArgumentParser) -> None:
                 )
 
 
-def _scan_sinks(paths: OutputPaths, video, events: EventSegmenter, display_matrix: tuple[int, ...] | None = None) -> list[Sink]:
+def _scan_sinks(
+    paths: OutputPaths,
+    video,
+    events: EventSegmenter,
+    display_matrix: tuple[int, ...] | None = None,
+    timestamps: bool = False,
+    own_times: bool = False,
+) -> list[Sink]:
     """The footage-scanning outputs of one run: motion-only video, clips, mask video and images
-    (the videos carry the input's ``display_matrix``)."""
+    (the videos carry the input's ``display_matrix``). ``timestamps``: the frames' times place
+    them in the mask video (a live source, a variable-frame-rate file); ``own_times``: the
+    videos keep those times as they are (the latter; :class:`VideoWriter`'s)."""
     sinks: list[Sink] = []
     if paths.video is not None and paths.only_motion:
-        sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size, display_matrix))
+        sinks.append(MotionOnlySink(paths.video, events, video.fps, video.size, display_matrix, own_times=own_times))
     if paths.clips is not None:
         paths.clips.mkdir(exist_ok=True)
         remove_earlier(paths.clips, clip_name(video.name, 1), "clip")
         if paths.clips_by_copy:
             sinks.append(CopiedClipSink(video.source, paths.clips, video.name, events))
         else:
-            sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size, display_matrix))
+            sinks.append(ClipSink(paths.clips, video.name, events, video.fps, video.size, display_matrix, own_times=own_times))
     if paths.mask_video is not None:
-        sinks.append(MaskVideoSink(VideoWriter(paths.mask_video, video.fps, video.size, display_matrix=display_matrix)))
+        writer = VideoWriter(paths.mask_video, video.fps, video.size, display_matrix=display_matrix, own_times=own_times)
+        sinks.append(MaskVideoSink(writer, timestamps=timestamps))
     if paths.masks is not None:
         paths.masks.mkdir(exist_ok=True)
         remove_earlier(paths.masks, mask_name(video.name, 0), "mask")
@@ -533,10 +543,13 @@ def _run_one(
                     reader=frames if live else None,
                 )
             )
+        # Frames go into the videos at their times where a live source dropped some (on the
+        # output's frame grid) or a variable-frame-rate file's rate changes (exactly).
+        timestamps = live or frame_times
         if video_path and not args.only_motion:
-            writer = VideoWriter(video_path, video.fps, video.size, config["preset"], display_matrix=display_matrix)
-            sinks.append(VideoSink(BackgroundWriter(writer), timestamps=live))  # encodes on its own thread
-        sinks += _scan_sinks(paths, video, events, display_matrix)
+            writer = VideoWriter(video_path, video.fps, video.size, config["preset"], display_matrix=display_matrix, own_times=frame_times)
+            sinks.append(VideoSink(BackgroundWriter(writer), timestamps=timestamps))  # encodes on its own thread
+        sinks += _scan_sinks(paths, video, events, display_matrix, timestamps, own_times=frame_times)
         video_sink = next((s for s in sinks if isinstance(s, (VideoSink, MotionOnlySink))), None)
         if paths.plot is not None:
             sinks.append(MotionPlotSink(paths.plot, events, video.fps, title=video.name))

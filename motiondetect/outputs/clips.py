@@ -41,12 +41,13 @@ class _EventFramesSink(Sink):
 
     def __init__(self, events: EventSegmenter) -> None:
         self.events = events
-        self._recent: deque[tuple[int, np.ndarray]] = deque(maxlen=events.lookback)
-        self._held: list[tuple[int, np.ndarray]] = []
+        # (frame number, time in seconds, image) of frames waiting for an event, or past its padding
+        self._recent: deque[tuple[int, float, np.ndarray]] = deque(maxlen=events.lookback)
+        self._held: list[tuple[int, float, np.ndarray]] = []
         self._event: MotionEvent | None = None
 
     def consume(self, frame, result):
-        index, image, seg = frame.index, result.frame, self.events
+        index, time, image, seg = frame.index, frame.time, result.frame, self.events
         event = self._event
         if event is not None:
             if seg.ended is event:  # closed by this frame: the held frames are not part of it
@@ -55,25 +56,25 @@ class _EventFramesSink(Sink):
                 self._recent.extend(self._held)  # but may lead into the next event
                 self._held.clear()
             elif index <= event.end_frame:
-                for _, held in self._held:  # motion resumed: the pause belongs to the event
-                    self._write(event, held)
+                for _, held_time, held in self._held:  # motion resumed: the pause belongs to the event
+                    self._write(event, held, held_time)
                 self._held.clear()
-                self._write(event, image)
+                self._write(event, image, time)
                 return
             else:
-                self._held.append((index, image))
+                self._held.append((index, time, image))
                 return
         if seg.started is not None:
             event = seg.started
             self._begin(event)
             self._event = event  # only once its file is open
-            for old_index, old in self._recent:
+            for old_index, old_time, old in self._recent:
                 if old_index >= event.start_frame:
-                    self._write(event, old)
+                    self._write(event, old, old_time)
             self._recent.clear()
-            self._write(event, image)
+            self._write(event, image, time)
         else:
-            self._recent.append((index, image))
+            self._recent.append((index, time, image))
 
     def close(self, summary):
         # The segmenter has finished: the open event ends at its padding or at the last frame,
@@ -91,7 +92,8 @@ class _EventFramesSink(Sink):
     def _begin(self, event: MotionEvent) -> None: ...
 
     @abstractmethod
-    def _write(self, event: MotionEvent, image: np.ndarray) -> None: ...
+    def _write(self, event: MotionEvent, image: np.ndarray, time: float) -> None:
+        """Write one frame of ``event``: ``image`` (H, W, 3) uint8 BGR, ``time`` its time in seconds."""
 
     @abstractmethod
     def _end(self, event: MotionEvent) -> None: ...
@@ -111,6 +113,9 @@ class ClipSink(_EventFramesSink):
         size: (width, height) of the frames.
         display_matrix: the input's display matrix, for the clips to play turned as it does
             (:class:`~motiondetect.outputs.writer.VideoWriter`); ``None``: none.
+        own_times: each frame keeps its own time in the clip (the frame's ``time`` less the
+            clip's first frame's; a variable-frame-rate input), where ``False`` (default) puts
+            frame ``k`` of the clip at ``k / fps``.
     """
 
     def __init__(
@@ -121,20 +126,21 @@ class ClipSink(_EventFramesSink):
         fps: float,
         size: tuple[int, int],
         display_matrix: Sequence[int] | None = None,
+        own_times: bool = False,
     ) -> None:
         super().__init__(events)
         self.folder, self.stem, self.fps, self.size = Path(folder), stem, fps, size
-        self.display_matrix = display_matrix
+        self.display_matrix, self.own_times = display_matrix, own_times
         self.paths: list[Path] = []
         self._writer: VideoWriter | None = None
 
     def _begin(self, event):
         path = self.folder / clip_name(self.stem, event.index)
-        self._writer = VideoWriter(path, self.fps, self.size, display_matrix=self.display_matrix)
+        self._writer = VideoWriter(path, self.fps, self.size, display_matrix=self.display_matrix, own_times=self.own_times)
         self.paths.append(path)
 
-    def _write(self, event, image):
-        self._writer.write(image)
+    def _write(self, event, image, time):
+        self._writer.write(image, time=time if self.own_times else None)
 
     def _end(self, event):
         writer, self._writer = self._writer, None
@@ -158,21 +164,39 @@ class MotionOnlySink(_EventFramesSink):
     Args:
         path: the video file.
         events, fps, size, display_matrix: as :class:`ClipSink`.
+        own_times: each frame keeps its own time, less the frames left out before it (each
+            event follows the last frame of the one before by one period, ``1 / fps``); as
+            :class:`ClipSink`'s.
     """
 
     def __init__(
-        self, path: str | Path, events: EventSegmenter, fps: float, size: tuple[int, int], display_matrix: Sequence[int] | None = None
+        self,
+        path: str | Path,
+        events: EventSegmenter,
+        fps: float,
+        size: tuple[int, int],
+        display_matrix: Sequence[int] | None = None,
+        own_times: bool = False,
     ) -> None:
         super().__init__(events)
         self.path, self.fps, self.size, self.display_matrix = Path(path), fps, size, display_matrix
+        self.own_times = own_times
         self._writer: VideoWriter | None = None
+        self._last: tuple[MotionEvent, float] | None = None  # the event and time of the frame written last
+        self._cut = 0.0  # seconds of the input left out so far
 
     def _begin(self, event):
         if self._writer is None:
-            self._writer = VideoWriter(self.path, self.fps, self.size, display_matrix=self.display_matrix)
+            self._writer = VideoWriter(self.path, self.fps, self.size, display_matrix=self.display_matrix, own_times=self.own_times)
 
-    def _write(self, event, image):
-        self._writer.write(image)
+    def _write(self, event, image, time):
+        if not self.own_times:
+            self._writer.write(image)
+            return
+        if self._last is not None and self._last[0] is not event:
+            self._cut += time - self._last[1] - 1 / self.fps
+        self._last = (event, time)
+        self._writer.write(image, time=time - self._cut)
 
     def _end(self, event):
         pass

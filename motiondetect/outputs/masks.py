@@ -25,13 +25,16 @@ class MaskVideoSink(Sink):
 
     Args:
         writer: an open :class:`~motiondetect.outputs.writer.VideoWriter` of the frames' size.
+        timestamps: place each mask at its frame's time, as
+            :class:`~motiondetect.outputs.sinks.VideoSink` does.
     """
 
-    def __init__(self, writer: VideoWriter) -> None:
+    def __init__(self, writer: VideoWriter, timestamps: bool = False) -> None:
         self.writer = writer
+        self.timestamps = timestamps
 
     def consume(self, frame, result):
-        self.writer.write(cv2.cvtColor(result.mask, cv2.COLOR_GRAY2BGR))
+        self.writer.write(cv2.cvtColor(result.mask, cv2.COLOR_GRAY2BGR), time=frame.time if self.timestamps else None)
 
     def close(self, summary):
         self.writer.close()

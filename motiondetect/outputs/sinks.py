@@ -79,9 +79,10 @@ class VideoSink(Sink):
     """Writes the annotated frames (``result.frame``) to a video file.
 
     Args:
-        writer: the open :class:`~motiondetect.sources.video.VideoWriter`.
-        timestamps: place each frame at its own timestamp (a live source, where dropped frames
-            leave gaps) instead of one frame period after the last.
+        writer: the open :class:`~motiondetect.outputs.writer.VideoWriter`.
+        timestamps: place each frame at its own time (a live source, where dropped frames leave
+            gaps; a variable-frame-rate file, to a writer with ``own_times``) instead of one frame
+            period after the last.
     """
 
     def __init__(self, writer: VideoWriter, timestamps: bool = False) -> None:

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("motiondetect")
 
 
+#: The time base of :class:`VideoWriter`'s ``own_times`` (MPEG's 90 kHz system clock, which
+#: places a frame within 11 microseconds).
+EXACT_TIME_BASE = Fraction(1, 90000)
+
 #: Suffixes of the MP4/QuickTime family, whose muxer takes ``movflags``.
 MOV_SUFFIXES = (".mp4", ".mov", ".m4v", ".3gp", ".3g2")
 
@@ -65,6 +69,10 @@ class VideoWriter:
             given, as they turn the input's; ``None``: none. Where PyAV cannot write one
             (before ``VideoStream.set_display_matrix``; OpenCV's fallback), a notice says the
             video is in the stored orientation.
+        own_times: each frame keeps its own time (:meth:`write`'s ``time``) to 1/90,000 s
+            (:data:`EXACT_TIME_BASE`), so a variable-frame-rate input's frames play when they did
+            in the input; ``False`` (default): times are placed on the output's frame grid (one
+            period 1/fps). The OpenCV fallback writes every frame one period after the last.
 
     Attributes:
         removed: the file could not be finished (a full disk, any write error) and was removed:
@@ -83,6 +91,7 @@ class VideoWriter:
         preset: str = "veryfast",
         threads: int = 0,
         display_matrix: Sequence[int] | None = None,
+        own_times: bool = False,
     ) -> None:
         self.path = str(path)
         self.size = size
@@ -99,7 +108,7 @@ class VideoWriter:
         self._cv_writer: cv2.VideoWriter | None = None
         self.encoder = h264_encoder()
         if self.encoder:
-            self._open_pyav(fps, self.encoder, display_matrix)
+            self._open_pyav(fps, self.encoder, display_matrix, own_times)
         else:
             if not is_utf8(self.path):
                 raise VideoOpenFailure(f"cannot write video {self.path!r}: OpenCV's writer needs a UTF-8 file name (install PyAV)")
@@ -113,15 +122,18 @@ class VideoWriter:
             if display_matrix is not None:
                 _notice_stored_orientation("OpenCV's writer")
 
-    def _open_pyav(self, fps: float, encoder: str, display_matrix: Sequence[int] | None = None) -> None:
+    def _open_pyav(self, fps: float, encoder: str, display_matrix: Sequence[int] | None, own_times: bool) -> None:
         import av
         from av.video.stream import VideoStream
 
         width, height = self.size
         # 29.97 arrives as 29.97002997...: recover the NTSC ratio 30000/1001.
         self._rate = Fraction(fps).limit_denominator(1001 * 1000)
-        self._time_base = 1 / self._rate
-        self._pts = -1
+        self._time_base = EXACT_TIME_BASE if own_times else 1 / self._rate
+        self._period = max(1, round(1 / (self._rate * self._time_base)))  # one frame, in time-base units
+        self._pts: int | None = None  # the last frame's
+        self._step = self._period  # from the frame before the last to the last
+        self._origin: float | None = None  # the first frame's time: the output starts there
         try:
             self._container = container = av.open(self.path, "w", options=muxer_options(self.path))
             stream = container.add_stream(encoder, rate=self._rate)
@@ -159,9 +171,10 @@ class VideoWriter:
 
         Args:
             frame: the image.
-            time: its timestamp in seconds; frames are placed on the output's frame grid at this
-                time (gaps where a live source dropped frames). ``None``: one frame period after
-                the previous frame. The OpenCV fallback ignores it.
+            time: its timestamp in seconds; the frame is placed at this time less the first
+                frame's (on the output's frame grid, where gaps show frames a live source dropped;
+                exactly, with ``own_times``), never before the frame written last. ``None``: one
+                frame period after that frame. The OpenCV fallback ignores it.
 
         Raises:
             ValueError: the frame's size differs from the writer's.
@@ -188,14 +201,14 @@ class VideoWriter:
                 picture = av.VideoFrame.from_ndarray(i420, format="yuv420p")
             else:
                 picture = av.VideoFrame.from_ndarray(as_bgr(frame), format="bgr24")
-            self._pts = self._pts + 1 if time is None else max(self._pts + 1, round(time * self._rate))
-            picture.pts = self._pts
+            pts = self._place(time)
+            self._step = self._period if self._pts is None else pts - self._pts
+            picture.pts = self._pts = pts
             picture.time_base = self._time_base
             container = self._container
             assert container is not None  # opened with the stream
             try:
-                for packet in self._stream.encode(picture):
-                    container.mux(packet)
+                self._mux(container, self._stream.encode(picture))
             except av.FFmpegError as exc:
                 # FFmpeg must not be fed again after a failed write (PyAV 18 crashes flushing it):
                 # the file cannot be finished, so it goes now, which also frees the disk.
@@ -206,6 +219,25 @@ class VideoWriter:
             assert self._cv_writer is not None, "write() after close()"
             self._cv_writer.write(as_bgr(frame))
         self.frames_written += 1
+
+    def _mux(self, container: OutputContainer, packets) -> None:
+        """Mux encoded packets; the last frame's lasts as long as the step to it (the muxer takes
+        every other frame's duration from the next frame's timestamp; the encoder gives one tick)."""
+        for packet in packets:
+            if packet.pts == self._pts:
+                packet.duration = self._step
+            container.mux(packet)
+
+    def _place(self, time: float | None) -> int:
+        """The timestamp, in the time base's units, of the frame written next at ``time``."""
+        if self._pts is None:
+            self._origin = time
+            return 0
+        if time is None:
+            return self._pts + self._period
+        if self._origin is None:  # the first frame came without a time: it stands for time 0
+            self._origin = 0.0
+        return max(self._pts + 1, round((time - self._origin) / self._time_base))
 
     def close(self) -> None:
         """Flush the encoder and finish the file, so it plays up to the last frame written.
@@ -224,8 +256,7 @@ class VideoWriter:
             self._stream = self._container = None
             assert container is not None  # opened with the stream
             try:
-                for packet in stream.encode():
-                    container.mux(packet)
+                self._mux(container, stream.encode())
                 container.close()  # writes the index: an MP4 plays from here on
             except av.FFmpegError as exc:
                 failure = f"cannot finish video {self.path!r}: {getattr(exc, 'strerror', None) or exc}"
@@ -259,15 +290,18 @@ def _notice_stored_orientation(writer: str) -> None:
     )
 
 
-def join_videos(parts: Sequence[str | Path], path: str | Path) -> int:
+def join_videos(parts: Sequence[str | Path], path: str | Path, starts: Sequence[float] | None = None) -> int:
     """Join video files of one stream layout (the chunks' parts, written by :class:`VideoWriter`
     with the same size, rate and encoder settings) into ``path`` by stream copy (PyAV remux: no
     re-encoding, so the pictures are the parts' own). Part ``k``'s timestamps are moved on by
-    the duration of the parts before it.
+    the duration of the parts before it, or by ``starts[k]``.
 
     Args:
         parts: the part files, in order (empty parts are skipped).
         path: the joined file; its container follows the extension.
+        starts: where each part starts in the joined file, in seconds (a variable-frame-rate
+            input's parts, written with ``own_times``: their first frames' times less the first
+            part's); ``None``: each part follows the end of the one before.
 
     Returns:
         Packets written.
@@ -283,11 +317,13 @@ def join_videos(parts: Sequence[str | Path], path: str | Path) -> int:
         with av.open(str(path), "w", options=muxer_options(path)) as output:
             out_stream = None
             offset = 0  # in out_stream's time base
-            for part in parts:
+            for number, part in enumerate(parts):
                 with av.open(str(part)) as source:
                     stream = source.streams.video[0]
                     if out_stream is None:
                         out_stream = output.add_stream_from_template(stream)
+                    if starts is not None:
+                        offset = round(starts[number] / stream.time_base)
                     end = offset
                     for packet in source.demux(stream):
                         if packet.dts is None and packet.pts is None:

@@ -464,14 +464,12 @@ def run_chunk(job: ChunkJob) -> ChunkResult:
         errors_before = video.decode_errors
         collector = _Collector()
         sinks: list[Sink] = []
-        if job.video_part is not None:
-            sinks.append(
-                VideoSink(VideoWriter(job.video_part, video.fps, video.size, config["preset"], job.threads or 0, job.display_matrix))
-            )
-        if job.mask_part is not None:
-            sinks.append(
-                MaskVideoSink(VideoWriter(job.mask_part, video.fps, video.size, config["preset"], job.threads or 0, job.display_matrix))
-            )
+        # A variable-frame-rate file's frames keep their times in the parts, from the chunk's first.
+        timestamped = getattr(video, "timestamped", False)
+        for part, sink in ((job.video_part, VideoSink), (job.mask_part, MaskVideoSink)):
+            if part is not None:
+                writer = VideoWriter(part, video.fps, video.size, config["preset"], job.threads or 0, job.display_matrix, timestamped)
+                sinks.append(sink(writer, timestamps=timestamped))
         if job.masks_dir is not None:
             sinks.append(MaskImagesSink(job.masks_dir, job.stem))
         sinks.append(collector)

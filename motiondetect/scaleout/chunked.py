@@ -42,7 +42,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -50,7 +50,7 @@ from motiondetect import __version__
 from motiondetect.core.errors import MotionDetectError, UsageError
 from motiondetect.core.progress import progress_bar
 from motiondetect.core.signals import StopSignals, exit_code
-from motiondetect.core.types import FrameResult
+from motiondetect.core.types import Frame, FrameResult
 from motiondetect.outputs.clips import ClipSink, CopiedClipSink, MotionOnlySink, clip_name
 from motiondetect.outputs.events import EventSegmenter, event_spans
 from motiondetect.outputs.masks import mask_name
@@ -602,22 +602,24 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
     outputs: list[str] = []
     try:
         numbers = [r.number for r in ordered]
+        # A variable-frame-rate file's parts start where their first frames are in the input.
+        starts = None if times is None else [times[r.first_index] for r in ordered]
         annotated = None
         if paths.annotated_frames:
             parts = [manifest.part("video", n) for n in numbers]
             annotated = paths.video if paths.video is not None and not paths.only_motion else manifest.folder / "annotated.mp4"
             if parts:
-                join_videos(parts, annotated)
+                join_videos(parts, annotated, starts)
                 if annotated == paths.video:
                     outputs.append(str(paths.video))
         if paths.mask_video is not None and numbers:
-            join_videos([manifest.part("mask", n) for n in numbers], paths.mask_video)
+            join_videos([manifest.part("mask", n) for n in numbers], paths.mask_video, starts)
             outputs.append(str(paths.mask_video))
         if paths.masks is not None:
             _remove_stale_masks(paths.masks, item.name, len(fractions), item.chunks)
             outputs.append(f"{len(fractions)} mask{'' if len(fractions) == 1 else 's'} in {paths.masks}")
         if annotated is not None and numbers and ((paths.clips is not None and not paths.clips_by_copy) or paths.only_motion):
-            cut, finished = _cut_events(item, config, args, annotated, fractions, boxes, signals)
+            cut, finished = _cut_events(item, config, args, annotated, fractions, boxes, signals, times)
             outputs += cut
             summary.complete = summary.complete and finished
     except (MotionDetectError, OSError) as exc:
@@ -664,24 +666,35 @@ def _finish(item: _Input, config, args, elapsed: float, interrupted: bool, failu
 
 
 def _cut_events(
-    item: _Input, config, args, annotated: Path, fractions: np.ndarray, boxes: list, signals: StopSignals | None
+    item: _Input,
+    config,
+    args,
+    annotated: Path,
+    fractions: np.ndarray,
+    boxes: list,
+    signals: StopSignals | None,
+    times: list[float] | None = None,
 ) -> tuple[list[str], bool]:
     """Cut the clips and the motion-only video from the joined annotated video along the
     stitched results (the same sinks and segmenter rules as a sequential run), with a progress
-    bar: it decodes the whole video again. Return the outputs' descriptions and whether the cut
-    reached the end: a stop signal during it ends it after the current frame, its outputs
-    closed whole."""
+    bar: it decodes the whole video again. ``times``: a variable-frame-rate input's frame times
+    (seconds), which the frames keep in the clips. Return the outputs' descriptions and whether
+    the cut reached the end: a stop signal during it ends it after the current frame, its
+    outputs closed whole."""
     paths = item.paths
-    events = EventSegmenter.from_config(config["events"], item.fps, item.area)
+    own_times = times is not None
+    events = EventSegmenter.from_config(config["events"], item.fps, item.area, frame_times=own_times)
     sinks = []
     if paths.video is not None and paths.only_motion:
-        sinks.append(MotionOnlySink(paths.video, events, item.fps, item.size, item.display_matrix))
+        sinks.append(MotionOnlySink(paths.video, events, item.fps, item.size, item.display_matrix, own_times))
     if paths.clips is not None and not paths.clips_by_copy:
         remove_earlier(paths.clips, clip_name(item.name, 1), "clip")
-        sinks.append(ClipSink(paths.clips, item.name, events, item.fps, item.size, item.display_matrix))
+        sinks.append(ClipSink(paths.clips, item.name, events, item.fps, item.size, item.display_matrix, own_times))
     bar = progress_bar(len(fractions), args.quiet, what="cutting clips")
     with VideoHandler(str(annotated), fps=item.fps) as video:
-        frames = signals.until_another(video) if signals is not None else video
+        frames: Iterable[Frame] = signals.until_another(video) if signals is not None else video
+        if times is not None:
+            frames = (Frame(frame.index, times[frame.index], frame.image) for frame in frames)
         summary = Runner(frames, ReplayDetector(fractions, boxes), sinks, progress=bar, events=events, source=video).run()
     if summary.error is not None:
         raise MotionDetectError(f"cannot cut the events of {item.source!r}: {summary.error}")

@@ -670,8 +670,8 @@ class VideoHandler:
             self.timestamped = cap.time_base is not None
             log.info(
                 "notice: %r has a variable frame rate (%d frames in %.2f s, where its first timestamps suggest %.4g fps): "
-                "read at their average, %.4g fps; events, copied clips and the timecode follow each frame's own timestamp, the videos "
-                "written play at the average rate (--fps sets one rate for all)",
+                "read at their average, %.4g fps; the events, the timecode and the videos and clips written follow each frame's own "
+                "timestamp (--fps sets one rate for all)",
                 self.source,
                 count,
                 count / container_fps,
