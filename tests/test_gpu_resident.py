@@ -531,7 +531,7 @@ def test_nvdec_on_matroska_prints_nothing_of_its_own(tmp_path, capfd):
 
 def test_nvdec_reads_a_variable_frame_rate_file_at_the_cpu_decoders_rate(tmp_path, monkeypatch, capsys):
     """Both decoders take the rate from the same place (a variable-rate MP4's average), so
-    frame times, events and the rescaled model agree."""
+    frame times, events, the rescaled model and the annotated video's timeline agree."""
     import fractions
 
     import av
@@ -556,9 +556,15 @@ def test_nvdec_reads_a_variable_frame_rate_file_at_the_cpu_decoders_rate(tmp_pat
     for decoder in ("nvdec", "auto", "cpu"):
         folder = tmp_path / decoder
         folder.mkdir()
-        rc, _, err = run_cli(monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "--no-video")
+        rc, _, err = run_cli(monkeypatch, capsys, folder, str(path), "--backend", "cuda", "--decoder", decoder, "-o", "out.mp4")
         assert rc == 0, err
         reports[decoder] = json.loads((folder / "vfr_motion.json").read_text())
+        with av.open(str(folder / "out.mp4")) as video:
+            base = video.streams.video[0].time_base
+            times = [float(frame.pts * base) for frame in video.decode(video=0)]
+        # Each frame of the annotated video at its own time in the input.
+        assert len(times) == reports[decoder]["frame_count"] > 60
+        assert times == pytest.approx([t / 1000 for t in stamps_ms[: len(times)]], abs=2e-5), decoder
     assert reports["nvdec"]["decoder"].startswith("NVDEC") and reports["auto"]["decoder"].startswith("NVDEC")
     assert reports["nvdec"]["fps"] == reports["cpu"]["fps"] < 25  # the average, not the first frames' 25
     # The events are timed by the frames' own timestamps on both decoders, not at n / fps.

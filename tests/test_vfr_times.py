@@ -250,3 +250,21 @@ def test_a_window_of_a_live_file_starts_its_video_at_zero(tmp_path, monkeypatch,
     assert rc == 0, err
     times = _times_of(tmp_path / "lv.mp4")
     assert times[0] == 0 and len(times) > 10
+
+
+def test_start_and_end_in_seconds_pick_the_frames_at_those_times(halving, tmp_path, monkeypatch, capsys):
+    """``--start 9 --end 11`` in the half at 12.5 fps: frames 188 (9.04 s, the first at or
+    after 9 s) to 212 (10.96 s); at n / fps they were frames 150 to 183 (9 and 11 x 16.7),
+    which miss the square crossing from frame 200 (10.0 s). A timecode and frame numbers give
+    the same window; frames stay numbered as in the whole file."""
+    times = [t / 1000 for t in halving_times_ms()]
+    for start, end in (("9", "11"), ("0:09", "00:00:11.000"), ("188f", "213f")):
+        args = ["--backend", "cpu", "--start", start, "--end", end, "-o", "w.mp4", "--overwrite"]
+        rc, _, err = run_cli(monkeypatch, capsys, tmp_path, halving, *args)
+        assert rc == 0, err
+        report = json.loads((tmp_path / "phone_motion.json").read_text(encoding="utf-8"))
+        assert (report["start_frame"], report["frame_count"]) == (188, 25), (start, end)
+        (event,) = report["events"]
+        assert event["motion_start_frame"] == MOVING[1].start
+        assert event["start_time"] == pytest.approx(times[event["start_frame"]], abs=1e-3)
+        assert _times_of(tmp_path / "w.mp4") == pytest.approx([t - times[188] for t in times[188:213]], abs=2e-5)

@@ -65,6 +65,7 @@ from motiondetect.pipeline.detector import MotionDetector
 from motiondetect.pipeline.frame_rate import for_source, fps_arg, rescaled_values
 from motiondetect.pipeline.roi import rasterize, roi_from_file
 from motiondetect.pipeline.runner import Runner
+from motiondetect.scaleout.chunks import packet_timestamps
 from motiondetect.scaleout.cluster import jobs_arg, scheduler_arg
 from motiondetect.sources.live import LatestFrameReader
 from motiondetect.sources.threads import BackgroundWriter, PrefetchReader, head_start_frames
@@ -338,6 +339,17 @@ def _scan_sinks(
     return sinks
 
 
+def _window_times(video, *positions: Position | None) -> list[float] | None:
+    """The frames' times in seconds where ``--start`` / ``--end`` give a time in a
+    variable-frame-rate file (:attr:`VideoHandler.timestamped`): its packets' timestamps, sorted,
+    less the first, as the frames are timed (read without decoding); else ``None`` (frame ``i``
+    at ``i / fps``)."""
+    if not getattr(video, "timestamped", False) or all(p is None or p.seconds is None for p in positions):
+        return None
+    stamps, _ = packet_timestamps(video.source)
+    return [float((stamp - stamps[0]) * video.time_base) for stamp in stamps]
+
+
 def _scan_settings(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """Apply the setting flags (events / scan / overlays) and --roi over the config."""
     if args.events__min_area is not None and args.events__min_pixels is None and config["events"]["min_pixels"] is not None:
@@ -432,8 +444,9 @@ def _run_one(
         # A file gets outputs by default; a camera or stream only records what is asked for.
         paths = plan_outputs(args, video.name, input_paths, several, taken, defaults=not realtime_source)
         video_path = paths.video
-        start = args.start.to_frame(video.fps) if args.start else 0
-        stop = args.end.to_frame(video.fps) if args.end else None
+        times = _window_times(video, args.start, args.end)
+        start = args.start.to_frame(video.fps, times) if args.start else 0
+        stop = args.end.to_frame(video.fps, times) if args.end else None
         if stop is not None and stop <= start:
             raise UsageError(f"--end (frame {stop}) must come after --start (frame {start})")
         known = video.frame_count

@@ -11,6 +11,7 @@ Video out is :mod:`motiondetect.outputs.writer`.
 
 from __future__ import annotations
 
+import bisect
 import glob
 import heapq
 import logging
@@ -1186,12 +1187,16 @@ class Position:
             raise ValueError(f"expected seconds (90, 90.5s), a timecode (HH:MM:SS.mmm) or a frame number (1234f); got {text!r}")
         return cls(seconds=seconds)
 
-    def to_frame(self, fps: float) -> int:
-        """The first frame at or after this place (frame i is at i / fps seconds)."""
+    def to_frame(self, fps: float, times: Sequence[float] | None = None) -> int:
+        """The first frame at or after this place: frame i is at i / fps seconds, or at
+        ``times[i]`` (seconds, ascending: a variable-frame-rate file's own,
+        :attr:`VideoHandler.timestamped`; ``len(times)`` when the place is past the last)."""
         if self.frame is not None:
             return self.frame
         seconds = self.seconds
         assert seconds is not None  # a position is a time or a frame number
+        if times is not None:
+            return bisect.bisect_left(times, round(seconds, 6) - 1e-6)
         return math.ceil(round(seconds * fps, 6))
 
 
