@@ -14,7 +14,7 @@ and splits the counts over bands of rows. Each row of the table is one band:
   A background model learns what a pixel shows most of the time: where the largest is near 1,
   the road behind a queue of cars is seldom in view.
 
-Measured with it (docs/evaluation.md, "Busy lanes"): on ``cdnet_highway`` 89 % of the default's
+Measured with it (docs/evaluation-log.md, "Busy lanes"): on ``cdnet_highway`` 89 % of the default's
 missed pixels lie in its top 10 rows, where oncoming cars queue into view and the labels hold
 motion on up to 84 % of the scored frames, while OpenCV's GSOC + median misses 151 of those
 50,887 pixels. Usage::

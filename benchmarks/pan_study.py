@@ -117,7 +117,7 @@ def _moved(array: np.ndarray, dx: int, dy: int, fill) -> np.ndarray:
 
 
 class FollowingDetector(MotionDetector):
-    """The prototype of docs/evaluation.md, "Camera moves": a detector (CPU backend, the default
+    """The prototype of docs/evaluation-log.md, "Camera moves": a detector (CPU backend, the default
     pipeline) that notices a pan in ``register``'s correlation surface and moves its background
     model with the view.
 

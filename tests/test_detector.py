@@ -589,7 +589,7 @@ def test_default_pipeline_follows_a_flickering_light(amplitude):
     # with a bright square crossing it. The margin follows some swings and misses others; the
     # exposure's drift takes the missed ones with the next, so the means stay with the scene and
     # the square alone moves. Without the drift (before 2026-11-26) 2 % and 3 % flooded (largest
-    # mask share after frame 100: 0.07 and 0.45; docs/evaluation.md, "Exposure").
+    # mask share after frame 100: 0.07 and 0.45; docs/evaluation-log.md, "Exposure").
     rng = np.random.default_rng(3)
     scene = cv2.resize(rng.integers(30, 140, (15, 20, 3), dtype=np.uint8), (320, 240), interpolation=cv2.INTER_CUBIC)
     frames = []

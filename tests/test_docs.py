@@ -121,7 +121,7 @@ def _sections(path: Path) -> list[str]:
 
 
 def test_every_section_a_config_or_docstring_names_exists():
-    """Configs and docstrings point to sections as ``docs/evaluation.md, "Exposure"`` or
+    """Configs and docstrings point to sections as ``docs/evaluation-log.md, "Exposure"`` or
     ``README, "Detection quality"``; each named section is a heading of that file (the start of
     it: headings carry suffixes such as "(the default)"). Comment and docstring lines are joined
     first, so a reference broken over two lines is checked too."""

@@ -61,101 +61,101 @@ GRIDS: dict[str, dict[Axis, list]] = {
         ("median", "kernel_size"): [7, 9],
     },
     # The Gaussian model's darker pixels' floor against its absolute floor and the median's vote
-    # (docs/evaluation.md, "The shadow floor"), 36 points.
+    # (docs/evaluation-log.md, "The shadow floor"), 36 points.
     "shadow": {
         ("gaussian_background", "shadow_floor"): [0.0, 0.06, 0.08, 0.1],
         ("gaussian_background", "min_sigma"): [6.0, 8.0, 10.0],
         ("median", "kernel_size"): [7, 9, 11],
     },
     # The Gaussian model's chroma floor (0: grey level only) against the darker pixels' floor and
-    # the absolute floor (docs/evaluation.md, "Chroma"), 48 points.
+    # the absolute floor (docs/evaluation-log.md, "Chroma"), 48 points.
     "chroma": {
         ("gaussian_background", "chroma_min_sigma"): [0.0, 6.0, 8.0, 12.0],
         ("gaussian_background", "shadow_floor"): [0.0, 0.06, 0.08, 0.1],
         ("gaussian_background", "min_sigma"): [8.0, 10.0, 12.0],
     },
     # The Gaussian model's floor relative to the background's grey level (0: off) against its
-    # absolute floor (docs/evaluation.md, "The relative floor"), 20 points.
+    # absolute floor (docs/evaluation-log.md, "The relative floor"), 20 points.
     "floor": {
         ("gaussian_background", "relative_floor"): [0.0, 0.06, 0.07, 0.08, 0.1],
         ("gaussian_background", "min_sigma"): [4.0, 6.0, 8.0, 10.0],
     },
     # The Gaussian model's colour test of shadows (0: off) against the darkest ratio it takes for
-    # a shadow (docs/evaluation.md, "Shadows by their colour"), 12 points.
+    # a shadow (docs/evaluation-log.md, "Shadows by their colour"), 12 points.
     "shadow_chroma": {
         ("gaussian_background", "shadow_chroma"): [0.0, 1.5, 2.0, 3.0],
         ("gaussian_background", "shadow_ratio"): [0.4, 0.5, 0.6],
     },
     # The dilation's growth into the model's weak pixels (0: everywhere) against its element
-    # (docs/evaluation.md, "Growing into weak pixels"), 12 points.
+    # (docs/evaluation-log.md, "Growing into weak pixels"), 12 points.
     "grow": {
         ("gaussian_background", "grow_sigmas"): [0.0, 0.8, 1.0, 1.2, 1.4, 1.6],
         ("dilation", "kernel_size"): [5, 7],
     },
     # The mask's post-processing against the model's threshold, around the chroma default
-    # (docs/evaluation.md, "Post-processing and sub-pixel registration"), 24 points.
+    # (docs/evaluation-log.md, "Post-processing and sub-pixel registration"), 24 points.
     "morph": {
         ("gaussian_background", "sigmas"): [1.75, 2.0, 2.25, 2.5],
         ("median", "kernel_size"): [7, 9, 11],
         ("dilation", "kernel_size"): [3, 5],
     },
     # The Gaussian model's learning rates of background pixels (mean, variance) and of the
-    # variance under foreground (docs/evaluation.md, "Learning rates"), 32 points.
+    # variance under foreground (docs/evaluation-log.md, "Learning rates"), 32 points.
     "rates": {
         ("gaussian_background", "alpha"): [0.01, 0.02, 0.03, 0.04],
         ("gaussian_background", "variance_alpha"): [0.02, 0.04, 0.06, 0.08],
         ("gaussian_background", "variance_alpha_foreground"): [0.0025, 0.005],
     },
     # The Gaussian model's still foreground: frames still before a pixel is absorbed (0: off)
-    # against the change that counts as still (docs/evaluation.md, "Still foreground"), 24 points.
+    # against the change that counts as still (docs/evaluation-log.md, "Still foreground"), 24 points.
     "still": {
         ("gaussian_background", "still_frames"): [0, 3, 5, 7, 10, 20],
         ("gaussian_background", "still_tolerance"): [0, 1, 2, 3],
     },
     # The Gaussian model's bootstrap: the frame pair at which its means restart from the median
-    # of the stream's first frames (0: off; docs/evaluation.md, "Bootstrap"), 4 points.
+    # of the stream's first frames (0: off; docs/evaluation-log.md, "Bootstrap"), 4 points.
     "bootstrap": {
         ("gaussian_background", "bootstrap"): [0, 14, 24, 34],
     },
     # The Gaussian model's foreground learning rates (selective update; 0: conservative update),
     # for benchmarks/long_run_study.py, which scores each clip fresh and after long runs
-    # (docs/evaluation.md, "Long runs"), 12 points.
+    # (docs/evaluation-log.md, "Long runs"), 12 points.
     "foreground": {
         ("gaussian_background", "alpha_foreground"): [0.0, 0.0005, 0.001, 0.002],
         ("gaussian_background", "variance_alpha_foreground"): [0.0006, 0.00125, 0.0025],
     },
     # The Gaussian model's ghost test: frame pairs after the bootstrap on which whole blobs are
-    # tested for ghosts (0: off; docs/evaluation.md, "Ghosts"), 5 points.
+    # tested for ghosts (0: off; docs/evaluation-log.md, "Ghosts"), 5 points.
     "ghost": {
         ("gaussian_background", "ghost_frames"): [0, 16, 40, 64, 100],
     },
     # The gate on the means' foreground learning (255: every foreground frame), for
-    # benchmarks/long_run_study.py (docs/evaluation.md, "Long runs"), 6 points.
+    # benchmarks/long_run_study.py (docs/evaluation-log.md, "Long runs"), 6 points.
     "quiet": {
         ("gaussian_background", "quiet_tolerance"): [0, 1, 2, 4, 8, 255],
     },
     # The variances' foreground learning gated by the frame's change (0: every foreground frame),
-    # best scored fresh and after long runs (docs/evaluation.md, "People who stop"), 7 points.
+    # best scored fresh and after long runs (docs/evaluation-log.md, "People who stop"), 7 points.
     "settled": {
         ("gaussian_background", "variance_min_change"): [0, 3, 5, 9, 17, 33, 255],
     },
     # The Gaussian model's light field (0: off), the grey levels of |x - g b| it explains
-    # (docs/evaluation.md, "Changing sunlight"), 5 points.
+    # (docs/evaluation-log.md, "Changing sunlight"), 5 points.
     "light": {
         ("gaussian_background", "light_field"): [0.0, 8.0, 12.0, 16.0, 24.0],
     },
     # The recent-background gate (0: off), the grey levels a coherent window must move from its
-    # most recent still background (docs/evaluation.md, "The recent-background gate"), 5 points.
+    # most recent still background (docs/evaluation-log.md, "The recent-background gate"), 5 points.
     "recent": {
         ("gaussian_background", "recent_gate"): [0, 15, 20, 25, 30],
     },
     # The closing after the mask (1: none), the side of its square structuring element at the
-    # working size (docs/evaluation.md, "A closing after the mask"), 6 points.
+    # working size (docs/evaluation-log.md, "A closing after the mask"), 6 points.
     "closing": {
         ("closing", "kernel_size"): [1, 5, 7, 9, 11, 13],
     },
     # For configs/subsense.yaml: the grey-level threshold and the ghost thresholds
-    # (docs/evaluation.md, "The subsense model"), 12 points.
+    # (docs/evaluation-log.md, "The subsense model"), 12 points.
     "subsense": {
         ("subsense", "color_threshold"): [10, 15, 20],
         ("subsense", "ghost_share"): [0.9, 0.995],

@@ -30,7 +30,7 @@ class Closing(Filter):
     rows and columns, then the erosion's) in shared memory, a block's tile and its halo at a time,
     on a whole batch; a tile with nothing set writes its zeros and skips them. Built first as four
     launches (the dilation's and erosion's kernels), the closing took the default to 88 % of its
-    on-device rate at 1080p one frame at a time; in one launch, 97-102 % (docs/evaluation.md, "A
+    on-device rate at 1080p one frame at a time; in one launch, 97-102 % (docs/evaluation-log.md, "A
     closing after the mask").
     """
 
@@ -49,7 +49,7 @@ class Closing(Filter):
             "pixels",
             "side of the square structuring element; 1 leaves the mask as it is; 9 (after the 7x7 "
             "dilation, at the 240-row working size) was the choice of 22 of the 23 folds of the "
-            'dev set\'s leave-one-clip-out (docs/evaluation.md, "A closing after the mask")',
+            'dev set\'s leave-one-clip-out (docs/evaluation-log.md, "A closing after the mask")',
             odd=True,
         ),
     )

@@ -43,7 +43,7 @@ class Dilation(Filter):
             "side of the square structuring element; 7 (after a 3x3 erosion, growing into the "
             "Gaussian model's weak pixels at grow_sigmas 1.2) was the choice of every leave-one-clip-out "
             "fold over the 17 dev clips whose labels do not count leaves, 5 without that growth "
-            '(docs/evaluation.md, "Growing into weak pixels"); Frigate dilates once after its threshold',
+            '(docs/evaluation-log.md, "Growing into weak pixels"); Frigate dilates once after its threshold',
             odd=True,
         ),
         Param("iterations", int, 1, 1, 16, "passes", "how many times the dilation is applied"),

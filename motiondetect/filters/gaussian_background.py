@@ -167,7 +167,7 @@ EXPOSURE_BLOCKS = 64
 #: chroma mean) whose Cb and Cr both are is grey. A camera in night (infrared) mode sends grey
 #: frames; through an encoder they come back within a few levels of 128 (an H.264 file of grey
 #: frames, at the working size: 81-90 % of the pixels within 1, 96-98 % within 3), so 1 left a
-#: flood of 21 % of the frame there, 3 none. The dev clips' scores did not fall (docs/evaluation.md,
+#: flood of 21 % of the frame there, 3 none. The dev clips' scores did not fall (docs/evaluation-log.md,
 #: "Night mode").
 GREY_CHROMA = 3
 #: A frame's R, G or B at or above this (grey levels, made back from Y, Cb and Cr) is clipped, and
@@ -229,13 +229,13 @@ class GaussianBackground(Filter):
     grey level within ``quiet_tolerance`` of the previous frame's (0 by default: unchanged, the
     still count's test; 255: on every foreground frame): what stays in view and moves (a person at a desk, the cars of a busy lane)
     would otherwise draw the background towards itself over minutes and then be missed, while a
-    parked car, a moved chair or a ghost is quiet and is absorbed as before (docs/evaluation.md,
+    parked car, a moved chair or a ghost is quiet and is absorbed as before (docs/evaluation-log.md,
     "Long runs"). The variance learns from ``min((x - m)**2, threshold)``, so a single outlier cannot
     raise it above the current threshold; past the warm-up, a foreground pixel's variances learn
     only on frames on which its grey level changed by at least ``variance_min_change`` (9) from the
     previous frame's: leaves or water that start moving change that much and are learnt, while a
     person who stops in view, never still for the still count on a real camera's noise, no longer
-    widens his own threshold until he is missed (docs/evaluation.md, "People who stop"). During
+    widens his own threshold until he is missed (docs/evaluation-log.md, "People who stop"). During
     the first ``warmup`` frame pairs of a stream the variance learns at least at rate
     ``1 / (t + 1)`` on frame pair ``t`` (a plain average of the first frames), on foreground pixels too, the way OpenCV's MOG2 starts with the rate
     ``1 / min(2 t, history)``: the model knows the scene's noise and its waving trees after a few
@@ -290,7 +290,7 @@ class GaussianBackground(Filter):
     count: a dimmer, an iris or one lamp of two going off scales the whole picture, and the
     means scaled by the gain keep what is in view foreground, where a restart takes it into the
     background (a light switched to 0.6 halfway through each of the 20 dev clips: 0.668 -> 0.768
-    mean pixel F; docs/evaluation.md, "Light switches a gain explains"). A light
+    mean pixel F; docs/evaluation-log.md, "Light switches a gain explains"). A light
     switched on or off, or a camera's day/night switch, changes most of the picture the same way
     between two frames, and would otherwise flag the whole frame until the model has learnt it
     (hundreds of frames at ``alpha_foreground``); the frame of the switch compares equal to the
@@ -321,7 +321,7 @@ class GaussianBackground(Filter):
     means learn (at ``alpha``) and is taken with the next followed gain. Lights that flicker
     (mains light beating with the frame rate, an auto-exposure that hunts) are followed on some
     swings and not on the swings back; without the drift the means ratcheted away from the scene
-    and the frame flooded (docs/evaluation.md, "Exposure").
+    and the frame flooded (docs/evaluation-log.md, "Exposure").
 
     Light field (``light_field`` > 0; off by default): a change of light that is uneven over the
     picture (a cloud's shadow crossing a sunlit scene) is no one gain. The frame's gain over the
@@ -418,7 +418,7 @@ class GaussianBackground(Filter):
             "standard deviations",
             "a pixel moves when it is further than this from its background mean; 2.0 (with "
             "min_sigma 8 and a 9x9 median) was the leave-one-clip-out choice of 19 of the 20 dev "
-            "clips (docs/evaluation.md); OpenCV MOG2's varThreshold 16 is 4",
+            "clips (docs/evaluation-log.md); OpenCV MOG2's varThreshold 16 is 4",
         ),
         Param(
             "min_sigma",
@@ -428,7 +428,7 @@ class GaussianBackground(Filter):
             64.0,
             "grey levels",
             "floor of the standard deviation, so a perfectly still pixel does not flag noise; 6 (with "
-            "sigmas 2.0: at least 12 grey levels) with relative_floor 0.08 (docs/evaluation.md, "
+            "sigmas 2.0: at least 12 grey levels) with relative_floor 0.08 (docs/evaluation-log.md, "
             '"The relative floor"); 10 before it',
         ),
         Param(
@@ -457,7 +457,7 @@ class GaussianBackground(Filter):
             "dark ones), so min_sigma can be low enough for faint objects on dark backgrounds; "
             "shadow_floor stays the darker pixels' floor where it is higher; 0.08 with min_sigma 6: "
             "every leave-one-clip-out fold's choice of 0.07 or 0.08 over the 20 dev clips and the "
-            'three check clips (docs/evaluation.md, "The relative floor"); 0 (off) keeps '
+            'three check clips (docs/evaluation-log.md, "The relative floor"); 0 (off) keeps '
             "min_sigma's floor alone",
         ),
         Param(
@@ -486,7 +486,7 @@ class GaussianBackground(Filter):
             "4 of these from grey in all): the chromaticity test of Horprasert et al. (1999) and "
             "Cucchiara et al. (2003); needs chroma_min_sigma; 2 was every leave-one-clip-out fold's "
             "choice over 0, 1.5, 2 and 3 on the 20 dev clips (held out 0.805 against 0.804 without; "
-            'docs/evaluation.md, "Shadows by their colour"); 0 (off) leaves shadows to shadow_floor',
+            'docs/evaluation-log.md, "Shadows by their colour"); 0 (off) leaves shadows to shadow_floor',
         ),
         Param(
             "shadow_ratio",
@@ -512,7 +512,7 @@ class GaussianBackground(Filter):
             "object, not a square around it (hysteresis, as Canny's edges grow from strong into weak "
             "pixels); with a 7x7 dilation, 1.2 was every leave-one-clip-out fold's choice over 0, 0.8, "
             "1.0, 1.2, 1.4 and 1.6 on the 17 dev clips whose labels do not count leaves (held out 0.865 "
-            'against 0.859 without; docs/evaluation.md, "Growing into weak pixels"); 0 grows everywhere',
+            'against 0.859 without; docs/evaluation-log.md, "Growing into weak pixels"); 0 grows everywhere',
         ),
         Param(
             "alpha",
@@ -542,7 +542,7 @@ class GaussianBackground(Filter):
             "fraction per frame",
             "variance learning rate where the pixel is background; 0.04: the leave-one-clip-out "
             "choice of 22 of the 23 dev clips' folds, with the two windows of the highway camera "
-            'after the shared one (docs/evaluation.md, "Three windows of the highway camera")',
+            'after the shared one (docs/evaluation-log.md, "Three windows of the highway camera")',
         ),
         Param(
             "variance_alpha_foreground",
@@ -566,7 +566,7 @@ class GaussianBackground(Filter):
             "uncovered where something stood at the start); 7 with still_tolerance 0: the best of "
             "the 8 CDnet and Wallflower dev clips and no dev clip worse by 0.01, where 5, the "
             "leave-one-clip-out choice, lies a frame from 4, which absorbs slow cars on CDnet fall "
-            '(docs/evaluation.md, "Still foreground"); 0 (off) leaves it to alpha_foreground',
+            '(docs/evaluation-log.md, "Still foreground"); 0 (off) leaves it to alpha_foreground',
         ),
         Param(
             "still_frames_inter",
@@ -578,7 +578,7 @@ class GaussianBackground(Filter):
             "still_frames for an inter-coded video (H.264, HEVC, MPEG-4, VP9, AV1...), whose encoder "
             "repeats a still object's pixels exactly (skip blocks), so a resting person looks as still "
             "as a ghost; 17: the leave-one-clip-out choice over the dev clips through libx264 at CRF "
-            '23, 28 and 35 (docs/evaluation.md, "Frame rate, compression and noise"); 0: off there',
+            '23, 28 and 35 (docs/evaluation-log.md, "Frame rate, compression and noise"); 0: off there',
         ),
         Param(
             "still_tolerance",
@@ -602,7 +602,7 @@ class GaussianBackground(Filter):
             "learn at alpha_foreground; a larger change (something moving) teaches the background "
             "nothing; 255: every foreground frame. 0 (an unchanged grey level, as still_frames counts): "
             "the choice of all 20 folds of a leave-one-clip-out over 0, 1, 2, 4, 8 and 255 on the dev "
-            'clips fresh and after long runs (docs/evaluation.md, "Long runs")',
+            'clips fresh and after long runs (docs/evaluation-log.md, "Long runs")',
         ),
         Param(
             "variance_min_change",
@@ -618,7 +618,7 @@ class GaussianBackground(Filter):
             "the 20 dev clips fresh and after long runs 0.815 / 0.821 against 0.814 / 0.809 with 0, the "
             "whole CDnet office sequence 0.754 -> 0.936 (a man reading for 30 s); an object parked on a "
             "camera's noise is still taken in by its means, after 1.7-3.2 minutes at 25 frames/s "
-            '(docs/evaluation.md, "People who stop"); 0: every foreground frame',
+            '(docs/evaluation-log.md, "People who stop"); 0: every foreground frame',
         ),
         Param(
             "lightswitch",
@@ -633,7 +633,7 @@ class GaussianBackground(Filter):
             "switched on or off; 0.7: on the 20 dev clips, real motion turned at most 0.58 of the frame "
             "one way with min_sigma 10 (at most 0.66 with 6) and no clip changes, while with light switches added "
             "(+25, +40, x0.6) the mean pixel F rises from 0.24-0.30 to 0.56-0.58 (0.5 costs a dev "
-            'clip 0.018; Frigate\'s lightning_threshold is 0.8; docs/evaluation.md, "Light switches"); not '
+            'clip 0.018; Frigate\'s lightning_threshold is 0.8; docs/evaluation-log.md, "Light switches"); not '
             "when the exposure follows a gain that explains half as many pixels or more (a dimmer or an iris: "
             'what is in view stays foreground; "Light switches a gain explains"); 0 (off) '
             "leaves it to the learning rates",
@@ -652,7 +652,7 @@ class GaussianBackground(Filter):
             "with exposure ramps added (x0.8 over 10 frames) the mean pixel F is 0.795 against 0.586 at 1.5, "
             "and with lights flickering by 5 % at 10 Hz 0.769 against 0.669 (1.5 was the default before; "
             "off, ramps and steps cost 0.2-0.5); the swings it misses are taken with the next gain (a drift "
-            'fading at alpha), so flicker at 10 Hz by 1-5 % scores 0.790-0.793 (docs/evaluation.md, "Exposure"); '
+            'fading at alpha), so flicker at 10 Hz by 1-5 % scores 0.790-0.793 (docs/evaluation-log.md, "Exposure"); '
             "0 (off) leaves it to the learning rates and the light switch",
         ),
         Param(
@@ -667,7 +667,7 @@ class GaussianBackground(Filter):
             "survives in the frame (a cloud's shadow, the sun coming out; "
             "motiondetect/filters/light_field.py); the dev set's sunlight clip rises from pixel F "
             "0.063 to 0.212 (12) or 0.272 (24, configs/outdoor.yaml) at a cost of 0.002 or 0.008 on "
-            "the other 22 clips, which leave-one-clip-out does not take (docs/evaluation.md, "
+            "the other 22 clips, which leave-one-clip-out does not take (docs/evaluation-log.md, "
             '"The light field as an option"); 0 (off) leaves it to exposure',
         ),
         Param(
@@ -693,7 +693,7 @@ class GaussianBackground(Filter):
             "driving off, a person walking away) leaves no ghost, as W4 (Haritaoglu et al., 2000) "
             "starts its background from a median; 24: the choice of 19 of the 20 dev clips' "
             "leave-one-clip-out folds over 0, 14, 24 and 34 (mean pixel F 0.779 -> 0.787, held out "
-            '0.784; docs/evaluation.md, "Bootstrap"); 0 (off) starts from the first frame alone',
+            '0.784; docs/evaluation-log.md, "Bootstrap"); 0 (off) starts from the first frame alone',
         ),
         Param(
             "ghost_frames",
@@ -707,7 +707,7 @@ class GaussianBackground(Filter):
             "who stood in view through the bootstrap and left) and is taken into the background "
             "(motiondetect/filters/ghosts.py); 100: the choice of all 20 dev clips' "
             "leave-one-clip-out folds over 0, 16, 40, 64 and 100 (mean pixel F 0.8001 -> 0.8045, "
-            'sbi_caviar1 0.917 -> 0.975; docs/evaluation.md, "Ghosts"); the CUDA backend runs '
+            'sbi_caviar1 0.917 -> 0.975; docs/evaluation-log.md, "Ghosts"); the CUDA backend runs '
             "these frames one a launch; 0 (off)",
         ),
         Param(
@@ -723,7 +723,7 @@ class GaussianBackground(Filter):
             "the warm-up's variance learnt; leaves move both ways; "
             "motiondetect/filters/recent_gate.py); 15: the choice of all 23 dev clips' "
             "leave-one-clip-out folds over 0, 15, 20, 25 and 30 (held-out mean pixel F 0.786 -> "
-            '0.805; docs/evaluation.md, "The recent-background gate"); 0 (off)',
+            '0.805; docs/evaluation-log.md, "The recent-background gate"); 0 (off)',
         ),
     )
 

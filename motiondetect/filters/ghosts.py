@@ -5,7 +5,7 @@ background there, the model's mean still the object. The bootstrap's median remo
 through a stream's first frames, but not someone who stood in view through most of them; the
 still-foreground count takes their ghost only on footage clean enough for a pixel to repeat its
 grey level exactly ``still_frames`` times in a row, which compressed or noisy footage never does
-(docs/evaluation.md, "Ghosts: an edge test of whole blobs"). A pixel alone cannot tell a ghost
+(docs/evaluation-log.md, "Ghosts: an edge test of whole blobs"). A pixel alone cannot tell a ghost
 from an object that stands still; a blob can. An object has its outline in the frame; a ghost
 has it in the model's mean and none in the frame (the edge-matching idea of ghost validation).
 
@@ -21,7 +21,7 @@ border than the sharp scene behind them that the mean holds (without it the edge
 in: `sbi_foliage` 0.411 -> 0.155). The trim keeps the test working in rain and snow, whose drops
 and flakes change a few percent of a ghost's pixels by a hundred grey levels each frame: with the
 plain mean no ghost was still there (`sbi_caviar1` under heavy snow 0.921 against 0.975 clear;
-docs/evaluation.md, "Bad weather"). :class:`GhostWindow` keeps the test's
+docs/evaluation-log.md, "Bad weather"). :class:`GhostWindow` keeps the test's
 state through a stream; a pixel in a ghost blob on :data:`CHECKS` tests in a row is taken in.
 
 The values were chosen by leave-one-clip-out over the 20 dev clips with the test on every frame

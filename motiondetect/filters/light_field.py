@@ -25,7 +25,7 @@ pixels and spread from them:
 
 The mask changes, the model does not: it goes on learning from its own mask, so the kernels can
 run after the model on a whole batch (on the 21 dev clips, vetoing before the model learns
-scored 0.001 lower on average; docs/evaluation.md, "Changing sunlight").
+scored 0.001 lower on average; docs/evaluation-log.md, "Changing sunlight").
 
 All arithmetic is integer (Q8 ratios, Q16 gains, moments times 25**2), so this CPU reference and
 ``kernels/light_field.cu`` give the same bits.

@@ -39,7 +39,7 @@ class Median(Filter):
             31,
             "pixels",
             "side of the square window; 9 (with sigmas 2.0) was every leave-one-clip-out fold's choice "
-            "over the 20 dev clips (docs/evaluation.md)",
+            "over the 20 dev clips (docs/evaluation-log.md)",
             odd=True,
         ),
     )

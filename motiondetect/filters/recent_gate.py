@@ -3,7 +3,7 @@
 Where a queue of different cars passes through the first seconds, the Gaussian model's warm-up
 learns their spread as the road's variance, and afterwards a grey or silver car lies within
 ``sigmas`` standard deviations of a mean that is itself an average of cars: background
-(docs/evaluation.md, "Three windows of the highway camera"). Sample-based models (ViBe, GSOC,
+(docs/evaluation-log.md, "Three windows of the highway camera"). Sample-based models (ViBe, GSOC,
 SuBSENSE) find it because no sample matches a new car; one sample is enough here, kept with the
 model in :class:`~motiondetect.filters.gaussian_background.GaussianBackground`:
 
@@ -26,7 +26,7 @@ The mask changes, the model does not (it learns from its own mask), so on the GP
 after the model on a whole batch: the model's kernel writes ``2 d + eligible`` (int16) for each
 frame and ``kernels/recent_gate.cu`` sums the windows. Integer arithmetic on both backends.
 
-On the 20 dev clips and the highway camera's two further windows (docs/evaluation.md, "The
+On the 20 dev clips and the highway camera's two further windows (docs/evaluation-log.md, "The
 recent-background gate") the window 770..1069 rises from 0.852 to 0.868 pixel F at the default
 ``level`` 15, which every fold of the 23-clip leave-one-clip-out chose (held out 0.786 -> 0.805).
 """

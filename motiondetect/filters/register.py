@@ -45,7 +45,7 @@ NEAR_MAX = 4
 #: 0.542 with the Hann window, 0.872 with 0.25. Leave-one-clip-out over the Hann window and
 #: tapers of 0.5, 0.25 and 0.1 (the 20 dev clips, steady and shaken by whole pixels, fractions of
 #: a pixel, and with a turn) chose 0.25 in 18 of 20 folds: 0.7663 held out against 0.7641; a
-#: turn, which moves the edges most, is where it loses (docs/evaluation.md, "The correlation's
+#: turn, which moves the edges most, is where it loses (docs/evaluation-log.md, "The correlation's
 #: window").
 TAPER = 0.25
 #: The refinement compares the frame with the anchor at the frame's brightness when the two
@@ -54,7 +54,7 @@ TAPER = 0.25
 #: error of a shifted texture then decides less than the level change does; a shift of one pixel
 #: taken on such a frame sets a whole frame of false motion (``baseline_pedestrians`` with its
 #: light at 0.4 of its level halfway through: frame F1 0.473 without the match, 0.945 with it, as
-#: with a steady light; docs/evaluation.md, "A refinement that sees a gain").
+#: with a steady light; docs/evaluation-log.md, "A refinement that sees a gain").
 #: Within 2 % the anchor is compared as it is, so steady footage is refined as before.
 GAIN_DIVISOR = 50
 
@@ -264,7 +264,7 @@ class Register(Filter):
     anchor's scene moved by (dx, dy), within ``+-max_shift`` pixels and at most one tile (a
     quarter of the height or width: a longer shift would give a lone object the votes of two
     places). The shrunk correlation costs a
-    quarter of the full one's transforms (1080p on an H200: see docs/evaluation.md, "Camera
+    quarter of the full one's transforms (1080p on an H200: see docs/evaluation-log.md, "Camera
     jitter"); the refinement keeps whole-pixel precision, including shifts of one pixel, which
     the shrunk surface splits between two peaks. The frame is then read at
     ``(x + dx, y + dy)`` (borders replicated), so the frame-pair
@@ -306,7 +306,7 @@ class Register(Filter):
             "240 rows). On the 20 dev clips jittered by up to 20 px (benchmarks/jitter_study.py) 32 "
             "holds mean pixel F 0.697 where 16 fell to 0.436; steady, +-4 and +-12 px within 0.003 "
             "(16 held +-12 px where 8 fell to 0.396); a pan of 5 % of the width 0.532 -> 0.778 "
-            "(benchmarks/pan_study.py; docs/evaluation.md)",
+            "(benchmarks/pan_study.py; docs/evaluation-log.md)",
         ),
         Param(
             "peak_ratio",
@@ -319,7 +319,7 @@ class Register(Filter):
             "correlation by more than this factor, so moving objects on a steady camera do not "
             "move the frame; 1: the plain peak. 3: on the 11 dev clips, steady, 1 moved waving "
             "trees and oncoming cars (mean pixel F 0.600 against 0.611 unregistered), 3 keeps "
-            "0.610, and jittered by +-4 px 0.589 (1: 0.590; 5: 0.587) (docs/evaluation.md)",
+            "0.610, and jittered by +-4 px 0.589 (1: 0.590; 5: 0.587) (docs/evaluation-log.md)",
         ),
         Param(
             "min_peak",
@@ -334,7 +334,7 @@ class Register(Filter):
             "on the 20 dev clips the real shake of camerajitter_badminton peaks at 0.30 to 0.74, "
             "and the spurious peaks of steady footage (rippling water, a zoom, leaves before the "
             "lens) at a median of 0.04 to 0.05; 19 of the 20 leave-one-clip-out folds over 0.02, "
-            "0.05 and 0.08 (steady and jittered by 2 and 4 px) chose 0.08 (docs/evaluation.md)",
+            "0.05 and 0.08 (steady and jittered by 2 and 4 px) chose 0.08 (docs/evaluation-log.md)",
         ),
         Param(
             "taper",
@@ -348,7 +348,7 @@ class Register(Filter):
             "leave-one-clip-out over 1, 0.5, 0.25 and 0.1 (the 20 dev clips steady, shaken by whole "
             "and fractions of pixels, and turned) chose it in 18 of 20 folds, 0.7663 held out "
             "against the Hann window's 0.7641; a camera that rolls may do better with 0.5 or 1 "
-            "(docs/evaluation.md)",
+            "(docs/evaluation-log.md)",
         ),
         Param(
             "far_ratio",
@@ -363,7 +363,7 @@ class Register(Filter):
             "folds over 1, 1.5, 2, 3 and 4 (steady and jittered by 4, 8 and 12 px; held out "
             "0.736, max_shift 8 without it 0.659); a highway's lane markings jittered by 4 px "
             "(sbi_highway_ii) 0.839 with max_shift 8, 0.798 with 16 alone, 0.834 with it "
-            "(docs/evaluation.md)",
+            "(docs/evaluation-log.md)",
         ),
     )
 

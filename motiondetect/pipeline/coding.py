@@ -9,7 +9,7 @@ count chosen on image sequences, where a resting person's pixels still change a 
 on the 20 dev clips through libx264 and back (CRF 23, 28 and 35, a keyframe a second), 7 frames
 took resting people in: mean pixel F 0.793, 0.781 and 0.759, against 0.795, 0.791 and 0.775 with
 17, the count leave-one-clip-out chose over the three in 17 of 20 folds, while on the clips as
-they are 7 scores 0.800 and 17 0.795 (docs/evaluation.md, "Frame rate, compression and noise").
+they are 7 scores 0.800 and 17 0.795 (docs/evaluation-log.md, "Frame rate, compression and noise").
 
 :func:`for_coding` swaps in, for an inter-coded source, the values each filter declares in
 ``INTER_CODED`` (``{"still_frames": "still_frames_inter"}``).

@@ -183,9 +183,9 @@ ROI_SCHEMA: dict[str, Any] = {
 
 #: The default pipeline: filter names in order, each with its parameters' defaults. Chosen by
 #: measurement against the CDnet ground truth in the team's samples (README, "Detection
-#: quality"; ``motiondetect evaluate``); ``register`` by the jitter study (docs/evaluation.md,
+#: quality"; ``motiondetect evaluate``); ``register`` by the jitter study (docs/evaluation-log.md,
 #: "Camera jitter"; ``configs/steady.yaml`` leaves it out); ``closing`` by leave-one-clip-out
-#: (docs/evaluation.md, "A closing after the mask"). The PyCUDA case study's pipeline
+#: (docs/evaluation-log.md, "A closing after the mask"). The PyCUDA case study's pipeline
 #: (gray, difference, threshold, erosion, red_blend) is the preset ``configs/seed.yaml``.
 DEFAULT_PIPELINE = (
     "gray",

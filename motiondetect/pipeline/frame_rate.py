@@ -8,7 +8,7 @@ dev clips, which carry no frame rate (image sequences are read at 25 frames/s; c
 half as fast per second and a stopped object waits twice as long. Measured on the 20 dev clips
 with every 2nd, 3rd or 5th frame kept, the default's mean pixel F fell from 0.800 to 0.779, 0.762
 and 0.750 while OpenCV's KNN + median held its own; with the values rescaled as here it scored
-0.799, 0.803 and 0.791 (docs/evaluation.md, "Frame rate, compression and noise").
+0.799, 0.803 and 0.791 (docs/evaluation-log.md, "Frame rate, compression and noise").
 
 :func:`at_frame_rate` rescales them for a source at ``fps`` frames/s: each filter's
 ``LEARNING_RATES`` to ``1 - (1 - rate) ** k`` (what ``k`` frames at the old rate learn) and its
@@ -91,7 +91,7 @@ def rescaled_count(count: int, k: float, maximum: int) -> int:
     it is below 2): one frame is no run of still frames (``still_frames`` 1 takes any pixel that
     repeats its grey level once), and a bootstrap over two frames takes the darker of each pair.
     Measured at a fifth of the dev clips' rate, where ``still_frames`` 7 rounds to 1: mean pixel F
-    0.781 with 1 frame, 0.791 with 2 (docs/evaluation.md, "Frame rate, compression and noise").
+    0.781 with 1 frame, 0.791 with 2 (docs/evaluation-log.md, "Frame rate, compression and noise").
     0 stays 0, which turns the feature off.
     """
     return int(min(maximum, max(min(count, 2), math.floor(count / k + 0.5))))

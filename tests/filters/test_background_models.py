@@ -1011,7 +1011,7 @@ def test_gaussian_rates_warm_up_then_settle():
 
 
 def test_what_moves_while_it_stays_is_not_learnt_and_what_is_quiet_is():
-    # Long runs (docs/evaluation.md, "Long runs"): on the left, something that stays in view and
+    # Long runs (docs/evaluation-log.md, "Long runs"): on the left, something that stays in view and
     # moves (its grey level jumps by 50 every frame, as a person at a desk or a busy lane does);
     # on the right, a parked object whose grey level flickers by 1 every third frame (never
     # still for 7 frames, so the still count never takes it; unchanged on a third of the frames).
@@ -1047,7 +1047,7 @@ def test_what_moves_while_it_stays_is_not_learnt_and_what_is_quiet_is():
 
 
 def test_what_stops_keeps_its_threshold_and_what_starts_waving_is_learnt(rng):
-    # docs/evaluation.md, "People who stop": after the warm-up, a person who stops in view (left:
+    # docs/evaluation-log.md, "People who stop": after the warm-up, a person who stops in view (left:
     # 60 grey levels above the background, sensor noise of 1.5 on every frame, so never still for
     # the still count) used to widen his own variance until he was missed; leaves that start
     # waving (right: 35 levels above and below the background in turn) must still be learnt. The

@@ -56,7 +56,7 @@ def test_a_smooth_object_over_a_sharp_scene_is_kept_by_the_stillness_only():
 def test_the_stillness_is_measured_against_the_frames_noise():
     """A still ghost in noisy footage: its own noise, as large as the frame's, is above half the
     frame's median change (the default's 0.5), so the ghost waits; at 1.5 times it passes
-    (docs/evaluation.md, "Ghosts": badminton's ghost stays)."""
+    (docs/evaluation-log.md, "Ghosts": badminton's ghost stays)."""
     rng = np.random.default_rng(1)
     background, box = texture(), square()
     with_object = background.copy()
